@@ -1,0 +1,180 @@
+//! Engine options given as `--set ENGINE.KEY=VALUE`, and sizes like `256MB`.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use super::EngineKind;
+use crate::UsageError;
+
+/// The `--set` options of one engine, in the order given (a later value for
+/// the same key wins).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineOptions {
+    /// (key, value) pairs, key without the engine prefix.
+    pub pairs: Vec<(String, String)>,
+}
+
+impl EngineOptions {
+    /// The last value given for `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Fails on the first key not in `known`, naming it.
+    pub fn check_known(&self, kind: EngineKind, known: &[&str]) -> Result<()> {
+        for (k, _) in &self.pairs {
+            if !known.contains(&k.as_str()) {
+                return Err(UsageError(format!(
+                    "unknown option '{kind}.{k}' (known: {})",
+                    known.join(", ")
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails if any option was given: for engines that take none.
+    pub fn reject_all(&self, kind: EngineKind) -> Result<()> {
+        if let Some((k, _)) = self.pairs.first() {
+            return Err(UsageError(format!(
+                "unknown option '{kind}.{k}': {kind} takes no options"
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Merges defaults with these options: defaults first, then overrides
+    /// replacing a default of the same key, then new keys in given order.
+    pub fn merged_over(&self, defaults: &[(String, String)]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = defaults.to_vec();
+        for (k, v) in &self.pairs {
+            match out.iter_mut().find(|(dk, _)| dk == k) {
+                Some(slot) => slot.1 = v.clone(),
+                None => out.push((k.clone(), v.clone())),
+            }
+        }
+        out
+    }
+}
+
+/// Parses `--set` values (`ENGINE.KEY=VALUE`) into options per engine.
+pub fn parse_sets(sets: &[String]) -> Result<BTreeMap<EngineKind, EngineOptions>, UsageError> {
+    let mut out: BTreeMap<EngineKind, EngineOptions> = BTreeMap::new();
+    for s in sets {
+        let (lhs, value) = s
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--set '{s}': expected ENGINE.KEY=VALUE")))?;
+        let (engine, key) = lhs.split_once('.').ok_or_else(|| {
+            UsageError(format!(
+                "--set '{s}': expected ENGINE.KEY=VALUE (no engine prefix)"
+            ))
+        })?;
+        let kind =
+            EngineKind::parse(engine).map_err(|e| UsageError(format!("--set '{s}': {}", e.0)))?;
+        if key.is_empty() {
+            return Err(UsageError(format!("--set '{s}': empty key")));
+        }
+        out.entry(kind)
+            .or_default()
+            .pairs
+            .push((key.to_string(), value.to_string()));
+    }
+    Ok(out)
+}
+
+/// Parses a size: a number with an optional unit B, KB, MB, GB, TB (powers
+/// of 1024; `K`, `M`, `G`, `KiB`… accepted too).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 256MB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        _ => return Err(format!("'{s}': unknown size unit '{unit}'")),
+    };
+    Ok((n * mult as f64) as u64)
+}
+
+/// Formats bytes as the largest whole unit (`256MB`), for engine configs.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, m) in [("GB", 1u64 << 30), ("MB", 1 << 20), ("KB", 1 << 10)] {
+        if bytes >= m && bytes % m == 0 {
+            return format!("{}{unit}", bytes / m);
+        }
+    }
+    format!("{bytes}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256MB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("1.5KB").unwrap(), 1536);
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("MB").is_err());
+        assert_eq!(format_size(256 << 20), "256MB");
+        assert_eq!(format_size(1 << 30), "1GB");
+        assert_eq!(format_size(1000), "1000B");
+    }
+
+    #[test]
+    fn sets() {
+        let m = parse_sets(&[
+            "rocksdb.compaction_pri=kOldestSmallestSeqFirst".into(),
+            "wiredtiger.cache_size=1GB".into(),
+            "rocksdb.table.block_size=8192".into(),
+        ])
+        .unwrap();
+        let r = &m[&EngineKind::Rocksdb];
+        assert_eq!(r.get("compaction_pri"), Some("kOldestSmallestSeqFirst"));
+        assert_eq!(r.get("table.block_size"), Some("8192"));
+        assert!(
+            parse_sets(&["nosuch.x=1".into()])
+                .unwrap_err()
+                .0
+                .contains("nosuch")
+        );
+        assert!(parse_sets(&["rocksdb=1".into()]).is_err());
+        assert!(parse_sets(&["rocksdb.x".into()]).is_err());
+    }
+
+    #[test]
+    fn merge_and_unknown() {
+        let o = EngineOptions {
+            pairs: vec![("a".into(), "2".into()), ("c".into(), "3".into())],
+        };
+        let m = o.merged_over(&[("a".into(), "1".into()), ("b".into(), "1".into())]);
+        assert_eq!(
+            m,
+            vec![
+                ("a".into(), "2".into()),
+                ("b".into(), "1".into()),
+                ("c".into(), "3".into())
+            ]
+        );
+        let err = o.check_known(EngineKind::Lmdb, &["a"]).unwrap_err();
+        assert!(err.to_string().contains("lmdb.c"), "{err}");
+    }
+}

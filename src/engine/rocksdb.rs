@@ -1,0 +1,726 @@
+//! RocksDB through its C API (Debian's librocksdb 7.8.3, bindings generated
+//! from its own header by build.rs).
+//!
+//! Tables are column families. Options are one RocksDB options string built
+//! from our defaults and `--set rocksdb.KEY=VALUE` overrides and handed to
+//! `rocksdb_get_options_from_string`, so any RocksDB option works; keys
+//! starting with `table.` go into `block_based_table_factory={…}`. The same
+//! options object (and so one block cache) serves every column family.
+//!
+//! Defaults (fair against the other engines: a bloom filter, a block cache
+//! of `--cache` bytes, snappy like WiredTiger and LevelDB):
+//! `write_buffer_size=64MB`, `max_background_jobs=2`,
+//! `level_compaction_dynamic_level_bytes=true`, `compression=kSnappyCompression`,
+//! `table.filter_policy=bloomfilter:10:false`, `table.block_cache=<cache>`.
+//! `statistics=true|false` (ours) turns RocksDB's tickers on (default) or off.
+
+use std::ffi::{CStr, CString, c_void};
+use std::ops::Bound;
+use std::os::raw::{c_char, c_int};
+use std::path::{Path, PathBuf};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::{
+    Durability, EngineKind, EngineOptions, EngineStats, KeyRange, KvEngine, OpenSpec, Order, Table,
+    WriteBatch,
+};
+use crate::UsageError;
+
+#[allow(
+    non_camel_case_types,
+    non_upper_case_globals,
+    non_snake_case,
+    dead_code,
+    unsafe_op_in_unsafe_fn,
+    clippy::all
+)]
+mod sys {
+    include!(concat!(env!("OUT_DIR"), "/rocksdb_sys.rs"));
+}
+
+/// A RocksDB database opened with one column family per table.
+pub struct RocksDb {
+    db: *mut sys::rocksdb_t,
+    options: *mut sys::rocksdb_options_t,
+    cfs: Vec<*mut sys::rocksdb_column_family_handle_t>,
+    default_cf: *mut sys::rocksdb_column_family_handle_t,
+    table_names: Vec<String>,
+    read: *mut sys::rocksdb_readoptions_t,
+    write_sync: *mut sys::rocksdb_writeoptions_t,
+    write_nosync: *mut sys::rocksdb_writeoptions_t,
+    dir: PathBuf,
+    version: String,
+    settings: Vec<(String, String)>,
+    statistics: bool,
+}
+
+// SAFETY: RocksDB's DB object, column-family handles, read/write options and
+// (after open) its options object are safe for concurrent use from many
+// threads; none of them is mutated after `open` returns.
+unsafe impl Send for RocksDb {}
+// SAFETY: see `Send` above.
+unsafe impl Sync for RocksDb {}
+
+/// The default settings for a cache size (see the module doc).
+pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
+    [
+        ("write_buffer_size", "67108864".to_string()),
+        ("max_background_jobs", "2".to_string()),
+        ("level_compaction_dynamic_level_bytes", "true".to_string()),
+        ("compression", "kSnappyCompression".to_string()),
+        ("table.filter_policy", "bloomfilter:10:false".to_string()),
+        ("table.block_cache", cache_bytes.to_string()),
+        ("statistics", "true".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// Builds the RocksDB options string from settings; `statistics` is ours
+/// and is returned apart.
+fn options_string(settings: &[(String, String)]) -> Result<(String, bool)> {
+    let mut db = Vec::new();
+    let mut table = Vec::new();
+    let mut statistics = true;
+    for (k, v) in settings {
+        if k == "statistics" {
+            statistics = match v.as_str() {
+                "true" | "1" | "on" => true,
+                "false" | "0" | "off" => false,
+                _ => {
+                    return Err(UsageError(format!(
+                        "option 'rocksdb.statistics={v}': expected true or false"
+                    ))
+                    .into());
+                }
+            };
+        } else if let Some(t) = k.strip_prefix("table.") {
+            table.push(format!("{t}={v}"));
+        } else {
+            db.push(format!("{k}={v}"));
+        }
+    }
+    if !table.is_empty() {
+        db.push(format!("block_based_table_factory={{{}}}", table.join(";")));
+    }
+    Ok((db.join(";"), statistics))
+}
+
+/// Turns a RocksDB error string into an error, freeing it.
+fn check(err: *mut c_char) -> Result<()> {
+    if err.is_null() {
+        return Ok(());
+    }
+    // SAFETY: RocksDB returns a NUL-terminated malloc'd string, freed once here.
+    let msg = unsafe { CStr::from_ptr(err) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: `err` came from RocksDB and is not used again.
+    unsafe { sys::rocksdb_free(err as *mut c_void) };
+    Err(anyhow!("rocksdb: {msg}"))
+}
+
+/// Parses an options string into a new options object.
+fn parse_options(s: &str) -> Result<*mut sys::rocksdb_options_t> {
+    let c = CString::new(s).context("rocksdb options contain a NUL byte")?;
+    // SAFETY: plain C calls on objects we create and own.
+    unsafe {
+        let base = sys::rocksdb_options_create();
+        let out = sys::rocksdb_options_create();
+        let mut err = ptr::null_mut();
+        sys::rocksdb_get_options_from_string(base, c.as_ptr(), out, &mut err);
+        sys::rocksdb_options_destroy(base);
+        if let Err(e) = check(err) {
+            sys::rocksdb_options_destroy(out);
+            return Err(e);
+        }
+        Ok(out)
+    }
+}
+
+/// Checks `--set rocksdb.*` options by parsing them with RocksDB itself;
+/// the error names the first key RocksDB refuses.
+pub fn validate(options: &EngineOptions) -> Result<()> {
+    let settings = options.merged_over(&default_settings(8 << 20));
+    let (s, _) = options_string(&settings)?;
+    if parse_options(&s).map(destroy_options).is_ok() {
+        return Ok(());
+    }
+    for (k, v) in &options.pairs {
+        let (one, _) = options_string(&[(k.clone(), v.clone())])?;
+        if one.is_empty() {
+            continue;
+        }
+        if let Err(e) = parse_options(&one).map(destroy_options) {
+            return Err(UsageError(format!("invalid option 'rocksdb.{k}={v}': {e}")).into());
+        }
+    }
+    Err(UsageError(format!("rocksdb refused the options string '{s}'")).into())
+}
+
+fn destroy_options(o: *mut sys::rocksdb_options_t) {
+    // SAFETY: `o` was created by `parse_options` and is not used again.
+    unsafe { sys::rocksdb_options_destroy(o) }
+}
+
+/// The library version, read from the LOG of a scratch database (the 7.8 C
+/// API has no version call).
+pub fn library_version() -> Result<String> {
+    let dir = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let spec = OpenSpec {
+        dir: dir.path().to_path_buf(),
+        tables: vec![],
+        cache_bytes: 8 << 20,
+        options: EngineOptions::default(),
+    };
+    let db = RocksDb::open(&spec)?;
+    let v = db.version.clone();
+    Box::new(db).close()?;
+    Ok(v)
+}
+
+fn read_log_version(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("LOG")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| {
+            l.split_once("RocksDB version: ")
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown (no version line in LOG)".into())
+}
+
+impl RocksDb {
+    /// Opens (creating if needed) a database with a column family per table.
+    pub fn open(spec: &OpenSpec) -> Result<RocksDb> {
+        let settings = spec
+            .options
+            .merged_over(&default_settings(spec.cache_bytes));
+        let (s, statistics) = options_string(&settings)?;
+        let options = parse_options(&s)
+            .with_context(|| format!("rocksdb options '{s}' for {}", spec.dir.display()))?;
+        for t in &spec.tables {
+            super::check_table_name(t)?;
+        }
+        let mut names: Vec<CString> = vec![CString::new("default").context("cf name")?];
+        for t in &spec.tables {
+            names.push(CString::new(t.as_str()).context("table name")?);
+        }
+        let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+        let opt_ptrs: Vec<*const sys::rocksdb_options_t> =
+            names.iter().map(|_| options as *const _).collect();
+        let mut handles: Vec<*mut sys::rocksdb_column_family_handle_t> =
+            vec![ptr::null_mut(); names.len()];
+        let path = CString::new(spec.dir.to_string_lossy().as_bytes()).context("path")?;
+        let mut err = ptr::null_mut();
+        // SAFETY: every pointer passed lives until the call returns; the
+        // handles array has one slot per name.
+        let db = unsafe {
+            sys::rocksdb_options_set_create_if_missing(options, 1);
+            sys::rocksdb_options_set_create_missing_column_families(options, 1);
+            if statistics {
+                sys::rocksdb_options_enable_statistics(options);
+            }
+            sys::rocksdb_open_column_families(
+                options,
+                path.as_ptr(),
+                names.len() as c_int,
+                name_ptrs.as_ptr(),
+                opt_ptrs.as_ptr(),
+                handles.as_mut_ptr(),
+                &mut err,
+            )
+        };
+        if let Err(e) = check(err) {
+            destroy_options(options);
+            return Err(e).with_context(|| format!("opening rocksdb in {}", spec.dir.display()));
+        }
+        // SAFETY: plain constructors.
+        let (read, write_sync, write_nosync) = unsafe {
+            let r = sys::rocksdb_readoptions_create();
+            let ws = sys::rocksdb_writeoptions_create();
+            sys::rocksdb_writeoptions_set_sync(ws, 1);
+            let wn = sys::rocksdb_writeoptions_create();
+            sys::rocksdb_writeoptions_set_sync(wn, 0);
+            (r, ws, wn)
+        };
+        let default_cf = handles[0];
+        Ok(RocksDb {
+            db,
+            options,
+            cfs: handles[1..].to_vec(),
+            default_cf,
+            table_names: spec.tables.clone(),
+            read,
+            write_sync,
+            write_nosync,
+            dir: spec.dir.clone(),
+            version: read_log_version(&spec.dir),
+            settings,
+            statistics,
+        })
+    }
+
+    fn cf(&self, t: Table) -> Result<*mut sys::rocksdb_column_family_handle_t> {
+        self.cfs.get(t.0).copied().ok_or_else(|| super::no_table(t))
+    }
+
+    fn wopts(&self, d: Durability) -> *mut sys::rocksdb_writeoptions_t {
+        match d {
+            Durability::Sync => self.write_sync,
+            Durability::NoSync => self.write_nosync,
+        }
+    }
+
+    fn property(&self, cf: *mut sys::rocksdb_column_family_handle_t, name: &str) -> Option<String> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: db and cf are open; the result is malloc'd by RocksDB.
+        unsafe {
+            let p = sys::rocksdb_property_value_cf(self.db, cf, c.as_ptr());
+            if p.is_null() {
+                return None;
+            }
+            let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+            sys::rocksdb_free(p as *mut c_void);
+            Some(s)
+        }
+    }
+
+    fn property_int(
+        &self,
+        cf: *mut sys::rocksdb_column_family_handle_t,
+        name: &str,
+    ) -> Option<u64> {
+        let c = CString::new(name).ok()?;
+        let mut v: u64 = 0;
+        // SAFETY: db and cf are open; `v` outlives the call.
+        let rc = unsafe { sys::rocksdb_property_int_cf(self.db, cf, c.as_ptr(), &mut v) };
+        (rc == 0).then_some(v)
+    }
+}
+
+impl KvEngine for RocksDb {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Rocksdb
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.cf(table)?;
+        let mut len: usize = 0;
+        let mut err = ptr::null_mut();
+        // SAFETY: key outlives the call; the value is malloc'd by RocksDB,
+        // copied, then freed.
+        unsafe {
+            let v = sys::rocksdb_get_cf(
+                self.db,
+                self.read,
+                cf,
+                key.as_ptr() as *const c_char,
+                key.len(),
+                &mut len,
+                &mut err,
+            );
+            check(err)?;
+            if v.is_null() {
+                return Ok(None);
+            }
+            let out = std::slice::from_raw_parts(v as *const u8, len).to_vec();
+            sys::rocksdb_free(v as *mut c_void);
+            Ok(Some(out))
+        }
+    }
+
+    fn put(&self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut err = ptr::null_mut();
+        // SAFETY: key and value outlive the call.
+        unsafe {
+            sys::rocksdb_put_cf(
+                self.db,
+                self.wopts(d),
+                cf,
+                key.as_ptr() as *const c_char,
+                key.len(),
+                value.as_ptr() as *const c_char,
+                value.len(),
+                &mut err,
+            )
+        };
+        check(err)
+    }
+
+    fn delete(&self, table: Table, key: &[u8], d: Durability) -> Result<()> {
+        let cf = self.cf(table)?;
+        let mut err = ptr::null_mut();
+        // SAFETY: key outlives the call.
+        unsafe {
+            sys::rocksdb_delete_cf(
+                self.db,
+                self.wopts(d),
+                cf,
+                key.as_ptr() as *const c_char,
+                key.len(),
+                &mut err,
+            )
+        };
+        check(err)
+    }
+
+    fn write(&self, batch: &WriteBatch, d: Durability) -> Result<()> {
+        // SAFETY: the write batch is created, filled from live slices (copied
+        // by RocksDB), written and destroyed here.
+        unsafe {
+            let wb = sys::rocksdb_writebatch_create();
+            for op in &batch.ops {
+                match op {
+                    super::BatchOp::Put { table, key, value } => {
+                        let cf = match self.cf(*table) {
+                            Ok(cf) => cf,
+                            Err(e) => {
+                                sys::rocksdb_writebatch_destroy(wb);
+                                return Err(e);
+                            }
+                        };
+                        sys::rocksdb_writebatch_put_cf(
+                            wb,
+                            cf,
+                            key.as_ptr() as *const c_char,
+                            key.len(),
+                            value.as_ptr() as *const c_char,
+                            value.len(),
+                        );
+                    }
+                    super::BatchOp::Delete { table, key } => {
+                        let cf = match self.cf(*table) {
+                            Ok(cf) => cf,
+                            Err(e) => {
+                                sys::rocksdb_writebatch_destroy(wb);
+                                return Err(e);
+                            }
+                        };
+                        sys::rocksdb_writebatch_delete_cf(
+                            wb,
+                            cf,
+                            key.as_ptr() as *const c_char,
+                            key.len(),
+                        );
+                    }
+                }
+            }
+            let mut err = ptr::null_mut();
+            sys::rocksdb_write(self.db, self.wopts(d), wb, &mut err);
+            sys::rocksdb_writebatch_destroy(wb);
+            check(err)
+        }
+    }
+
+    fn scan(
+        &self,
+        table: Table,
+        range: KeyRange<'_>,
+        order: Order,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let cf = self.cf(table)?;
+        let mut n = 0;
+        // SAFETY: the iterator is created and destroyed here; key/value
+        // slices are used only before the iterator moves.
+        unsafe {
+            let it = sys::rocksdb_create_iterator_cf(self.db, self.read, cf);
+            let key_of = |it: *mut sys::rocksdb_iterator_t| {
+                let mut len = 0usize;
+                let p = sys::rocksdb_iter_key(it, &mut len);
+                std::slice::from_raw_parts(p as *const u8, len)
+            };
+            match order {
+                Order::Forward => {
+                    match range.start {
+                        Bound::Included(s) | Bound::Excluded(s) => {
+                            sys::rocksdb_iter_seek(it, s.as_ptr() as *const c_char, s.len())
+                        }
+                        Bound::Unbounded => sys::rocksdb_iter_seek_to_first(it),
+                    }
+                    if let Bound::Excluded(s) = range.start {
+                        if sys::rocksdb_iter_valid(it) != 0 && key_of(it) == s {
+                            sys::rocksdb_iter_next(it);
+                        }
+                    }
+                }
+                Order::Reverse => {
+                    match range.end {
+                        Bound::Included(e) | Bound::Excluded(e) => sys::rocksdb_iter_seek_for_prev(
+                            it,
+                            e.as_ptr() as *const c_char,
+                            e.len(),
+                        ),
+                        Bound::Unbounded => sys::rocksdb_iter_seek_to_last(it),
+                    }
+                    if let Bound::Excluded(e) = range.end {
+                        if sys::rocksdb_iter_valid(it) != 0 && key_of(it) == e {
+                            sys::rocksdb_iter_prev(it);
+                        }
+                    }
+                }
+            }
+            while n < limit && sys::rocksdb_iter_valid(it) != 0 {
+                let k = key_of(it);
+                let inside = match order {
+                    Order::Forward => range.below_end(k),
+                    Order::Reverse => range.above_start(k),
+                };
+                if !inside {
+                    break;
+                }
+                let mut vlen = 0usize;
+                let vp = sys::rocksdb_iter_value(it, &mut vlen);
+                visit(k, std::slice::from_raw_parts(vp as *const u8, vlen));
+                n += 1;
+                match order {
+                    Order::Forward => sys::rocksdb_iter_next(it),
+                    Order::Reverse => sys::rocksdb_iter_prev(it),
+                }
+            }
+            let mut err = ptr::null_mut();
+            sys::rocksdb_iter_get_error(it, &mut err);
+            sys::rocksdb_iter_destroy(it);
+            check(err)?;
+        }
+        Ok(n)
+    }
+
+    fn stats(&self) -> Result<EngineStats> {
+        let mut st = EngineStats::default();
+        if let Some(s) = self.property(self.default_cf, "rocksdb.stats") {
+            st.texts.push(("rocksdb.stats".into(), s));
+        }
+        for (i, cf) in self.cfs.iter().enumerate() {
+            let name = &self.table_names[i];
+            if let Some(s) = self.property(*cf, "rocksdb.cfstats") {
+                for (level, col, v) in parse_compaction_stats(&s) {
+                    st.values
+                        .push((format!("compaction.{col}.{level}.{name}"), v));
+                }
+                st.texts.push((format!("rocksdb.cfstats.{name}"), s));
+            }
+            for p in [
+                "rocksdb.estimate-live-data-size",
+                "rocksdb.total-sst-files-size",
+                "rocksdb.estimate-pending-compaction-bytes",
+                "rocksdb.estimate-num-keys",
+                "rocksdb.num-running-compactions",
+            ] {
+                if let Some(v) = self.property_int(*cf, p) {
+                    st.values.push((format!("{p}.{name}"), v as f64));
+                }
+            }
+        }
+        if self.statistics {
+            // SAFETY: options are open; the string is malloc'd by RocksDB.
+            let text = unsafe {
+                let p = sys::rocksdb_options_statistics_get_string(self.options);
+                if p.is_null() {
+                    String::new()
+                } else {
+                    let s = CStr::from_ptr(p).to_string_lossy().into_owned();
+                    sys::rocksdb_free(p as *mut c_void);
+                    s
+                }
+            };
+            for line in text.lines() {
+                if let Some((name, rest)) = line.split_once(" COUNT : ") {
+                    if let Ok(v) = rest.trim().parse::<f64>() {
+                        st.values.push((name.trim().to_string(), v));
+                    }
+                }
+            }
+            st.texts.push(("rocksdb.statistics".into(), text));
+        }
+        Ok(st)
+    }
+
+    fn settle(&self) -> Result<String> {
+        let start = Instant::now();
+        // SAFETY: flush options are created and destroyed here; db and cfs are open.
+        unsafe {
+            let fo = sys::rocksdb_flushoptions_create();
+            sys::rocksdb_flushoptions_set_wait(fo, 1);
+            for cf in &self.cfs {
+                let mut err = ptr::null_mut();
+                sys::rocksdb_flush_cf(self.db, fo, *cf, &mut err);
+                if let Err(e) = check(err) {
+                    sys::rocksdb_flushoptions_destroy(fo);
+                    return Err(e);
+                }
+            }
+            sys::rocksdb_flushoptions_destroy(fo);
+        }
+        let limit = Duration::from_secs(1800);
+        loop {
+            let busy = self.cfs.iter().any(|cf| {
+                self.property_int(*cf, "rocksdb.compaction-pending")
+                    .unwrap_or(0)
+                    > 0
+                    || self
+                        .property_int(*cf, "rocksdb.num-running-compactions")
+                        .unwrap_or(0)
+                        > 0
+                    || self
+                        .property_int(*cf, "rocksdb.num-running-flushes")
+                        .unwrap_or(0)
+                        > 0
+            });
+            if !busy {
+                break;
+            }
+            if start.elapsed() > limit {
+                bail!(
+                    "rocksdb: compactions still pending after {}s",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(format!(
+            "flushed memtables and waited for compactions: {:.1}s",
+            start.elapsed().as_secs_f64()
+        ))
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+impl Drop for RocksDb {
+    fn drop(&mut self) {
+        // SAFETY: every handle was created at open and is destroyed once,
+        // column families before the database, options last.
+        unsafe {
+            for cf in &self.cfs {
+                sys::rocksdb_column_family_handle_destroy(*cf);
+            }
+            sys::rocksdb_column_family_handle_destroy(self.default_cf);
+            sys::rocksdb_close(self.db);
+            sys::rocksdb_readoptions_destroy(self.read);
+            sys::rocksdb_writeoptions_destroy(self.write_sync);
+            sys::rocksdb_writeoptions_destroy(self.write_nosync);
+            sys::rocksdb_options_destroy(self.options);
+        }
+    }
+}
+
+/// Parses the per-level "Compaction Stats" table of `rocksdb.cfstats`:
+/// returns (level, column, value) for the columns `w_amp`, `write_gb` and
+/// `read_gb`, levels `L0`…`Ln` and `Sum`.
+pub fn parse_compaction_stats(text: &str) -> Vec<(String, &'static str, f64)> {
+    let mut out = Vec::new();
+    let mut header: Option<Vec<&str>> = None;
+    for line in text.lines() {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        if toks.first() == Some(&"Level") && toks.contains(&"W-Amp") {
+            header = Some(toks);
+            continue;
+        }
+        let Some(h) = &header else { continue };
+        let Some(first) = toks.first() else {
+            header = None;
+            continue;
+        };
+        let is_level =
+            (first.starts_with('L') && first[1..].parse::<u32>().is_ok()) || *first == "Sum";
+        if !is_level {
+            if first.starts_with("Int") || first.starts_with("**") {
+                header = None;
+            }
+            continue;
+        }
+        // The Size column prints as two tokens ("12.5 MB"): shift later columns.
+        let size_idx = h.iter().position(|c| *c == "Size").unwrap_or(2);
+        let shift = usize::from(
+            toks.get(size_idx + 1)
+                .is_some_and(|u| matches!(*u, "B" | "KB" | "MB" | "GB" | "TB")),
+        );
+        for (col, name) in [
+            ("W-Amp", "w_amp"),
+            ("Write(GB)", "write_gb"),
+            ("Read(GB)", "read_gb"),
+        ] {
+            if let Some(ci) = h.iter().position(|c| *c == col) {
+                let ti = if ci > size_idx { ci + shift } else { ci };
+                if let Some(v) = toks.get(ti).and_then(|t| t.parse::<f64>().ok()) {
+                    out.push((first.to_string(), name, v));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFSTATS: &str = "
+** Compaction Stats [default] **
+Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Moved(GB) W-Amp Rd(MB/s) Wr(MB/s) Comp(sec) CompMergeCPU(sec) Comp(cnt) Avg(sec) KeyIn KeyDrop Rblob(GB) Wblob(GB)
+------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------
+  L0      2/0   30.39 MB   0.5      0.0     0.0      0.0       0.1      0.1       0.0   1.0      0.0     87.5      1.04              0.93         4    0.260       0      0       0.0       0.0
+  L6      4/0   72.92 MB   0.0      0.2     0.1      0.1       0.2      0.1       0.0   2.3     99.1     94.1      1.74              1.60         1    1.740   2000K    45K       0.0       0.0
+ Sum      6/0   103.31 MB   0.0      0.2     0.1      0.1       0.3      0.2       0.0   3.1     61.9     91.5      2.78              2.53         5    0.556   2000K    45K       0.0       0.0
+ Int      0/0    0.00 KB   0.0      0.0     0.0      0.0       0.0      0.0       0.0   0.0      0.0      0.0      0.00              0.00         0    0.000       0      0       0.0       0.0
+";
+
+    #[test]
+    fn parses_w_amp_per_level() {
+        let v = parse_compaction_stats(CFSTATS);
+        let get = |l: &str, c: &str| v.iter().find(|(a, b, _)| a == l && *b == c).map(|x| x.2);
+        assert_eq!(get("L0", "w_amp"), Some(1.0));
+        assert_eq!(get("L6", "w_amp"), Some(2.3));
+        assert_eq!(get("Sum", "w_amp"), Some(3.1));
+        assert_eq!(get("Sum", "write_gb"), Some(0.3));
+        assert_eq!(get("L6", "read_gb"), Some(0.2));
+        assert_eq!(get("Int", "w_amp"), None);
+    }
+
+    #[test]
+    fn options_string_groups_table_keys() {
+        let (s, st) = options_string(&[
+            ("compaction_pri".into(), "kOldestSmallestSeqFirst".into()),
+            ("table.block_size".into(), "8192".into()),
+            ("statistics".into(), "false".into()),
+        ])
+        .unwrap();
+        assert_eq!(
+            s,
+            "compaction_pri=kOldestSmallestSeqFirst;block_based_table_factory={block_size=8192}"
+        );
+        assert!(!st);
+    }
+
+    #[test]
+    fn validate_names_bad_key() {
+        let bad = EngineOptions {
+            pairs: vec![("no_such_option".into(), "1".into())],
+        };
+        let e = validate(&bad).unwrap_err().to_string();
+        assert!(e.contains("rocksdb.no_such_option"), "{e}");
+        let good = EngineOptions {
+            pairs: vec![("compaction_pri".into(), "kOldestSmallestSeqFirst".into())],
+        };
+        validate(&good).unwrap();
+    }
+}

@@ -1,0 +1,23 @@
+//! ampbench: a benchmark workbench for database storage engines.
+//!
+//! The pipeline (docs/design.md): a Plan of Steps per (workload, engine);
+//! the driver runs each Step's threads against a workload Store mapped onto
+//! an engine; the meter and probes sample what happened; metrics turn
+//! samples into figures; results persist them as the run goes; reports read
+//! only the results file.
+
+pub mod engine;
+pub mod rng;
+
+/// Bad input from the user (a flag, key, path or value): exit code 2, one
+/// line naming what to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
