@@ -6,7 +6,10 @@
 //! samples into figures; results persist them as the run goes; reports read
 //! only the results file.
 
+pub mod driver;
 pub mod engine;
+pub mod metrics;
+pub mod probe;
 pub mod rng;
 
 /// Bad input from the user (a flag, key, path or value): exit code 2, one

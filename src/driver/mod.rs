@@ -1,0 +1,557 @@
+//! The driver runs one Step: worker threads doing a workload's operations,
+//! a warm-up whose operations are not recorded, then a fixed duration or
+//! until the workers run out of work; an optional rate-limited background
+//! writer; intervals sampled by the probes; a progress line; a clean stop
+//! on Ctrl-C that keeps what was measured.
+//!
+//! The harness times every operation, never the engine adapter. Each
+//! thread records into its own histograms: nothing is locked on the
+//! measured path. At an interval boundary the collector bumps an epoch;
+//! each thread, at its next operation, sends its interval histograms over a
+//! channel and starts new ones.
+//!
+//! Arrivals are closed loop by default (a thread starts its next operation
+//! when the last one ends). With a fixed arrival rate each thread follows
+//! its own schedule (uniform or Poisson gaps) and latency is measured from
+//! the *intended* start, so a stall delays every operation queued behind it
+//! and shows in the percentiles (no coordinated omission).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::Latency;
+use crate::probe::{Probe, Sample};
+use crate::rng::Rng;
+
+/// Set by the Ctrl-C handler: every running step stops at its next
+/// operation and records what it measured.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// What one operation did, as told by the worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Done {
+    /// Index of the operation's kind in the step's operation names.
+    pub kind: usize,
+    /// Logical operations it counts as (e.g. 4096 for a batch of 4096
+    /// inserts, the documents returned by a range read).
+    pub ops: u64,
+    /// User key+value bytes it wrote.
+    pub written: u64,
+}
+
+/// One thread's source of operations. The driver calls `op` in a loop and
+/// times each call.
+pub trait Worker: Send {
+    /// Does one operation; `Ok(None)` when this worker has no more work.
+    fn op(&mut self) -> Result<Option<Done>>;
+}
+
+/// Makes the worker for a thread index.
+pub type WorkerFactory<'a> = dyn Fn(usize) -> Result<Box<dyn Worker + 'a>> + Sync + 'a;
+
+/// When the measured phase ends.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Stop {
+    /// After this long.
+    Duration(Duration),
+    /// When every foreground worker has run out of work.
+    Exhausted,
+}
+
+/// How operations arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Arrival {
+    /// Each thread starts an operation when its previous one ends.
+    Closed,
+    /// A total rate split evenly over the threads, latency measured from the
+    /// intended start.
+    Fixed {
+        /// Total operations (calls) per second.
+        per_sec: f64,
+        /// Exponential gaps when true, equal gaps otherwise.
+        poisson: bool,
+    },
+}
+
+/// A rate-limited background writer that runs while the foreground works.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Background {
+    /// Calls per second.
+    pub per_sec: f64,
+    /// Names of its operation kinds (reported as `bg.NAME`).
+    pub op_names: Vec<String>,
+}
+
+/// How to run one step.
+#[derive(Clone, Debug)]
+pub struct StepSpec {
+    /// Foreground threads.
+    pub threads: usize,
+    /// Names of the foreground operation kinds ([`Done::kind`] indexes this).
+    pub op_names: Vec<String>,
+    /// Unrecorded time before the measured phase.
+    pub warmup: Duration,
+    /// When to stop.
+    pub stop: Stop,
+    /// Arrival process.
+    pub arrival: Arrival,
+    /// Interval between probe samples.
+    pub interval: Duration,
+    /// Optional background writer.
+    pub background: Option<Background>,
+    /// Seed for arrival gaps (Poisson).
+    pub seed: u64,
+}
+
+/// One closed interval, handed to the sink as soon as it closes.
+#[derive(Clone, Debug)]
+pub struct IntervalRecord {
+    /// 0-based index.
+    pub idx: usize,
+    /// Sample at the interval's start.
+    pub start: Sample,
+    /// Sample at its end.
+    pub end: Sample,
+    /// Foreground operations in the interval.
+    pub ops: u64,
+    /// Background operations in the interval.
+    pub bg_ops: u64,
+    /// User bytes written (foreground and background) in the interval.
+    pub written: u64,
+}
+
+/// Receives what the driver measures as it goes.
+pub trait StepSink {
+    /// An interval closed (counts and samples).
+    fn interval(&mut self, rec: &IntervalRecord) -> Result<()>;
+    /// The response times of interval `idx`, once every thread has handed
+    /// them over (one boundary later).
+    fn interval_latency(&mut self, idx: usize, latencies: &[(String, Latency)]) -> Result<()>;
+    /// Progress: foreground ops and seconds so far in the measured phase.
+    fn progress(&mut self, _ops: u64, _secs: f64) {}
+}
+
+/// What a step measured.
+#[derive(Clone, Debug)]
+pub struct StepOutcome {
+    /// Sample at the start of the measured phase.
+    pub start: Sample,
+    /// Sample at its end.
+    pub end: Sample,
+    /// Seconds of the measured phase.
+    pub secs: f64,
+    /// Foreground operations.
+    pub ops: u64,
+    /// Background operations.
+    pub bg_ops: u64,
+    /// User bytes written, foreground and background.
+    pub written: u64,
+    /// Response times per kind over the whole phase: foreground kinds, then
+    /// `bg.` kinds.
+    pub latencies: Vec<(String, Latency)>,
+    /// Number of intervals recorded.
+    pub intervals: usize,
+    /// The first error a worker or the sink hit, if any.
+    pub error: Option<String>,
+    /// True when Ctrl-C stopped the step.
+    pub interrupted: bool,
+}
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot {
+    ops: AtomicU64,
+    written: AtomicU64,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    bg_stop: AtomicBool,
+    epoch: AtomicU64,
+    fg_running: AtomicUsize,
+    fg: Vec<Slot>,
+    bg: Slot,
+    error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail(&self, e: String) {
+        if let Ok(mut g) = self.error.lock() {
+            g.get_or_insert(e);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+        self.bg_stop.store(true, Ordering::SeqCst);
+    }
+    fn totals(&self) -> (u64, u64, u64) {
+        let ops = self.fg.iter().map(|s| s.ops.load(Ordering::Relaxed)).sum();
+        let w: u64 = self
+            .fg
+            .iter()
+            .map(|s| s.written.load(Ordering::Relaxed))
+            .sum();
+        let bw = self.bg.written.load(Ordering::Relaxed);
+        (ops, self.bg.ops.load(Ordering::Relaxed), w + bw)
+    }
+}
+
+/// An interval's histograms from one thread: (epoch, foreground?, per kind).
+type Snapshot = (u64, bool, Vec<Latency>);
+
+/// Sleeps until `t`: the OS sleep for most of the wait, a short spin for
+/// the last 30 µs so scheduled starts are kept closely.
+fn sleep_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(80) {
+            std::thread::sleep(left - Duration::from_micros(50));
+        } else if left > Duration::from_micros(30) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+struct Thread<'s> {
+    shared: &'s Shared,
+    tx: mpsc::Sender<Snapshot>,
+    fg: bool,
+    slot: &'s Slot,
+    kinds: usize,
+    origin: Instant,
+    start: Instant,
+    end: Option<Instant>,
+    rate: Option<(f64, bool)>,
+    seed: u64,
+}
+
+impl Thread<'_> {
+    fn run(self, mut w: Box<dyn Worker + '_>) -> Vec<Latency> {
+        let mut step = vec![Latency::new(); self.kinds];
+        let mut int = vec![Latency::new(); self.kinds];
+        let mut epoch = 0u64;
+        let mut rng = Rng::new(self.seed);
+        let mut next = self.origin;
+        let stop = if self.fg {
+            &self.shared.stop
+        } else {
+            &self.shared.bg_stop
+        };
+        loop {
+            if stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Instant::now();
+            if self.end.is_some_and(|e| now >= e) {
+                break;
+            }
+            let intended = match self.rate {
+                None => now,
+                Some((per_sec, poisson)) => {
+                    let t = next;
+                    let gap = if poisson {
+                        rng.exponential(1.0 / per_sec)
+                    } else {
+                        1.0 / per_sec
+                    };
+                    next += Duration::from_secs_f64(gap);
+                    if t > now {
+                        if self.end.is_some_and(|e| t >= e) {
+                            break;
+                        }
+                        sleep_until(t);
+                    }
+                    t
+                }
+            };
+            let r = w.op();
+            let done_at = Instant::now();
+            match r {
+                Err(e) => {
+                    self.shared.fail(format!("{e:#}"));
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(d)) => {
+                    if intended < self.start {
+                        continue; // warm-up: run, do not record
+                    }
+                    let e = self.shared.epoch.load(Ordering::Relaxed);
+                    if e != epoch {
+                        let snap = std::mem::replace(&mut int, vec![Latency::new(); self.kinds]);
+                        let _ = self.tx.send((epoch, self.fg, snap));
+                        epoch = e;
+                    }
+                    let us = done_at.duration_since(intended).as_micros() as u64;
+                    let k = d.kind.min(self.kinds - 1);
+                    int[k].record(us);
+                    step[k].record(us);
+                    self.slot.ops.fetch_add(d.ops, Ordering::Relaxed);
+                    if d.written > 0 {
+                        self.slot.written.fetch_add(d.written, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        let _ = self.tx.send((epoch, self.fg, int));
+        if self.fg {
+            self.shared.fg_running.fetch_sub(1, Ordering::SeqCst);
+        }
+        step
+    }
+}
+
+/// Merges snapshots of one epoch into per-kind histograms with names.
+fn named(
+    fg_names: &[String],
+    bg_names: &[String],
+    fg: &[Latency],
+    bg: &[Latency],
+) -> Vec<(String, Latency)> {
+    let mut out: Vec<(String, Latency)> = Vec::new();
+    for (n, l) in fg_names.iter().zip(fg) {
+        if l.count() > 0 {
+            out.push((n.clone(), l.clone()));
+        }
+    }
+    for (n, l) in bg_names.iter().zip(bg) {
+        if l.count() > 0 {
+            out.push((format!("bg.{n}"), l.clone()));
+        }
+    }
+    out
+}
+
+fn merge_into(acc: &mut Vec<Latency>, add: &[Latency]) {
+    if acc.len() < add.len() {
+        acc.resize(add.len(), Latency::new());
+    }
+    for (a, b) in acc.iter_mut().zip(add) {
+        a.merge(b);
+    }
+}
+
+/// Runs one step to its end (or its first error, or Ctrl-C), feeding the
+/// sink as intervals close, and returns what it measured.
+pub fn run_step(
+    spec: &StepSpec,
+    fg: &WorkerFactory<'_>,
+    bg: Option<&WorkerFactory<'_>>,
+    probe: &Probe,
+    sink: &mut dyn StepSink,
+) -> StepOutcome {
+    let threads = spec.threads.max(1);
+    let shared = Shared {
+        stop: AtomicBool::new(false),
+        bg_stop: AtomicBool::new(false),
+        epoch: AtomicU64::new(0),
+        fg_running: AtomicUsize::new(threads),
+        fg: (0..threads).map(|_| Slot::default()).collect(),
+        bg: Slot::default(),
+        error: Mutex::new(None),
+    };
+    let bg_spec = spec.background.as_ref().filter(|_| bg.is_some());
+    let bg_names: Vec<String> = bg_spec.map(|b| b.op_names.clone()).unwrap_or_default();
+    let (tx, rx) = mpsc::channel::<Snapshot>();
+    let origin = Instant::now();
+    let start = origin + spec.warmup;
+    let end = match spec.stop {
+        Stop::Duration(d) => Some(start + d),
+        Stop::Exhausted => None,
+    };
+    let per_thread_rate = match spec.arrival {
+        Arrival::Closed => None,
+        Arrival::Fixed { per_sec, poisson } => Some((per_sec / threads as f64, poisson)),
+    };
+
+    let mut outcome = std::thread::scope(|scope| {
+        let mut fg_handles = Vec::new();
+        for i in 0..threads {
+            let t = Thread {
+                shared: &shared,
+                tx: tx.clone(),
+                fg: true,
+                slot: &shared.fg[i],
+                kinds: spec.op_names.len().max(1),
+                origin,
+                start,
+                end,
+                rate: per_thread_rate,
+                seed: crate::rng::derive_seed(spec.seed, &[1, i as u64]),
+            };
+            let shared = &shared;
+            fg_handles.push(scope.spawn(move || match fg(i) {
+                Ok(w) => t.run(w),
+                Err(e) => {
+                    shared.fail(format!("starting worker {i}: {e:#}"));
+                    shared.fg_running.fetch_sub(1, Ordering::SeqCst);
+                    Vec::new()
+                }
+            }));
+        }
+        let bg_handle = match (bg_spec, bg) {
+            (Some(b), Some(factory)) => {
+                let t = Thread {
+                    shared: &shared,
+                    tx: tx.clone(),
+                    fg: false,
+                    slot: &shared.bg,
+                    kinds: b.op_names.len().max(1),
+                    origin,
+                    start,
+                    end: None,
+                    rate: Some((b.per_sec, false)),
+                    seed: crate::rng::derive_seed(spec.seed, &[2, 0]),
+                };
+                let shared = &shared;
+                Some(scope.spawn(move || match factory(0) {
+                    Ok(w) => t.run(w),
+                    Err(e) => {
+                        shared.fail(format!("starting the background writer: {e:#}"));
+                        Vec::new()
+                    }
+                }))
+            }
+            _ => None,
+        };
+        drop(tx);
+
+        // Warm-up: wait for the measured phase, unless the workers finish first.
+        while Instant::now() < start && shared.fg_running.load(Ordering::SeqCst) > 0 {
+            std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
+        }
+        let t0 = Instant::now();
+        let first = probe.sample(0.0);
+        let mut last = first;
+        let mut last_counts = (0u64, 0u64, 0u64);
+        let mut idx = 0usize;
+        let mut boundary = t0 + spec.interval;
+        let mut pending: std::collections::BTreeMap<u64, (Vec<Latency>, Vec<Latency>)> =
+            Default::default();
+        let mut sink_error: Option<String> = None;
+        let take = |pending: &mut std::collections::BTreeMap<u64, (Vec<Latency>, Vec<Latency>)>| {
+            while let Ok((e, is_fg, h)) = rx.try_recv() {
+                let slot = pending.entry(e).or_default();
+                merge_into(if is_fg { &mut slot.0 } else { &mut slot.1 }, &h);
+            }
+        };
+        let close = |idx: usize,
+                     end_s: Sample,
+                     last: &Sample,
+                     counts: (u64, u64, u64),
+                     prev: (u64, u64, u64),
+                     sink: &mut dyn StepSink| {
+            let rec = IntervalRecord {
+                idx,
+                start: *last,
+                end: end_s,
+                ops: counts.0 - prev.0,
+                bg_ops: counts.1 - prev.1,
+                written: counts.2 - prev.2,
+            };
+            sink.interval(&rec)
+        };
+        loop {
+            let now = Instant::now();
+            let running = shared.fg_running.load(Ordering::SeqCst) > 0;
+            let stopping =
+                shared.stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed);
+            if !running || stopping || end.is_some_and(|e| now >= e) {
+                break;
+            }
+            if now >= boundary {
+                let s = probe.sample(t0.elapsed().as_secs_f64());
+                let counts = shared.totals();
+                shared.epoch.store(idx as u64 + 1, Ordering::SeqCst);
+                if let Err(e) = close(idx, s, &last, counts, last_counts, sink) {
+                    sink_error.get_or_insert(format!("{e:#}"));
+                    shared.fail(format!("results: {e:#}"));
+                }
+                // The interval before this one is complete now: hand it over.
+                take(&mut pending);
+                if idx > 0 {
+                    let done: Vec<u64> = pending
+                        .keys()
+                        .copied()
+                        .filter(|e| *e < idx as u64)
+                        .collect();
+                    for e in done {
+                        if let Some((f, b)) = pending.remove(&e) {
+                            let l = named(&spec.op_names, &bg_names, &f, &b);
+                            if let Err(err) = sink.interval_latency(e as usize, &l) {
+                                sink_error.get_or_insert(format!("{err:#}"));
+                            }
+                        }
+                    }
+                }
+                last = s;
+                last_counts = counts;
+                idx += 1;
+                boundary += spec.interval;
+                continue;
+            }
+            sink.progress(shared.totals().0, now.duration_since(t0).as_secs_f64());
+            std::thread::sleep((boundary - now).min(Duration::from_millis(50)));
+        }
+        // End of the measured phase: stop everyone, then sample.
+        shared.stop.store(true, Ordering::SeqCst);
+        shared.bg_stop.store(true, Ordering::SeqCst);
+        let mut fg_hists: Vec<Latency> = Vec::new();
+        for h in fg_handles {
+            if let Ok(v) = h.join() {
+                merge_into(&mut fg_hists, &v);
+            } else {
+                shared.fail("a worker thread panicked".into());
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let end_s = probe.sample(secs);
+        let mut bg_hists: Vec<Latency> = Vec::new();
+        if let Some(h) = bg_handle {
+            if let Ok(v) = h.join() {
+                merge_into(&mut bg_hists, &v);
+            }
+        }
+        let counts = shared.totals();
+        if counts != last_counts || idx == 0 {
+            if let Err(e) = close(idx, end_s, &last, counts, last_counts, sink) {
+                sink_error.get_or_insert(format!("{e:#}"));
+            }
+            idx += 1;
+        }
+        take(&mut pending);
+        for (e, (f, b)) in std::mem::take(&mut pending) {
+            let l = named(&spec.op_names, &bg_names, &f, &b);
+            if let Err(err) = sink.interval_latency((e as usize).min(idx.saturating_sub(1)), &l) {
+                sink_error.get_or_insert(format!("{err:#}"));
+            }
+        }
+        StepOutcome {
+            start: first,
+            end: end_s,
+            secs,
+            ops: counts.0,
+            bg_ops: counts.1,
+            written: counts.2,
+            latencies: named(&spec.op_names, &bg_names, &fg_hists, &bg_hists),
+            intervals: idx,
+            error: sink_error,
+            interrupted: INTERRUPTED.load(Ordering::Relaxed),
+        }
+    });
+    if outcome.error.is_none() {
+        outcome.error = shared.error.lock().ok().and_then(|g| g.clone());
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests;

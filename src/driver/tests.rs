@@ -1,0 +1,228 @@
+use super::*;
+
+#[derive(Default)]
+struct Collect {
+    intervals: Vec<IntervalRecord>,
+    lat: Vec<(usize, Vec<(String, Latency)>)>,
+}
+
+impl StepSink for Collect {
+    fn interval(&mut self, rec: &IntervalRecord) -> Result<()> {
+        self.intervals.push(rec.clone());
+        Ok(())
+    }
+    fn interval_latency(&mut self, idx: usize, l: &[(String, Latency)]) -> Result<()> {
+        self.lat.push((idx, l.to_vec()));
+        Ok(())
+    }
+}
+
+/// Counts to `limit` (or forever), stalling once at op `stall_at`.
+struct Counter {
+    n: u64,
+    limit: u64,
+    stall_at: u64,
+    stall: Duration,
+}
+
+impl Worker for Counter {
+    fn op(&mut self) -> Result<Option<Done>> {
+        if self.n >= self.limit {
+            return Ok(None);
+        }
+        self.n += 1;
+        if self.n == self.stall_at {
+            std::thread::sleep(self.stall);
+        }
+        Ok(Some(Done {
+            kind: 0,
+            ops: 1,
+            written: 10,
+        }))
+    }
+}
+
+fn spec(threads: usize, stop: Stop, arrival: Arrival) -> StepSpec {
+    StepSpec {
+        threads,
+        op_names: vec!["op".into()],
+        warmup: Duration::ZERO,
+        stop,
+        arrival,
+        interval: Duration::from_millis(200),
+        background: None,
+        seed: 1,
+    }
+}
+
+fn probe() -> (tempfile::TempDir, Probe) {
+    let d = tempfile::tempdir().unwrap();
+    let p = Probe::new(d.path(), std::process::id());
+    (d, p)
+}
+
+#[test]
+fn exhausted_counts_every_op_and_interval_sums_match() {
+    let (_d, p) = probe();
+    let f = |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: 50_000,
+            stall_at: 0,
+            stall: Duration::ZERO,
+        }))
+    };
+    let mut c = Collect::default();
+    let o = run_step(
+        &spec(3, Stop::Exhausted, Arrival::Closed),
+        &f,
+        None,
+        &p,
+        &mut c,
+    );
+    assert_eq!(o.error, None);
+    assert_eq!(o.ops, 150_000);
+    assert_eq!(o.written, 1_500_000);
+    assert_eq!(o.latencies[0].1.count(), 150_000);
+    assert_eq!(c.intervals.iter().map(|i| i.ops).sum::<u64>(), 150_000);
+    let lat: u64 = c
+        .lat
+        .iter()
+        .flat_map(|(_, l)| l.iter().map(|(_, h)| h.count()))
+        .sum();
+    assert_eq!(lat, 150_000, "every response time lands in some interval");
+}
+
+#[test]
+fn warmup_ops_are_not_recorded() {
+    let (_d, p) = probe();
+    let f = |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: u64::MAX,
+            stall_at: 0,
+            stall: Duration::ZERO,
+        }))
+    };
+    let mut s = spec(
+        1,
+        Stop::Duration(Duration::from_millis(300)),
+        Arrival::Fixed {
+            per_sec: 1000.0,
+            poisson: false,
+        },
+    );
+    s.warmup = Duration::from_millis(300);
+    let o = run_step(&s, &f, None, &p, &mut Collect::default());
+    // 1000/s for 0.3 s measured (the warm-up's ~300 are not counted).
+    assert!((250..=320).contains(&o.ops), "{}", o.ops);
+    assert!((o.secs - 0.3).abs() < 0.1, "{}", o.secs);
+}
+
+#[test]
+fn background_writer_keeps_its_rate_and_is_apart() {
+    let (_d, p) = probe();
+    let f = |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: u64::MAX,
+            stall_at: 0,
+            stall: Duration::ZERO,
+        }))
+    };
+    let mut s = spec(
+        1,
+        Stop::Duration(Duration::from_millis(500)),
+        Arrival::Fixed {
+            per_sec: 2000.0,
+            poisson: true,
+        },
+    );
+    s.background = Some(Background {
+        per_sec: 200.0,
+        op_names: vec!["write".into()],
+    });
+    let o = run_step(&s, &f, Some(&f), &p, &mut Collect::default());
+    assert!((80..=120).contains(&o.bg_ops), "bg ops {}", o.bg_ops);
+    assert!((800..=1200).contains(&o.ops), "fg ops {}", o.ops);
+    assert!(o.latencies.iter().any(|(n, _)| n == "bg.write"));
+}
+
+#[test]
+fn worker_error_fails_the_step_and_keeps_counts() {
+    struct Failing(u32);
+    impl Worker for Failing {
+        fn op(&mut self) -> Result<Option<Done>> {
+            self.0 += 1;
+            if self.0 > 100 {
+                anyhow::bail!("disk full at /x");
+            }
+            Ok(Some(Done {
+                kind: 0,
+                ops: 1,
+                written: 0,
+            }))
+        }
+    }
+    let (_d, p) = probe();
+    let f = |_i: usize| -> Result<Box<dyn Worker>> { Ok(Box::new(Failing(0))) };
+    let o = run_step(
+        &spec(1, Stop::Duration(Duration::from_secs(5)), Arrival::Closed),
+        &f,
+        None,
+        &p,
+        &mut Collect::default(),
+    );
+    assert_eq!(o.error.as_deref(), Some("disk full at /x"));
+    assert_eq!(o.ops, 100);
+}
+
+/// The coordinated-omission check: one 100 ms stall in a second of work.
+/// Closed loop records it as a single slow operation (p99 stays tiny);
+/// at a fixed rate every operation scheduled during the stall waits, and
+/// p99 shows it.
+#[test]
+fn fixed_rate_reports_a_stall_that_closed_loop_hides() {
+    let (_d, p) = probe();
+    let stall = Duration::from_millis(100);
+    let f = move |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: u64::MAX,
+            stall_at: 500,
+            stall,
+        }))
+    };
+    let run = |arrival| {
+        let o = run_step(
+            &spec(1, Stop::Duration(Duration::from_secs(1)), arrival),
+            &f,
+            None,
+            &p,
+            &mut Collect::default(),
+        );
+        assert_eq!(o.error, None);
+        o.latencies[0].1.summary()
+    };
+    let closed = run(Arrival::Closed);
+    let fixed = run(Arrival::Fixed {
+        per_sec: 5000.0,
+        poisson: false,
+    });
+    assert!(closed.max >= 100_000, "closed max {}", closed.max);
+    assert!(
+        closed.p99 < 5_000,
+        "closed p99 {} µs should hide the stall",
+        closed.p99
+    );
+    assert!(
+        fixed.p99 >= 50_000,
+        "fixed-rate p99 {} µs should show the stall",
+        fixed.p99
+    );
+    assert!(
+        fixed.count >= 4000 && fixed.count <= 5100,
+        "{}",
+        fixed.count
+    );
+}

@@ -1,0 +1,145 @@
+//! Response time: HDR histograms in µs with 3 significant digits, and their
+//! summary (count, mean, p50, p95, p99, p99.9, max).
+
+use anyhow::{Context, Result};
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use serde::{Deserialize, Serialize};
+
+/// The highest latency tracked exactly: one hour in µs (larger values are
+/// clamped, so `max` never lies low by more than the clamp).
+const MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram in µs.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    h: Histogram<u64>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency::new()
+    }
+}
+
+impl Latency {
+    /// An empty histogram (1 µs to 1 hour, 3 significant digits).
+    pub fn new() -> Latency {
+        Latency {
+            // Bounds are constants within hdrhistogram's limits.
+            h: Histogram::new_with_bounds(1, MAX_US, 3).expect("valid constant bounds"),
+        }
+    }
+
+    /// Records one response time in µs (0 is recorded as 1 µs, the floor).
+    #[inline]
+    pub fn record(&mut self, us: u64) {
+        self.h.saturating_record(us.clamp(1, MAX_US));
+    }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &Latency) {
+        // Same bounds on both sides: add cannot fail.
+        let _ = self.h.add(&other.h);
+    }
+
+    /// Number of values.
+    pub fn count(&self) -> u64 {
+        self.h.len()
+    }
+
+    /// Empties the histogram.
+    pub fn reset(&mut self) {
+        self.h.reset();
+    }
+
+    /// The summary of the values.
+    pub fn summary(&self) -> LatencySummary {
+        let q = |p: f64| self.h.value_at_quantile(p);
+        LatencySummary {
+            count: self.h.len(),
+            mean: self.h.mean(),
+            p50: q(0.50),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: self.h.max(),
+        }
+    }
+
+    /// Serializes in the HdrHistogram V2 format (for the results file).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.h, &mut out)
+            .map_err(|e| anyhow::anyhow!("serializing histogram: {e:?}"))?;
+        Ok(out)
+    }
+
+    /// Reads a histogram written by [`to_bytes`](Latency::to_bytes).
+    pub fn from_bytes(b: &[u8]) -> Result<Latency> {
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(b))
+            .map_err(|e| anyhow::anyhow!("{e:?}"))
+            .context("reading a histogram from the results file")?;
+        Ok(Latency { h })
+    }
+}
+
+/// Summary of a latency histogram, µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Number of operations.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 95th percentile.
+    pub p95: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_1_to_1000() {
+        let mut l = Latency::new();
+        for us in 1..=1000 {
+            l.record(us);
+        }
+        let s = l.summary();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.p50, 500);
+        assert_eq!(s.p95, 950);
+        assert_eq!(s.p99, 990);
+        assert_eq!(s.p999, 999);
+        assert_eq!(s.max, 1000);
+        assert!((s.mean - 500.5).abs() < 0.5);
+    }
+
+    #[test]
+    fn merge_and_roundtrip() {
+        let mut a = Latency::new();
+        let mut b = Latency::new();
+        a.record(10);
+        b.record(20_000);
+        a.merge(&b);
+        let c = Latency::from_bytes(&a.to_bytes().unwrap()).unwrap();
+        assert_eq!(c.count(), 2);
+        assert_eq!(c.summary().max, a.summary().max);
+        // 3 significant digits: the max is reported as its bucket's top.
+        assert!(
+            (20_000..=20_031).contains(&c.summary().max),
+            "{}",
+            c.summary().max
+        );
+    }
+}

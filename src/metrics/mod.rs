@@ -1,0 +1,325 @@
+//! Figures: what a step (or an interval) measured, each with one definition,
+//! written here and nowhere else.
+//!
+//! A figure is a number or "not measured" with the reason (never a silent 0):
+//! per-op figures need ops > 0; device figures need a block device; process
+//! figures need /proc; ratios need a non-zero denominator.
+
+pub mod latency;
+
+use serde::{Deserialize, Serialize};
+
+use crate::probe::Sample;
+
+pub use latency::{Latency, LatencySummary};
+
+/// A measured value, or why it was not measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Figure {
+    /// The value.
+    Value(f64),
+    /// Not measured, and why.
+    NotMeasured(String),
+}
+
+impl Figure {
+    /// The value, if measured.
+    pub fn value(&self) -> Option<f64> {
+        match self {
+            Figure::Value(v) => Some(*v),
+            Figure::NotMeasured(_) => None,
+        }
+    }
+    fn ratio(num: Option<f64>, den: f64, why_num: &str, why_den: &str) -> Figure {
+        match num {
+            None => Figure::NotMeasured(why_num.to_string()),
+            Some(_) if den <= 0.0 => Figure::NotMeasured(why_den.to_string()),
+            Some(n) => Figure::Value(n / den),
+        }
+    }
+}
+
+/// What the workload tells about a step, beside the samples.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct WorkDone {
+    /// Foreground operations measured (as the workload counts them: e.g.
+    /// documents for a load in batches, documents returned for range reads).
+    pub ops: u64,
+    /// Seconds of the measured phase.
+    pub secs: f64,
+    /// Live user key+value bytes at the end (for space-amp).
+    pub logical_bytes: u64,
+    /// User key+value bytes written by the workload during the phase,
+    /// foreground and background (for write-amp).
+    pub logical_written: u64,
+}
+
+/// The names of every figure, in report order; the JSON keys.
+pub const NAMES: [&str; 18] = [
+    "ops",
+    "ops_per_sec",
+    "r_per_op",
+    "rkb_per_op",
+    "wkb_per_op",
+    "proc_rkb_per_op",
+    "proc_wkb_per_op",
+    "cpu_us_per_op",
+    "sys_cpu_us_per_op",
+    "cs_per_op",
+    "sys_cs_per_op",
+    "rss_bytes",
+    "rss_peak_bytes",
+    "db_bytes",
+    "db_apparent_bytes",
+    "logical_bytes",
+    "space_amp",
+    "write_amp",
+];
+
+/// Computes every figure of [`NAMES`] from the samples at the start and end
+/// of a phase and the work done in it. `no_device` is the reason device
+/// figures are missing, when they are.
+///
+/// Definitions (Δ = end − start):
+/// - `ops`: foreground operations in the phase.
+/// - `ops_per_sec` = ops / secs.
+/// - `r_per_op` = Δ device reads completed / ops.
+/// - `rkb_per_op` = Δ device sectors read × 512 / 1024 / ops.
+/// - `wkb_per_op` = Δ device sectors written × 512 / 1024 / ops.
+/// - `proc_rkb_per_op`, `proc_wkb_per_op` = Δ /proc/PID/io read_bytes,
+///   write_bytes / 1024 / ops, for the engine's process.
+/// - `cpu_us_per_op` = Δ engine process user+system CPU µs / ops.
+/// - `sys_cpu_us_per_op` = Δ machine-wide user+nice+system+irq+softirq
+///   ticks, in µs, / ops (vmstat's us+sy as the seeds use it).
+/// - `cs_per_op` = Δ engine process context switches / ops;
+///   `sys_cs_per_op` = Δ machine-wide context switches / ops (vmstat cs).
+/// - `rss_bytes`, `rss_peak_bytes`: the engine process's RSS and peak RSS at
+///   the end.
+/// - `db_bytes`, `db_apparent_bytes`: the data directory's allocated and
+///   apparent size at the end.
+/// - `logical_bytes`: live user key+value bytes at the end.
+/// - `space_amp` = db_bytes / logical_bytes.
+/// - `write_amp` = Δ device bytes written / logical bytes written in the
+///   phase.
+pub fn compute(
+    a: &Sample,
+    b: &Sample,
+    w: &WorkDone,
+    no_device: Option<&str>,
+    ticks_per_sec: f64,
+) -> Vec<(&'static str, Figure)> {
+    let ops = w.ops as f64;
+    let no_ops = "no operations in this phase";
+    let dev_why = no_device.unwrap_or("device counters could not be read");
+    let disk = match (a.disk, b.disk) {
+        (Some(x), Some(y)) => Some((
+            y.reads.saturating_sub(x.reads) as f64,
+            y.sectors_read.saturating_sub(x.sectors_read) as f64 * 512.0,
+            y.sectors_written.saturating_sub(x.sectors_written) as f64 * 512.0,
+        )),
+        _ => None,
+    };
+    let proc_why = "process counters could not be read from /proc";
+    let proc = match (a.process, b.process) {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => None,
+    };
+    let pd = |f: fn(&crate::probe::ProcCounters) -> u64| {
+        proc.map(|(x, y)| f(&y).saturating_sub(f(&x)) as f64)
+    };
+    let cpu_why = "/proc/stat could not be read";
+    let sys = match (a.cpu, b.cpu) {
+        (Some(x), Some(y)) => Some((
+            (y.user + y.system).saturating_sub(x.user + x.system) as f64 * 1e6 / ticks_per_sec,
+            y.ctxt.saturating_sub(x.ctxt) as f64,
+        )),
+        _ => None,
+    };
+    let per_op = |v: Option<f64>, why: &str| Figure::ratio(v, ops, why, no_ops);
+    let logical = w.logical_bytes as f64;
+    vec![
+        ("ops", Figure::Value(ops)),
+        (
+            "ops_per_sec",
+            Figure::ratio(Some(ops), w.secs, "", "phase lasted no time"),
+        ),
+        ("r_per_op", per_op(disk.map(|d| d.0), dev_why)),
+        ("rkb_per_op", per_op(disk.map(|d| d.1 / 1024.0), dev_why)),
+        ("wkb_per_op", per_op(disk.map(|d| d.2 / 1024.0), dev_why)),
+        (
+            "proc_rkb_per_op",
+            per_op(pd(|p| p.read_bytes).map(|v| v / 1024.0), proc_why),
+        ),
+        (
+            "proc_wkb_per_op",
+            per_op(pd(|p| p.write_bytes).map(|v| v / 1024.0), proc_why),
+        ),
+        ("cpu_us_per_op", per_op(pd(|p| p.cpu_us), proc_why)),
+        ("sys_cpu_us_per_op", per_op(sys.map(|s| s.0), cpu_why)),
+        ("cs_per_op", per_op(pd(|p| p.ctx_switches), proc_why)),
+        ("sys_cs_per_op", per_op(sys.map(|s| s.1), cpu_why)),
+        (
+            "rss_bytes",
+            b.process.map_or(Figure::NotMeasured(proc_why.into()), |p| {
+                Figure::Value(p.rss as f64)
+            }),
+        ),
+        (
+            "rss_peak_bytes",
+            b.process.map_or(Figure::NotMeasured(proc_why.into()), |p| {
+                Figure::Value(p.rss_peak as f64)
+            }),
+        ),
+        ("db_bytes", Figure::Value(b.dir.allocated as f64)),
+        ("db_apparent_bytes", Figure::Value(b.dir.apparent as f64)),
+        ("logical_bytes", Figure::Value(logical)),
+        (
+            "space_amp",
+            Figure::ratio(
+                Some(b.dir.allocated as f64),
+                logical,
+                "",
+                "no live logical bytes",
+            ),
+        ),
+        (
+            "write_amp",
+            Figure::ratio(
+                disk.map(|d| d.2),
+                w.logical_written as f64,
+                dev_why,
+                "the workload wrote nothing in this phase",
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{DirSize, DiskCounters, MachineCpu, ProcCounters};
+
+    fn samples() -> (Sample, Sample) {
+        let a = Sample {
+            t: 0.0,
+            disk: Some(DiskCounters {
+                reads: 100,
+                sectors_read: 1000,
+                writes: 5,
+                sectors_written: 2000,
+            }),
+            cpu: Some(MachineCpu {
+                user: 1000,
+                system: 500,
+                iowait: 0,
+                idle: 0,
+                steal: 0,
+                ctxt: 10_000,
+            }),
+            process: Some(ProcCounters {
+                read_bytes: 0,
+                write_bytes: 1 << 20,
+                cpu_us: 1_000_000,
+                ctx_switches: 50,
+                rss: 1,
+                rss_peak: 1,
+            }),
+            dir: DirSize {
+                allocated: 0,
+                apparent: 0,
+                files: 0,
+            },
+        };
+        let b = Sample {
+            t: 10.0,
+            // +300 reads, +2048 sectors read (1 MiB), +20480 sectors written (10 MiB)
+            disk: Some(DiskCounters {
+                reads: 400,
+                sectors_read: 3048,
+                writes: 105,
+                sectors_written: 22480,
+            }),
+            // +200 ticks of user+system at 100 Hz = 2 s; +4000 context switches
+            cpu: Some(MachineCpu {
+                user: 1150,
+                system: 550,
+                iowait: 7,
+                idle: 9,
+                steal: 0,
+                ctxt: 14_000,
+            }),
+            process: Some(ProcCounters {
+                read_bytes: 512 << 10,
+                write_bytes: 5 << 20,
+                cpu_us: 1_500_000,
+                ctx_switches: 1050,
+                rss: 300 << 20,
+                rss_peak: 400 << 20,
+            }),
+            dir: DirSize {
+                allocated: 30 << 20,
+                apparent: 25 << 20,
+                files: 4,
+            },
+        };
+        (a, b)
+    }
+
+    fn get(f: &[(&str, Figure)], n: &str) -> Option<f64> {
+        f.iter().find(|(k, _)| *k == n).and_then(|(_, v)| v.value())
+    }
+
+    #[test]
+    fn hand_computed_figures() {
+        let (a, b) = samples();
+        let w = WorkDone {
+            ops: 1000,
+            secs: 10.0,
+            logical_bytes: 10 << 20,
+            logical_written: 5 << 20,
+        };
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(f.len(), NAMES.len());
+        for ((n, _), want) in f.iter().zip(NAMES) {
+            assert_eq!(*n, want);
+        }
+        assert_eq!(get(&f, "ops"), Some(1000.0));
+        assert_eq!(get(&f, "ops_per_sec"), Some(100.0));
+        assert_eq!(get(&f, "r_per_op"), Some(0.3)); // 300 reads / 1000 ops
+        assert_eq!(get(&f, "rkb_per_op"), Some(1.024)); // 1024 KiB / 1000
+        assert_eq!(get(&f, "wkb_per_op"), Some(10.24)); // 10240 KiB / 1000
+        assert_eq!(get(&f, "proc_rkb_per_op"), Some(0.512)); // 512 KiB / 1000
+        assert_eq!(get(&f, "proc_wkb_per_op"), Some(4.096)); // 4 MiB / 1000
+        assert_eq!(get(&f, "cpu_us_per_op"), Some(500.0)); // 0.5 s / 1000
+        assert_eq!(get(&f, "sys_cpu_us_per_op"), Some(2000.0)); // 2 s / 1000
+        assert_eq!(get(&f, "cs_per_op"), Some(1.0));
+        assert_eq!(get(&f, "sys_cs_per_op"), Some(4.0));
+        assert_eq!(get(&f, "rss_bytes"), Some((300 << 20) as f64));
+        assert_eq!(get(&f, "db_bytes"), Some((30 << 20) as f64));
+        assert_eq!(get(&f, "db_apparent_bytes"), Some((25 << 20) as f64));
+        assert_eq!(get(&f, "space_amp"), Some(3.0)); // 30 MiB / 10 MiB
+        assert_eq!(get(&f, "write_amp"), Some(2.0)); // 10 MiB / 5 MiB
+    }
+
+    #[test]
+    fn missing_device_and_zero_ops_are_not_zero() {
+        let (mut a, b) = samples();
+        a.disk = None;
+        let w = WorkDone {
+            ops: 0,
+            secs: 1.0,
+            logical_bytes: 0,
+            logical_written: 0,
+        };
+        let f = compute(&a, &b, &w, Some("tmpfs"), 100.0);
+        let fig = |n: &str| f.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        assert_eq!(fig("r_per_op"), Figure::NotMeasured("tmpfs".into()));
+        assert_eq!(
+            fig("cpu_us_per_op"),
+            Figure::NotMeasured("no operations in this phase".into())
+        );
+        assert!(matches!(fig("space_amp"), Figure::NotMeasured(_)));
+        assert!(matches!(fig("write_amp"), Figure::NotMeasured(_)));
+        assert_eq!(fig("ops"), Figure::Value(0.0));
+    }
+}

@@ -1,0 +1,78 @@
+//! Probes: counters sampled at step start, every interval and step end.
+//! A probe never knows which workload runs; it only reads counters.
+//!
+//! - the block device behind the data directory (/proc/diskstats),
+//! - machine-wide CPU and context switches (/proc/stat),
+//! - the engine's process (ourselves for embedded engines): IO bytes, CPU
+//!   time, context switches, RSS (/proc/PID/{io,stat,status}, getrusage),
+//! - the data directory's size, allocated and apparent.
+
+pub mod cpu;
+pub mod device;
+pub mod dirsize;
+pub mod diskstats;
+pub mod process;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use cpu::MachineCpu;
+pub use device::Device;
+pub use dirsize::DirSize;
+pub use diskstats::DiskCounters;
+pub use process::ProcCounters;
+
+/// One reading of every counter.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the step's measured phase began.
+    pub t: f64,
+    /// Device counters, when the data dir has a block device.
+    pub disk: Option<DiskCounters>,
+    /// Machine-wide CPU and context switches.
+    pub cpu: Option<MachineCpu>,
+    /// The engine process's counters.
+    pub process: Option<ProcCounters>,
+    /// The data directory's size.
+    pub dir: DirSize,
+}
+
+/// What to sample: a data directory (and its device) and a process.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    dir: PathBuf,
+    device: Result<Device, String>,
+    pid: u32,
+}
+
+impl Probe {
+    /// A probe for data in `dir`, charged to process `pid`.
+    pub fn new(dir: &Path, pid: u32) -> Probe {
+        Probe {
+            dir: dir.to_path_buf(),
+            device: device::device_for(dir),
+            pid,
+        }
+    }
+
+    /// The block device, or why there is none.
+    pub fn device(&self) -> &Result<Device, String> {
+        &self.device
+    }
+
+    /// Reads every counter now; `t` is stored as given.
+    pub fn sample(&self, t: f64) -> Sample {
+        Sample {
+            t,
+            disk: self
+                .device
+                .as_ref()
+                .ok()
+                .and_then(|d| diskstats::read(&d.name)),
+            cpu: cpu::read(),
+            process: process::read(self.pid),
+            dir: dirsize::measure(&self.dir),
+        }
+    }
+}
