@@ -6,11 +6,17 @@
 //! samples into figures; results persist them as the run goes; reports read
 //! only the results file.
 
+pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod metrics;
 pub mod probe;
+pub mod report;
+pub mod results;
 pub mod rng;
+pub mod runner;
+pub mod setup;
+pub mod workload;
 
 /// Bad input from the user (a flag, key, path or value): exit code 2, one
 /// line naming what to fix.

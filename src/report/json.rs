@@ -1,0 +1,77 @@
+//! JSON and CSV reports.
+
+use serde_json::{Map, Value, json};
+
+use crate::metrics::NAMES;
+use crate::results::RunView;
+
+/// The run as JSON: run facts, then per step every figure of
+/// [`NAMES`] (null when not measured, with the reason under `not_measured`),
+/// extras, and latency per operation kind {count, mean, p50, p95, p99, p999, max} in µs.
+pub fn render(run: &RunView) -> String {
+    let steps: Vec<Value> = run
+        .steps
+        .iter()
+        .map(|s| {
+            let mut figs = Map::new();
+            let mut why = Map::new();
+            for n in NAMES {
+                let (v, note) = s.figures.get(n).cloned().unwrap_or((None, Some("not recorded".into())));
+                figs.insert(n.into(), v.map_or(Value::Null, |v| json!(v)));
+                if v.is_none() {
+                    why.insert(n.into(), json!(note));
+                }
+            }
+            let lat: Map<String, Value> = s
+                .latencies
+                .iter()
+                .map(|(op, l)| (op.clone(), json!({"count": l.count, "mean": l.mean, "p50": l.p50, "p95": l.p95, "p99": l.p99, "p999": l.p999, "max": l.max})))
+                .collect();
+            let intervals: Vec<Value> = s
+                .intervals
+                .iter()
+                .map(|i| {
+                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.clone(), v.map_or(Value::Null, |v| json!(v)))).collect();
+                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "bg_ops": i.bg_ops, "figures": f})
+                })
+                .collect();
+            let mut o = json!({
+                "engine": s.engine, "step": s.step, "status": s.status, "error": s.error, "secs": s.secs,
+                "settle": s.settle, "latency": lat,
+                "extras": s.extras.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<String, Value>>(),
+                "not_measured": why, "intervals": intervals,
+            });
+            if let Value::Object(m) = &mut o {
+                m.extend(figs);
+            }
+            o
+        })
+        .collect();
+    let v = json!({
+        "run": {"id": run.id, "started": run.started, "ended": run.ended, "status": run.status, "command": run.command,
+                "workload": run.workload, "engines": run.engines, "seed": run.seed, "config": run.config,
+                "versions": run.versions, "machine": run.machine},
+        "steps": steps,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// One CSV row per (engine, step) with every figure; empty cells are not measured.
+pub fn csv(run: &RunView) -> String {
+    let mut out = format!("run,engine,step,status,{}\n", NAMES.join(","));
+    for s in &run.steps {
+        let cells: Vec<String> = NAMES
+            .iter()
+            .map(|n| s.fig(n).map_or(String::new(), |v| format!("{v}")))
+            .collect();
+        out.push_str(&format!(
+            "{},{},{},{},{}\n",
+            run.id,
+            s.engine,
+            s.step,
+            s.status,
+            cells.join(",")
+        ));
+    }
+    out
+}

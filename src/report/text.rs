@@ -1,0 +1,177 @@
+//! Text tables in the seeds' shape.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use crate::results::{RunView, StepView};
+
+fn cell(v: Option<f64>, prec: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.prec$}"))
+}
+
+fn engines(run: &RunView) -> Vec<String> {
+    let mut seen = Vec::new();
+    for s in &run.steps {
+        if !seen.contains(&s.engine) {
+            seen.push(s.engine.clone());
+        }
+    }
+    seen
+}
+
+fn steps(run: &RunView) -> Vec<String> {
+    let mut seen = Vec::new();
+    for s in &run.steps {
+        if !seen.contains(&s.step) {
+            seen.push(s.step.clone());
+        }
+    }
+    seen
+}
+
+fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepView> {
+    run.steps
+        .iter()
+        .find(|s| s.engine == engine && s.step == step)
+}
+
+fn gb(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.3}", v / 1e9))
+}
+
+/// Renders the run's tables.
+pub fn render(run: &RunView) -> String {
+    let mut o = String::new();
+    let es = engines(run);
+    let ss = steps(run);
+    let _ = writeln!(
+        o,
+        "run {} · {} · {} · seed {} · {} · {}",
+        run.id, run.workload, run.engines, run.seed, run.started, run.status
+    );
+    let _ = writeln!(o);
+    // 1. Throughput side by side.
+    let _ = writeln!(o, "operations/second for each step");
+    let _ = write!(o, "{:<18}", "step");
+    for e in &es {
+        let _ = write!(o, "{e:>14}");
+    }
+    let _ = writeln!(o);
+    for st in &ss {
+        let _ = write!(o, "{st:<18}");
+        for e in &es {
+            let v = find(run, e, st).and_then(|s| s.fig("ops_per_sec"));
+            let _ = write!(o, "{:>14}", cell(v, 0));
+        }
+        let _ = writeln!(o);
+    }
+    // 2. Size after each step.
+    let _ = writeln!(o, "\nsize in GB after each step (allocated/apparent)");
+    let _ = write!(o, "{:<18}", "step");
+    for e in &es {
+        let _ = write!(o, "{e:>16}");
+    }
+    let _ = writeln!(o);
+    for st in &ss {
+        let _ = write!(o, "{st:<18}");
+        for e in &es {
+            let s = find(run, e, st);
+            let v = format!(
+                "{}/{}",
+                gb(s.and_then(|s| s.fig("db_bytes"))),
+                gb(s.and_then(|s| s.fig("db_apparent_bytes")))
+            );
+            let _ = write!(o, "{v:>16}");
+        }
+        let _ = writeln!(o);
+    }
+    // 3. Efficiency per (engine, step).
+    let _ = writeln!(o, "\nefficiency per operation");
+    let _ = writeln!(
+        o,
+        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} {}",
+        "ops",
+        "db.gb",
+        "r/o",
+        "rKB/o",
+        "wKB/o",
+        "cs/o",
+        "cpu/o",
+        "rss.gb",
+        "s-amp",
+        "w-amp",
+        "engine",
+        "step"
+    );
+    let mut notes = BTreeSet::new();
+    for s in &run.steps {
+        for n in ["r_per_op", "wkb_per_op", "space_amp", "write_amp"] {
+            if let Some((None, Some(why))) = s.figures.get(n) {
+                notes.insert(format!(
+                    "{n} not measured for {} {}: {why}",
+                    s.engine, s.step
+                ));
+            }
+        }
+        let status = if s.status == "done" {
+            String::new()
+        } else {
+            format!(" ({})", s.status)
+        };
+        let _ = writeln!(
+            o,
+            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} {}{}",
+            cell(s.fig("ops_per_sec"), 0),
+            gb(s.fig("db_bytes")),
+            cell(s.fig("r_per_op"), 3),
+            cell(s.fig("rkb_per_op"), 3),
+            cell(s.fig("wkb_per_op"), 3),
+            cell(s.fig("cs_per_op"), 1),
+            cell(s.fig("cpu_us_per_op"), 0),
+            gb(s.fig("rss_bytes")),
+            cell(s.fig("space_amp"), 2),
+            cell(s.fig("write_amp"), 2),
+            s.engine,
+            s.step,
+            status
+        );
+    }
+    // 4. Response time.
+    let _ = writeln!(o, "\nresponse time per operation (µs)");
+    let _ = writeln!(
+        o,
+        "{:<11} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "engine", "step", "op", "count", "p50", "p95", "p99", "p99.9", "max"
+    );
+    for s in &run.steps {
+        for (op, l) in &s.latencies {
+            let _ = writeln!(
+                o,
+                "{:<11} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
+                s.engine, s.step, op, l.count, l.p50, l.p95, l.p99, l.p999, l.max
+            );
+        }
+    }
+    let failed: Vec<String> = run
+        .steps
+        .iter()
+        .filter_map(|s| {
+            s.error
+                .as_ref()
+                .map(|e| format!("{} {} failed: {e}", s.engine, s.step))
+        })
+        .collect();
+    if !failed.is_empty() || !notes.is_empty() {
+        let _ = writeln!(o);
+        for f in failed.iter().chain(notes.iter()) {
+            let _ = writeln!(o, "note: {f}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\nops: operations/s · db.gb: data dir allocated GB · r/o, rKB/o, wKB/o: device reads, KB read, KB written per op · \
+         cs/o, cpu/o: context switches and CPU µs per op of the engine's process · rss.gb: its RSS · \
+         s-amp: db bytes / live logical bytes · w-amp: device bytes written / logical bytes written"
+    );
+    o
+}

@@ -1,0 +1,308 @@
+//! The results file: one SQLite database holding runs (config, seed,
+//! versions, machine facts), steps, intervals, figures, latency summaries
+//! with their HDR histograms, probe samples and engine statistics.
+//!
+//! Written as the run goes: every interval is its own transaction, so a
+//! crash or a kill loses at most the interval in progress. Reports read
+//! only this file.
+
+pub mod read;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, params};
+
+use crate::engine::EngineStats;
+use crate::metrics::{Figure, Latency};
+use crate::probe::Sample;
+
+pub use read::{RunView, StepView};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, status TEXT NOT NULL,
+  command TEXT NOT NULL, workload TEXT NOT NULL, engines TEXT NOT NULL, seed INTEGER NOT NULL,
+  config TEXT NOT NULL, versions TEXT NOT NULL, machine TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), ordinal INTEGER NOT NULL,
+  engine TEXT NOT NULL, step TEXT NOT NULL, started TEXT NOT NULL, ended TEXT,
+  status TEXT NOT NULL, error TEXT, secs REAL, spec TEXT NOT NULL, settle TEXT);
+CREATE TABLE IF NOT EXISTS intervals (
+  step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
+  ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, PRIMARY KEY (step_id, idx));
+CREATE TABLE IF NOT EXISTS figures (
+  step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, name TEXT NOT NULL,
+  value REAL, note TEXT, PRIMARY KEY (step_id, interval_idx, name));
+CREATE TABLE IF NOT EXISTS latencies (
+  step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, op TEXT NOT NULL,
+  count INTEGER NOT NULL, mean REAL NOT NULL, p50 INTEGER NOT NULL, p95 INTEGER NOT NULL,
+  p99 INTEGER NOT NULL, p999 INTEGER NOT NULL, max INTEGER NOT NULL, hist BLOB NOT NULL,
+  PRIMARY KEY (step_id, interval_idx, op));
+CREATE TABLE IF NOT EXISTS samples (
+  step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, at TEXT NOT NULL,
+  sample TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS engine_stats (
+  step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL, text TEXT);
+CREATE TABLE IF NOT EXISTS extras (
+  step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY (step_id, name));
+";
+
+/// `interval_idx` used for whole-step rows.
+pub const WHOLE_STEP: i64 = -1;
+
+/// Everything recorded about a run when it starts.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    /// The command line as given.
+    pub command: String,
+    /// Workload name.
+    pub workload: String,
+    /// Engine names, comma-separated.
+    pub engines: String,
+    /// The run seed.
+    pub seed: u64,
+    /// The whole validated configuration (JSON).
+    pub config: serde_json::Value,
+    /// Engine and library versions (JSON).
+    pub versions: serde_json::Value,
+    /// Machine facts (JSON).
+    pub machine: serde_json::Value,
+}
+
+/// The open results file.
+pub struct Results {
+    c: Connection,
+}
+
+fn now() -> String {
+    // SAFETY: time() with a null pointer only returns the time.
+    let t = unsafe { libc::time(std::ptr::null_mut()) };
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: gmtime_r writes into `tm`.
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+impl Results {
+    /// Opens (creating if needed) the results file at `path`.
+    pub fn open(path: &Path) -> Result<Results> {
+        let c = Connection::open(path)
+            .with_context(|| format!("cannot open results file {}", path.display()))?;
+        c.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
+        )
+        .and_then(|_| c.execute_batch(SCHEMA))
+        .with_context(|| format!("{} is not a usable ampbench results file", path.display()))?;
+        Ok(Results { c })
+    }
+
+    /// Opens an existing results file for reading.
+    pub fn open_existing(path: &Path) -> Result<Results> {
+        if !path.exists() {
+            return Err(crate::UsageError(format!(
+                "results file {} does not exist (run `ampbench run` first, or pass --results)",
+                path.display()
+            ))
+            .into());
+        }
+        Results::open(path)
+    }
+
+    /// Records a run's start; returns its id.
+    pub fn begin_run(&self, r: &RunRecord) -> Result<i64> {
+        self.c.execute(
+            "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                now(),
+                r.command,
+                r.workload,
+                r.engines,
+                r.seed as i64,
+                r.config.to_string(),
+                r.versions.to_string(),
+                r.machine.to_string()
+            ],
+        )?;
+        Ok(self.c.last_insert_rowid())
+    }
+
+    /// Records a run's end with its status (`done`, `failed`, `interrupted`).
+    pub fn end_run(&self, run: i64, status: &str) -> Result<()> {
+        self.c.execute(
+            "UPDATE runs SET ended = ?1, status = ?2 WHERE id = ?3",
+            params![now(), status, run],
+        )?;
+        Ok(())
+    }
+
+    /// Records a step's start; `spec` describes how it runs (JSON).
+    pub fn begin_step(
+        &self,
+        run: i64,
+        ordinal: usize,
+        engine: &str,
+        step: &str,
+        spec: &serde_json::Value,
+    ) -> Result<i64> {
+        self.c.execute(
+            "INSERT INTO steps (run_id, ordinal, engine, step, started, status, spec) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+            params![run, ordinal as i64, engine, step, now(), spec.to_string()],
+        )?;
+        Ok(self.c.last_insert_rowid())
+    }
+
+    /// Records one closed interval with its figures and samples, in one transaction.
+    pub fn add_interval(
+        &mut self,
+        step: i64,
+        idx: usize,
+        t: (f64, f64),
+        counts: (u64, u64, u64),
+        figures: &[(&str, Figure)],
+        samples: (&Sample, &Sample),
+    ) -> Result<()> {
+        let tx = self.c.transaction()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO intervals (step_id, idx, t0, t1, ops, bg_ops, written) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![step, idx as i64, t.0, t.1, counts.0 as i64, counts.1 as i64, counts.2 as i64],
+        )?;
+        write_figures(&tx, step, idx as i64, figures)?;
+        for (at, s) in [("start", samples.0), ("end", samples.1)] {
+            tx.execute(
+                "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
+                params![step, idx as i64, at, serde_json::to_string(s)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records response times for an interval (or [`WHOLE_STEP`]).
+    pub fn add_latencies(
+        &mut self,
+        step: i64,
+        idx: i64,
+        latencies: &[(String, Latency)],
+    ) -> Result<()> {
+        let tx = self.c.transaction()?;
+        for (op, l) in latencies {
+            let s = l.summary();
+            tx.execute(
+                "INSERT OR REPLACE INTO latencies (step_id, interval_idx, op, count, mean, p50, p95, p99, p999, max, hist)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![
+                    step,
+                    idx,
+                    op,
+                    s.count as i64,
+                    s.mean,
+                    s.p50 as i64,
+                    s.p95 as i64,
+                    s.p99 as i64,
+                    s.p999 as i64,
+                    s.max as i64,
+                    l.to_bytes()?
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records the whole step's figures, extras and end samples.
+    pub fn add_step_figures(
+        &mut self,
+        step: i64,
+        figures: &[(&str, Figure)],
+        extras: &[(String, f64)],
+        samples: (&Sample, &Sample),
+    ) -> Result<()> {
+        let tx = self.c.transaction()?;
+        write_figures(&tx, step, WHOLE_STEP, figures)?;
+        for (n, v) in extras {
+            tx.execute(
+                "INSERT OR REPLACE INTO extras (step_id, name, value) VALUES (?1, ?2, ?3)",
+                params![step, n, v],
+            )?;
+        }
+        for (at, s) in [("start", samples.0), ("end", samples.1)] {
+            tx.execute(
+                "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
+                params![step, WHOLE_STEP, at, serde_json::to_string(s)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a snapshot of the engine's own statistics.
+    pub fn add_engine_stats(&mut self, step: i64, stats: &EngineStats) -> Result<()> {
+        let tx = self.c.transaction()?;
+        for (n, v) in &stats.values {
+            tx.execute(
+                "INSERT INTO engine_stats (step_id, name, value) VALUES (?1, ?2, ?3)",
+                params![step, n, v],
+            )?;
+        }
+        for (n, t) in &stats.texts {
+            tx.execute(
+                "INSERT INTO engine_stats (step_id, name, text) VALUES (?1, ?2, ?3)",
+                params![step, n, t],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a step's end.
+    pub fn end_step(
+        &self,
+        step: i64,
+        status: &str,
+        error: Option<&str>,
+        secs: f64,
+        settle: Option<&str>,
+    ) -> Result<()> {
+        self.c.execute(
+            "UPDATE steps SET ended = ?1, status = ?2, error = ?3, secs = ?4, settle = ?5 WHERE id = ?6",
+            params![now(), status, error, secs, settle, step],
+        )?;
+        Ok(())
+    }
+
+    /// The connection, for the reader.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.c
+    }
+}
+
+fn write_figures(
+    tx: &rusqlite::Transaction<'_>,
+    step: i64,
+    idx: i64,
+    figures: &[(&str, Figure)],
+) -> Result<()> {
+    for (name, f) in figures {
+        let (v, note) = match f {
+            Figure::Value(v) if v.is_finite() => (Some(*v), None),
+            Figure::Value(v) => (None, Some(format!("not finite: {v}"))),
+            Figure::NotMeasured(why) => (None, Some(why.clone())),
+        };
+        tx.execute(
+            "INSERT OR REPLACE INTO figures (step_id, interval_idx, name, value, note) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![step, idx, name, v, note],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! Reading a run back from the results file, for reports.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::{Results, WHOLE_STEP};
+use crate::metrics::{self, LatencySummary, WorkDone};
+use crate::probe::Sample;
+
+/// A figure as stored: value, or the reason it was not measured.
+pub type Stored = (Option<f64>, Option<String>);
+
+/// One interval of a step.
+#[derive(Clone, Debug, Serialize)]
+pub struct IntervalView {
+    /// 0-based index.
+    pub idx: i64,
+    /// Start, seconds since the measured phase began.
+    pub t0: f64,
+    /// End.
+    pub t1: f64,
+    /// Foreground operations.
+    pub ops: i64,
+    /// Background operations.
+    pub bg_ops: i64,
+    /// Figures by name.
+    pub figures: BTreeMap<String, Stored>,
+}
+
+/// One step as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepView {
+    /// Row id.
+    pub id: i64,
+    /// Position in the run.
+    pub ordinal: i64,
+    /// Engine name.
+    pub engine: String,
+    /// Step name.
+    pub step: String,
+    /// `done`, `failed`, `interrupted` or `running` (never finished: the
+    /// process died; figures then come from the completed intervals).
+    pub status: String,
+    /// The error, for a failed step.
+    pub error: Option<String>,
+    /// Seconds measured.
+    pub secs: Option<f64>,
+    /// What settling did after this step, if asked.
+    pub settle: Option<String>,
+    /// Whole-step figures by name.
+    pub figures: BTreeMap<String, Stored>,
+    /// Whole-step response times per operation kind.
+    pub latencies: Vec<(String, LatencySummary)>,
+    /// Workload-specific figures (e.g. background ops).
+    pub extras: Vec<(String, f64)>,
+    /// The intervals.
+    pub intervals: Vec<IntervalView>,
+}
+
+impl StepView {
+    /// A whole-step figure's value.
+    pub fn fig(&self, name: &str) -> Option<f64> {
+        self.figures.get(name).and_then(|f| f.0)
+    }
+}
+
+/// One run as recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    /// Run id.
+    pub id: i64,
+    /// Start time (UTC).
+    pub started: String,
+    /// End time.
+    pub ended: Option<String>,
+    /// `running`, `done`, `failed`, `interrupted`.
+    pub status: String,
+    /// The command line.
+    pub command: String,
+    /// Workload.
+    pub workload: String,
+    /// Engines.
+    pub engines: String,
+    /// Seed.
+    pub seed: i64,
+    /// Configuration.
+    pub config: serde_json::Value,
+    /// Versions.
+    pub versions: serde_json::Value,
+    /// Machine facts.
+    pub machine: serde_json::Value,
+    /// Steps in order.
+    pub steps: Vec<StepView>,
+}
+
+/// Which run to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunSel {
+    /// The newest run.
+    Latest,
+    /// A run id.
+    Id(i64),
+}
+
+impl RunSel {
+    /// Parses `latest` or a number.
+    pub fn parse(s: &str) -> Result<RunSel, crate::UsageError> {
+        if s == "latest" {
+            return Ok(RunSel::Latest);
+        }
+        s.parse()
+            .map(RunSel::Id)
+            .map_err(|_| crate::UsageError(format!("--run '{s}': expected a run id or 'latest'")))
+    }
+}
+
+fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<String, Stored>> {
+    let mut st = r.conn().prepare_cached(
+        "SELECT name, value, note FROM figures WHERE step_id = ?1 AND interval_idx = ?2",
+    )?;
+    let rows = st.query_map(params![step, idx], |row| {
+        Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?)))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn sample(r: &Results, step: i64, idx: i64, at: &str) -> Result<Option<Sample>> {
+    let s: Option<String> = r
+        .conn()
+        .query_row(
+            "SELECT sample FROM samples WHERE step_id = ?1 AND interval_idx = ?2 AND at = ?3",
+            params![step, idx, at],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(s.and_then(|s| serde_json::from_str(&s).ok()))
+}
+
+/// Reads a run with all its steps.
+pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
+    let c = r.conn();
+    let id: i64 = match sel {
+        RunSel::Latest => c
+            .query_row("SELECT max(id) FROM runs", [], |row| {
+                row.get::<_, Option<i64>>(0)
+            })?
+            .ok_or_else(|| crate::UsageError("the results file has no runs".into()))?,
+        RunSel::Id(i) => i,
+    };
+    let mut run = c
+        .query_row(
+            "SELECT id, started, ended, status, command, workload, engines, seed, config, versions, machine FROM runs WHERE id = ?1",
+            params![id],
+            |row| {
+                let js = |s: String| serde_json::from_str(&s).unwrap_or(serde_json::Value::Null);
+                Ok(RunView {
+                    id: row.get(0)?,
+                    started: row.get(1)?,
+                    ended: row.get(2)?,
+                    status: row.get(3)?,
+                    command: row.get(4)?,
+                    workload: row.get(5)?,
+                    engines: row.get(6)?,
+                    seed: row.get(7)?,
+                    config: js(row.get(8)?),
+                    versions: js(row.get(9)?),
+                    machine: js(row.get(10)?),
+                    steps: Vec::new(),
+                })
+            },
+        )
+        .optional()?
+        .ok_or_else(|| crate::UsageError(format!("no run {id} in the results file")))?;
+    let mut st = c.prepare(
+        "SELECT id, ordinal, engine, step, status, error, secs, settle FROM steps WHERE run_id = ?1 ORDER BY ordinal",
+    )?;
+    let steps: Vec<StepView> = st
+        .query_map(params![id], |row| {
+            Ok(StepView {
+                id: row.get(0)?,
+                ordinal: row.get(1)?,
+                engine: row.get(2)?,
+                step: row.get(3)?,
+                status: row.get(4)?,
+                error: row.get(5)?,
+                secs: row.get(6)?,
+                settle: row.get(7)?,
+                figures: BTreeMap::new(),
+                latencies: Vec::new(),
+                extras: Vec::new(),
+                intervals: Vec::new(),
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for mut s in steps {
+        s.figures = figures(r, s.id, WHOLE_STEP)?;
+        let mut lq = c.prepare_cached(
+            "SELECT op, count, mean, p50, p95, p99, p999, max FROM latencies WHERE step_id = ?1 AND interval_idx = ?2 ORDER BY op",
+        )?;
+        s.latencies = lq
+            .query_map(params![s.id, WHOLE_STEP], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    LatencySummary {
+                        count: row.get::<_, i64>(1)? as u64,
+                        mean: row.get(2)?,
+                        p50: row.get::<_, i64>(3)? as u64,
+                        p95: row.get::<_, i64>(4)? as u64,
+                        p99: row.get::<_, i64>(5)? as u64,
+                        p999: row.get::<_, i64>(6)? as u64,
+                        max: row.get::<_, i64>(7)? as u64,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut eq =
+            c.prepare_cached("SELECT name, value FROM extras WHERE step_id = ?1 ORDER BY name")?;
+        s.extras = eq
+            .query_map(params![s.id], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut iq = c.prepare_cached(
+            "SELECT idx, t0, t1, ops, bg_ops FROM intervals WHERE step_id = ?1 ORDER BY idx",
+        )?;
+        let ivs: Vec<IntervalView> = iq
+            .query_map(params![s.id], |row| {
+                Ok(IntervalView {
+                    idx: row.get(0)?,
+                    t0: row.get(1)?,
+                    t1: row.get(2)?,
+                    ops: row.get(3)?,
+                    bg_ops: row.get(4)?,
+                    figures: BTreeMap::new(),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        for mut iv in ivs {
+            iv.figures = figures(r, s.id, iv.idx)?;
+            s.intervals.push(iv);
+        }
+        if s.figures.is_empty() && !s.intervals.is_empty() {
+            s.figures = from_intervals(r, &s).context("recomputing figures from intervals")?;
+            if s.secs.is_none() {
+                s.secs = s.intervals.last().map(|i| i.t1);
+            }
+        }
+        run.steps.push(s);
+    }
+    Ok(run)
+}
+
+/// Figures of a step that never finished, from its completed intervals:
+/// the first interval's start sample, the last one's end sample, and the
+/// summed operations.
+fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<String, Stored>> {
+    let (Some(first), Some(last)) = (s.intervals.first(), s.intervals.last()) else {
+        return Ok(BTreeMap::new());
+    };
+    let (Some(a), Some(b)) = (
+        sample(r, s.id, first.idx, "start")?,
+        sample(r, s.id, last.idx, "end")?,
+    ) else {
+        return Ok(BTreeMap::new());
+    };
+    let written: i64 = r.conn().query_row(
+        "SELECT coalesce(sum(written), 0) FROM intervals WHERE step_id = ?1",
+        params![s.id],
+        |row| row.get(0),
+    )?;
+    let w = WorkDone {
+        ops: s.intervals.iter().map(|i| i.ops as u64).sum(),
+        secs: last.t1 - first.t0,
+        logical_bytes: last
+            .figures
+            .get("logical_bytes")
+            .and_then(|f| f.0)
+            .unwrap_or(0.0) as u64,
+        logical_written: written as u64,
+    };
+    let no_dev = a
+        .disk
+        .is_none()
+        .then_some("no device counters were recorded");
+    let mut out: BTreeMap<String, Stored> = BTreeMap::new();
+    for (n, f) in metrics::compute(&a, &b, &w, no_dev, crate::probe::cpu::ticks_per_sec()) {
+        let v = match f {
+            metrics::Figure::Value(v) => (
+                Some(v),
+                Some("from completed intervals: the step did not finish".into()),
+            ),
+            metrics::Figure::NotMeasured(why) => (None, Some(why)),
+        };
+        out.insert(n.to_string(), v);
+    }
+    Ok(out)
+}

@@ -1,0 +1,188 @@
+//! `ampbench doctor`: which engines are usable here and what the machine can
+//! do for a run.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::engine::{self, Durability, EngineKind, EngineOptions, OpenSpec, Table};
+
+/// Opens the engine in a scratch directory, writes, reads back and closes.
+pub fn engine_usable(kind: EngineKind) -> Result<String, String> {
+    let version = engine::library_version(kind).map_err(|e| format!("{e:#}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let spec = OpenSpec {
+        dir: dir.path().to_path_buf(),
+        tables: vec!["t".into()],
+        cache_bytes: 8 << 20,
+        options: EngineOptions::default(),
+    };
+    let e = engine::open(kind, &spec).map_err(|e| format!("{e:#}"))?;
+    e.put(Table(0), b"doctor", b"ok", Durability::Sync)
+        .map_err(|e| format!("{e:#}"))?;
+    let got = e.get(Table(0), b"doctor").map_err(|e| format!("{e:#}"))?;
+    e.close().map_err(|e| format!("{e:#}"))?;
+    if kind != EngineKind::Null && got.as_deref() != Some(b"ok") {
+        return Err("wrote a key and could not read it back".into());
+    }
+    Ok(version)
+}
+
+/// The cgroup version and which controllers a child group can be made in.
+pub fn cgroups() -> String {
+    let root = Path::new("/sys/fs/cgroup");
+    if root.join("cgroup.controllers").exists() && !root.join("memory").is_dir() {
+        let ctl = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+        return format!("v2, controllers: {}", ctl.trim());
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut parts = Vec::new();
+    for c in ["memory", "blkio", "cpu"] {
+        let path = own
+            .lines()
+            .find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, names, p) = (f.next()?, f.next()?, f.next()?);
+                names.split(',').any(|n| n == c).then(|| p.to_string())
+            })
+            .unwrap_or_else(|| "/".into());
+        let base = root.join(c).join(path.trim_start_matches('/'));
+        let probe = base.join(format!("ampbench-doctor-{}", std::process::id()));
+        let ok = std::fs::create_dir(&probe).is_ok();
+        if ok {
+            let _ = std::fs::remove_dir(&probe);
+        }
+        parts.push(format!(
+            "{c} {}",
+            if ok { "writable" } else { "not writable" }
+        ));
+    }
+    format!("v1: {}", parts.join(", "))
+}
+
+/// Whether the page cache can be dropped (writes `1` to drop_caches).
+pub fn drop_caches() -> String {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .and_then(|mut f| f.write_all(b"1\n"))
+    {
+        Ok(()) => "works (page cache dropped once to check)".into(),
+        Err(e) => format!("not available: {e}"),
+    }
+}
+
+/// Whether O_DIRECT writes work in `dir`.
+pub fn o_direct(dir: &Path) -> String {
+    let p = dir.join(format!(".ampbench-odirect-{}", std::process::id()));
+    let r = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&p)?;
+        let layout =
+            std::alloc::Layout::from_size_align(4096, 4096).map_err(std::io::Error::other)?;
+        // SAFETY: a 4096-byte, 4096-aligned buffer, zeroed, freed below.
+        let buf = unsafe { std::alloc::alloc_zeroed(layout) };
+        if buf.is_null() {
+            return Err(std::io::Error::other("allocation failed"));
+        }
+        // SAFETY: buf points at 4096 initialized bytes.
+        let res = f.write_all(unsafe { std::slice::from_raw_parts(buf, 4096) });
+        // SAFETY: allocated above with the same layout.
+        unsafe { std::alloc::dealloc(buf, layout) };
+        res
+    })();
+    let _ = std::fs::remove_file(&p);
+    match r {
+        Ok(()) => format!("works in {}", dir.display()),
+        Err(e) => format!("not available in {}: {e}", dir.display()),
+    }
+}
+
+fn version_of(bin: &Path) -> String {
+    std::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The server binaries found.
+pub fn servers() -> Vec<(String, Option<PathBuf>)> {
+    let mariadbd = [
+        "/usr/sbin/mariadbd",
+        "/usr/bin/mariadbd",
+        "/usr/local/bin/mariadbd",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists());
+    let mut pg: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path().join("bin/postgres"))
+                .filter(|p| p.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    pg.sort();
+    vec![("mariadbd".into(), mariadbd), ("postgres".into(), pg.pop())]
+}
+
+/// The doctor's report and whether any real engine is usable.
+pub fn report(dir: &Path) -> (String, bool) {
+    let mut o = String::new();
+    let mut any = false;
+    let _ = writeln!(o, "engines");
+    for kind in EngineKind::ALL {
+        match engine_usable(kind) {
+            Ok(v) => {
+                any |= kind != EngineKind::Null;
+                let _ = writeln!(
+                    o,
+                    "  {:<11} {:<44} usable ({})",
+                    kind.name(),
+                    v,
+                    kind.structure()
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(o, "  {:<11} {:<44} NOT usable: {e}", kind.name(), "-");
+            }
+        }
+    }
+    let dev = match crate::probe::device::device_for(dir) {
+        Ok(d) => format!("block device {} ({}:{})", d.name, d.major, d.minor),
+        Err(why) => {
+            format!("no block device: {why} (device figures will be reported as not measured)")
+        }
+    };
+    let _ = writeln!(o, "data directory  {} -> {dev}", dir.display());
+    let _ = writeln!(o, "cgroups         {}", cgroups());
+    let _ = writeln!(o, "drop_caches     {}", drop_caches());
+    let _ = writeln!(o, "O_DIRECT        {}", o_direct(dir));
+    for (name, path) in servers() {
+        match path {
+            Some(p) => {
+                let _ = writeln!(
+                    o,
+                    "server          {name}: {} ({})",
+                    p.display(),
+                    version_of(&p)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "server          {name}: not installed (make deps installs it)"
+                );
+            }
+        }
+    }
+    (o, any)
+}

@@ -1,0 +1,348 @@
+//! The ForestDB-benchmark step pattern, as Mark Callaghan ran it to compare
+//! RocksDB with ForestDB: a load, then overwrites with and without sync,
+//! point and range queries with and without a rate-limited writer, each
+//! with 1 thread (`.1`) and N threads (`.n`).
+//!
+//! | step | work |
+//! |---|---|
+//! | `load` | insert every document in batches of `batch` (4096), no sync; keys hashed from the document number, so not in key order |
+//! | `ows.1`/`ows.n` | overwrite one document per commit, sync on commit |
+//! | `pqw.1`/`pqw.n` | point reads, plus one background writer overwriting `writer_rate` docs/s |
+//! | `rqw.1`/`rqw.n` | range reads of `range` documents, plus the same writer |
+//! | `pq.1`/`pq.n`, `rq.1`/`rq.n` | point / range reads, no writer |
+//! | `owa.1`/`owa.n` | overwrite without sync |
+//!
+//! As in the original, throughput counts documents: a load batch counts
+//! `batch` operations and a range read counts the documents it returned;
+//! response time is per call (a batch, a range read). Differences from the
+//! original: values get fresh random bytes (the original reused one filler
+//! buffer, overstating compression), and every thread has its own seed.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use super::data::{Live, ValueGen, doc_key};
+use super::store::{DocStore, KvDocs};
+use crate::driver::{Arrival, Background, Done, StepSpec, Stop, Worker};
+use crate::engine::{Durability, KvEngine, Table};
+use crate::rng::{Rng, derive_seed};
+use crate::workload::dist::KeyChooser;
+use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
+
+/// The steps, in order.
+pub const STEPS: &[&str] = &[
+    "load", "ows.1", "ows.n", "pqw.1", "pqw.n", "rqw.1", "rqw.n", "pq.1", "pq.n", "rq.1", "rq.n",
+    "owa.1", "owa.n",
+];
+
+/// Parameters and defaults.
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        key: "docs",
+        default: "200000",
+        help: "documents loaded",
+    },
+    ParamDef {
+        key: "key_len",
+        default: "32",
+        help: "key length in bytes (>= 16)",
+    },
+    ParamDef {
+        key: "value_median",
+        default: "512",
+        help: "median value length in bytes",
+    },
+    ParamDef {
+        key: "value_sd",
+        default: "32",
+        help: "standard deviation of the value length",
+    },
+    ParamDef {
+        key: "compressibility",
+        default: "50",
+        help: "percent of each value that compresses away (the rest is random, fresh per value)",
+    },
+    ParamDef {
+        key: "batch",
+        default: "4096",
+        help: "documents per load batch",
+    },
+    ParamDef {
+        key: "load_threads",
+        default: "1",
+        help: "threads for the load",
+    },
+    ParamDef {
+        key: "writer_rate",
+        default: "1000",
+        help: "background writer's documents/s in pqw and rqw",
+    },
+    ParamDef {
+        key: "writer_sync",
+        default: "false",
+        help: "whether the background writer syncs each commit",
+    },
+    ParamDef {
+        key: "range",
+        default: "20",
+        help: "documents per range read",
+    },
+    ParamDef {
+        key: "distribution",
+        default: "uniform",
+        help: "key choice: uniform or zipfian",
+    },
+    ParamDef {
+        key: "zipf_theta",
+        default: "0.99",
+        help: "zipfian exponent",
+    },
+];
+
+/// The pattern workload's state for one engine.
+pub struct Pattern {
+    docs: u64,
+    key_len: usize,
+    values: ValueGen,
+    batch: usize,
+    load_threads: usize,
+    writer_rate: f64,
+    writer_sync: bool,
+    range: usize,
+    chooser: KeyChooser,
+    live: Live,
+    misses: AtomicU64,
+}
+
+impl Pattern {
+    /// Reads parameters.
+    pub fn new(p: &Params) -> Result<Pattern> {
+        let docs = p.u64("docs")?;
+        let key_len = p.u64("key_len")? as usize;
+        if docs == 0 {
+            bail!(crate::UsageError(
+                "parameter 'docs' must be at least 1".into()
+            ));
+        }
+        if key_len < 16 {
+            bail!(crate::UsageError(
+                "parameter 'key_len' must be at least 16 (keys are hashes)".into()
+            ));
+        }
+        let c = p.f64("compressibility")?;
+        if !(0.0..=100.0).contains(&c) {
+            bail!(crate::UsageError(
+                "parameter 'compressibility' is a percent, 0 to 100".into()
+            ));
+        }
+        let dist = p.choice("distribution", &["uniform", "zipfian"])?;
+        Ok(Pattern {
+            docs,
+            key_len,
+            values: ValueGen {
+                median: p.f64("value_median")?,
+                sd: p.f64("value_sd")?,
+                compressibility: c,
+            },
+            batch: p.u64("batch")?.max(1) as usize,
+            load_threads: p.u64("load_threads")?.max(1) as usize,
+            writer_rate: p.f64("writer_rate")?,
+            writer_sync: p.bool("writer_sync")?,
+            range: p.u64("range")?.max(1) as usize,
+            chooser: KeyChooser::new(&dist, docs, p.f64("zipf_theta")?),
+            live: Live::new(docs),
+            misses: AtomicU64::new(0),
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Load { next: u64, end: u64 },
+    Overwrite(Durability),
+    Point,
+    Range,
+}
+
+struct PatternWorker<'a> {
+    wl: &'a Pattern,
+    store: KvDocs<'a>,
+    rng: Rng,
+    mode: Mode,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    batch: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Worker for PatternWorker<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let wl = self.wl;
+        match &mut self.mode {
+            Mode::Load { next, end } => {
+                if *next >= *end {
+                    return Ok(None);
+                }
+                let n = (*end - *next).min(wl.batch as u64) as usize;
+                self.batch.resize_with(n, Default::default);
+                let mut written = 0;
+                for (j, (k, v)) in self.batch.iter_mut().enumerate() {
+                    let i = *next + j as u64;
+                    doc_key(i, wl.key_len, k);
+                    wl.values.fill(&mut self.rng, v);
+                    written += (k.len() + v.len()) as u64;
+                }
+                self.store.insert_batch(&self.batch, Durability::NoSync)?;
+                for (j, (k, v)) in self.batch.iter().enumerate() {
+                    wl.live.set(*next + j as u64, (k.len() + v.len()) as u64);
+                }
+                *next += n as u64;
+                Ok(Some(Done {
+                    kind: 0,
+                    ops: n as u64,
+                    written,
+                }))
+            }
+            Mode::Overwrite(d) => {
+                let i = wl.chooser.pick(&mut self.rng, wl.docs);
+                doc_key(i, wl.key_len, &mut self.key);
+                wl.values.fill(&mut self.rng, &mut self.value);
+                self.store.write(&self.key, &self.value, *d)?;
+                let b = (self.key.len() + self.value.len()) as u64;
+                wl.live.set(i, b);
+                Ok(Some(Done {
+                    kind: 0,
+                    ops: 1,
+                    written: b,
+                }))
+            }
+            Mode::Point => {
+                let i = wl.chooser.pick(&mut self.rng, wl.docs);
+                doc_key(i, wl.key_len, &mut self.key);
+                if self.store.read(&self.key)?.is_none() {
+                    wl.misses.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Some(Done {
+                    kind: 0,
+                    ops: 1,
+                    written: 0,
+                }))
+            }
+            Mode::Range => {
+                let i = wl.chooser.pick(&mut self.rng, wl.docs);
+                doc_key(i, wl.key_len, &mut self.key);
+                let n = self.store.scan(&self.key, wl.range)?;
+                Ok(Some(Done {
+                    kind: 0,
+                    ops: n as u64,
+                    written: 0,
+                }))
+            }
+        }
+    }
+}
+
+impl Workload for Pattern {
+    fn tables(&self) -> Vec<String> {
+        vec!["docs".into()]
+    }
+
+    fn plan<'a>(
+        &'a self,
+        step: &str,
+        engine: &'a dyn KvEngine,
+        ctx: &StepCtx,
+    ) -> Result<Planned<'a>> {
+        let (base, n) = step.split_once('.').unwrap_or((step, ""));
+        let threads = match n {
+            "1" => 1,
+            "n" => ctx.threads,
+            _ => self.load_threads,
+        };
+        let (mode, op, writer) = match base {
+            "load" => (Mode::Load { next: 0, end: 0 }, "insert_batch", false),
+            "ows" => (Mode::Overwrite(Durability::Sync), "overwrite_sync", false),
+            "owa" => (Mode::Overwrite(Durability::NoSync), "overwrite", false),
+            "pqw" => (Mode::Point, "point_read", true),
+            "pq" => (Mode::Point, "point_read", false),
+            "rqw" => (Mode::Range, "range_read", true),
+            "rq" => (Mode::Range, "range_read", false),
+            _ => bail!(crate::UsageError(format!(
+                "unknown step '{step}' for workload pattern (steps: {})",
+                STEPS.join(", ")
+            ))),
+        };
+        let is_load = base == "load";
+        let spec = StepSpec {
+            threads,
+            op_names: vec![op.to_string()],
+            warmup: if is_load { Duration::ZERO } else { ctx.warmup },
+            stop: if is_load {
+                Stop::Exhausted
+            } else {
+                Stop::Duration(ctx.duration)
+            },
+            arrival: if is_load {
+                Arrival::Closed
+            } else {
+                ctx.arrival
+            },
+            interval: ctx.interval,
+            background: writer.then(|| Background {
+                per_sec: self.writer_rate,
+                op_names: vec!["overwrite".into()],
+            }),
+            seed: ctx.seed,
+        };
+        let store = KvDocs {
+            engine,
+            table: Table(0),
+        };
+        let seed = ctx.seed;
+        let docs = self.docs;
+        let make = move |i: usize, mode: Mode, salt: u64| -> PatternWorker<'a> {
+            let mode = match mode {
+                Mode::Load { .. } => {
+                    let per = docs.div_ceil(threads as u64);
+                    let next = (i as u64 * per).min(docs);
+                    Mode::Load {
+                        next,
+                        end: (next + per).min(docs),
+                    }
+                }
+                m => m,
+            };
+            PatternWorker {
+                wl: self,
+                store,
+                rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
+                mode,
+                key: Vec::new(),
+                value: Vec::new(),
+                batch: Vec::new(),
+            }
+        };
+        let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+            Ok(Box::new(make(i, mode, 0)))
+        });
+        let wmode = Mode::Overwrite(Durability::from_sync(self.writer_sync));
+        let bg: Option<Box<crate::driver::WorkerFactory<'a>>> = if writer {
+            Some(Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+                Ok(Box::new(make(i, wmode, 1)))
+            }))
+        } else {
+            None
+        };
+        Ok(Planned { spec, fg, bg })
+    }
+
+    fn live_bytes(&self) -> u64 {
+        self.live.total()
+    }
+
+    fn extras(&self, _step: &str) -> Vec<(String, f64)> {
+        let m = self.misses.swap(0, Ordering::Relaxed);
+        vec![("misses".into(), m as f64)]
+    }
+}

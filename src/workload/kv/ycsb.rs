@@ -1,0 +1,361 @@
+//! YCSB's core workloads A–F after a load, over the document store.
+//!
+//! A record is `fieldcount` (10) fields of `fieldlength` (100) random bytes,
+//! stored as one value; the key is `user` followed by a hash of the record
+//! number. Over a KV store an update of one field is a read, a change of
+//! that field and a write of the record (as YCSB's RocksDB binding does).
+//!
+//! | step | mix | key choice |
+//! |---|---|---|
+//! | `load` | insert every record | in order |
+//! | `a` | 50% read, 50% update | zipfian |
+//! | `b` | 95% read, 5% update | zipfian |
+//! | `c` | 100% read | zipfian |
+//! | `d` | 95% read, 5% insert | latest |
+//! | `e` | 95% scan (length uniform 1–`maxscanlength`), 5% insert | zipfian |
+//! | `f` | 50% read, 50% read-modify-write | zipfian |
+//!
+//! `requestdistribution` overrides zipfian (not D's latest). Inserts in D
+//! and E add new records up to twice `recordcount`; past that they update.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+use super::data::Live;
+use super::store::{DocStore, KvDocs};
+use crate::driver::{Arrival, Done, StepSpec, Stop, Worker};
+use crate::engine::{Durability, KvEngine, Table};
+use crate::rng::{Rng, derive_seed};
+use crate::workload::dist::{KeyChooser, scramble};
+use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
+
+/// The steps, in order.
+pub const STEPS: &[&str] = &["load", "a", "b", "c", "d", "e", "f"];
+
+/// Parameters and defaults (YCSB's names).
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        key: "recordcount",
+        default: "100000",
+        help: "records loaded",
+    },
+    ParamDef {
+        key: "fieldcount",
+        default: "10",
+        help: "fields per record",
+    },
+    ParamDef {
+        key: "fieldlength",
+        default: "100",
+        help: "bytes per field",
+    },
+    ParamDef {
+        key: "requestdistribution",
+        default: "zipfian",
+        help: "zipfian, uniform or latest (D always uses latest)",
+    },
+    ParamDef {
+        key: "zipf_theta",
+        default: "0.99",
+        help: "zipfian exponent",
+    },
+    ParamDef {
+        key: "maxscanlength",
+        default: "100",
+        help: "longest scan in E",
+    },
+];
+
+/// Operation kinds, indexes into [`OPS`].
+pub const OPS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
+
+/// A workload's mix: probability per kind of [`OPS`].
+pub fn mix(step: &str) -> Option<[f64; 5]> {
+    Some(match step {
+        "a" => [0.5, 0.5, 0.0, 0.0, 0.0],
+        "b" => [0.95, 0.05, 0.0, 0.0, 0.0],
+        "c" => [1.0, 0.0, 0.0, 0.0, 0.0],
+        "d" => [0.95, 0.0, 0.05, 0.0, 0.0],
+        "e" => [0.0, 0.0, 0.05, 0.95, 0.0],
+        "f" => [0.5, 0.0, 0.0, 0.0, 0.5],
+        _ => return None,
+    })
+}
+
+/// Draws an operation kind from a mix.
+pub fn choose(m: &[f64; 5], r: &mut Rng) -> usize {
+    let u = r.f64();
+    let mut acc = 0.0;
+    for (i, p) in m.iter().enumerate() {
+        acc += p;
+        if u < acc {
+            return i;
+        }
+    }
+    m.iter().rposition(|p| *p > 0.0).unwrap_or(0)
+}
+
+/// The YCSB workload's state for one engine.
+pub struct Ycsb {
+    records: u64,
+    fields: usize,
+    field_len: usize,
+    dist: String,
+    theta: f64,
+    max_scan: u64,
+    count: AtomicU64,
+    live: Live,
+    misses: AtomicU64,
+}
+
+impl Ycsb {
+    /// Reads parameters.
+    pub fn new(p: &Params) -> Result<Ycsb> {
+        let records = p.u64("recordcount")?;
+        if records == 0 {
+            bail!(crate::UsageError(
+                "parameter 'recordcount' must be at least 1".into()
+            ));
+        }
+        Ok(Ycsb {
+            records,
+            fields: p.u64("fieldcount")?.max(1) as usize,
+            field_len: p.u64("fieldlength")?.max(1) as usize,
+            dist: p.choice("requestdistribution", &["zipfian", "uniform", "latest"])?,
+            theta: p.f64("zipf_theta")?,
+            max_scan: p.u64("maxscanlength")?.max(1),
+            count: AtomicU64::new(0),
+            live: Live::new(records * 2),
+            misses: AtomicU64::new(0),
+        })
+    }
+
+    fn key(i: u64, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(b"user");
+        out.extend_from_slice(scramble(i).to_string().as_bytes());
+    }
+}
+
+struct YcsbWorker<'a> {
+    wl: &'a Ycsb,
+    store: KvDocs<'a>,
+    rng: Rng,
+    mix: Option<[f64; 5]>,
+    chooser: KeyChooser,
+    load: (u64, u64),
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl YcsbWorker<'_> {
+    fn write_record(&mut self, i: u64) -> Result<u64> {
+        let wl = self.wl;
+        Ycsb::key(i, &mut self.key);
+        self.value.resize(wl.fields * wl.field_len, 0);
+        self.rng.fill(&mut self.value);
+        self.store
+            .write(&self.key, &self.value, Durability::NoSync)?;
+        let b = (self.key.len() + self.value.len()) as u64;
+        wl.live.set(i, b);
+        Ok(b)
+    }
+
+    fn update_field(&mut self, i: u64) -> Result<u64> {
+        let wl = self.wl;
+        Ycsb::key(i, &mut self.key);
+        let mut v = match self.store.read_value(&self.key)? {
+            Some(v) => v,
+            None => {
+                wl.misses.fetch_add(1, Ordering::Relaxed);
+                vec![0u8; wl.fields * wl.field_len]
+            }
+        };
+        let f = self.rng.below(wl.fields as u64) as usize * wl.field_len;
+        let end = (f + wl.field_len).min(v.len());
+        if f < end {
+            self.rng.fill(&mut v[f..end]);
+        }
+        self.store.write(&self.key, &v, Durability::NoSync)?;
+        let b = (self.key.len() + v.len()) as u64;
+        wl.live.set(i, b);
+        Ok(b)
+    }
+}
+
+impl Worker for YcsbWorker<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let wl = self.wl;
+        let Some(m) = self.mix else {
+            if self.load.0 >= self.load.1 {
+                return Ok(None);
+            }
+            let i = self.load.0;
+            self.load.0 += 1;
+            let b = self.write_record(i)?;
+            return Ok(Some(Done {
+                kind: 2,
+                ops: 1,
+                written: b,
+            }));
+        };
+        let kind = choose(&m, &mut self.rng);
+        let count = wl.count.load(Ordering::Relaxed);
+        let written = match kind {
+            0 => {
+                let i = self.chooser.pick(&mut self.rng, count);
+                Ycsb::key(i, &mut self.key);
+                if self.store.read(&self.key)?.is_none() {
+                    wl.misses.fetch_add(1, Ordering::Relaxed);
+                }
+                0
+            }
+            1 => {
+                let i = self.chooser.pick(&mut self.rng, count);
+                self.update_field(i)?
+            }
+            2 => {
+                let i = wl.count.fetch_add(1, Ordering::Relaxed);
+                if i < wl.live.capacity() {
+                    self.write_record(i)?
+                } else {
+                    wl.count.fetch_sub(1, Ordering::Relaxed);
+                    let j = self.rng.below(count);
+                    self.update_field(j)?
+                }
+            }
+            3 => {
+                let i = self.chooser.pick(&mut self.rng, count);
+                Ycsb::key(i, &mut self.key);
+                let len = self.rng.range_inclusive(1, wl.max_scan) as usize;
+                self.store.scan(&self.key, len)?;
+                0
+            }
+            _ => {
+                let i = self.chooser.pick(&mut self.rng, count);
+                self.update_field(i)?
+            }
+        };
+        Ok(Some(Done {
+            kind,
+            ops: 1,
+            written,
+        }))
+    }
+}
+
+impl Workload for Ycsb {
+    fn tables(&self) -> Vec<String> {
+        vec!["usertable".into()]
+    }
+
+    fn plan<'a>(
+        &'a self,
+        step: &str,
+        engine: &'a dyn KvEngine,
+        ctx: &StepCtx,
+    ) -> Result<Planned<'a>> {
+        let is_load = step == "load";
+        let m = mix(step);
+        if !is_load && m.is_none() {
+            bail!(crate::UsageError(format!(
+                "unknown step '{step}' for workload ycsb (steps: {})",
+                STEPS.join(", ")
+            )));
+        }
+        if is_load {
+            self.count.store(0, Ordering::Relaxed);
+        } else if self.count.load(Ordering::Relaxed) == 0 {
+            bail!("ycsb step '{step}' needs the records loaded first: include the 'load' step");
+        }
+        let threads = ctx.threads;
+        let spec = StepSpec {
+            threads,
+            op_names: OPS.iter().map(|s| s.to_string()).collect(),
+            warmup: if is_load { Duration::ZERO } else { ctx.warmup },
+            stop: if is_load {
+                Stop::Exhausted
+            } else {
+                Stop::Duration(ctx.duration)
+            },
+            arrival: if is_load {
+                Arrival::Closed
+            } else {
+                ctx.arrival
+            },
+            interval: ctx.interval,
+            background: None,
+            seed: ctx.seed,
+        };
+        let dist = if step == "d" {
+            "latest"
+        } else {
+            self.dist.as_str()
+        };
+        let chooser = KeyChooser::new(dist, self.records, self.theta);
+        let store = KvDocs {
+            engine,
+            table: Table(0),
+        };
+        let seed = ctx.seed;
+        let records = self.records;
+        let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+            let per = records.div_ceil(threads as u64);
+            let start = (i as u64 * per).min(records);
+            Ok(Box::new(YcsbWorker {
+                wl: self,
+                store,
+                rng: Rng::new(derive_seed(seed, &[0, i as u64])),
+                mix: m,
+                chooser: chooser.clone(),
+                load: (start, (start + per).min(records)),
+                key: Vec::new(),
+                value: Vec::new(),
+            }))
+        });
+        Ok(Planned { spec, fg, bg: None })
+    }
+
+    fn live_bytes(&self) -> u64 {
+        self.live.total()
+    }
+
+    fn extras(&self, step: &str) -> Vec<(String, f64)> {
+        if step == "load" {
+            self.count.store(self.records, Ordering::Relaxed);
+        }
+        vec![(
+            "misses".into(),
+            self.misses.swap(0, Ordering::Relaxed) as f64,
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_match_their_definition_within_a_point() {
+        for step in ["a", "b", "c", "d", "e", "f"] {
+            let m = mix(step).unwrap();
+            let mut r = Rng::new(11);
+            let mut counts = [0u32; 5];
+            let n = 100_000;
+            for _ in 0..n {
+                counts[choose(&m, &mut r)] += 1;
+            }
+            for k in 0..5 {
+                let got = 100.0 * counts[k] as f64 / n as f64;
+                assert!(
+                    (got - 100.0 * m[k]).abs() < 1.0,
+                    "{step} {}: {got:.2}% vs {}%",
+                    OPS[k],
+                    100.0 * m[k]
+                );
+            }
+        }
+    }
+}

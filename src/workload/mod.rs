@@ -1,0 +1,139 @@
+//! Workloads: each defines its logical operations (a Store trait), its data
+//! and distributions, its steps, and its mappings onto engines. The runner
+//! asks a workload to plan each step: a driver spec plus the workers that
+//! do the step's operations on an engine.
+//!
+//! - `kv/` — `pattern` (the ForestDB-benchmark step pattern), `ycsb`
+//!   (YCSB A–F) and `micro` (db_bench-style steps), all over [`kv::store::DocStore`].
+
+pub mod dist;
+pub mod kv;
+pub mod params;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{Arrival, StepSpec, WorkerFactory};
+use crate::engine::KvEngine;
+pub use params::{ParamDef, Params};
+
+/// Driver settings from the command line that a workload applies to a step.
+#[derive(Clone, Copy, Debug)]
+pub struct StepCtx {
+    /// `--threads`: threads for multi-threaded steps.
+    pub threads: usize,
+    /// `--warmup`.
+    pub warmup: Duration,
+    /// `--duration`.
+    pub duration: Duration,
+    /// `--interval`.
+    pub interval: Duration,
+    /// `--rate` as an arrival process (closed loop without it).
+    pub arrival: Arrival,
+    /// The step's seed (derived from the run seed and the step's position,
+    /// the same for every engine).
+    pub seed: u64,
+}
+
+/// A planned step: how to drive it and who does its operations.
+pub struct Planned<'a> {
+    /// Driver settings.
+    pub spec: StepSpec,
+    /// Foreground workers.
+    pub fg: Box<WorkerFactory<'a>>,
+    /// Background writer, when the spec has one.
+    pub bg: Option<Box<WorkerFactory<'a>>>,
+}
+
+/// A workload instance: its data state lives across the steps of one engine.
+pub trait Workload: Send + Sync {
+    /// Tables the engine must open.
+    fn tables(&self) -> Vec<String>;
+    /// Plans `step` on `engine`.
+    fn plan<'a>(
+        &'a self,
+        step: &str,
+        engine: &'a dyn KvEngine,
+        ctx: &StepCtx,
+    ) -> Result<Planned<'a>>;
+    /// Live logical bytes (user keys + values) now.
+    fn live_bytes(&self) -> u64;
+    /// Workload-specific figures after a step (e.g. misses), reset by it.
+    fn extras(&self, _step: &str) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+}
+
+/// The workloads, by command-line name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// The ForestDB-benchmark step pattern (13 steps).
+    Pattern,
+    /// YCSB core workloads A–F after a load.
+    Ycsb,
+    /// db_bench-style steps.
+    Micro,
+}
+
+impl WorkloadKind {
+    /// Every workload.
+    pub const ALL: [WorkloadKind; 3] = [
+        WorkloadKind::Pattern,
+        WorkloadKind::Ycsb,
+        WorkloadKind::Micro,
+    ];
+
+    /// Command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Pattern => "pattern",
+            WorkloadKind::Ycsb => "ycsb",
+            WorkloadKind::Micro => "micro",
+        }
+    }
+
+    /// One line on what it is.
+    pub fn about(self) -> &'static str {
+        match self {
+            WorkloadKind::Pattern => {
+                "ForestDB-benchmark step pattern: load, sync/async overwrites, point/range reads with and without a writer, 1 vs N threads"
+            }
+            WorkloadKind::Ycsb => {
+                "YCSB core workloads A-F (10 x 100-byte fields, zipfian) after a load"
+            }
+            WorkloadKind::Micro => {
+                "db_bench-style steps with db_bench's defaults (16-byte keys, 100-byte values, compression ratio 0.5)"
+            }
+        }
+    }
+
+    /// Parameters with defaults.
+    pub fn params(self) -> &'static [ParamDef] {
+        match self {
+            WorkloadKind::Pattern => kv::pattern::PARAMS,
+            WorkloadKind::Ycsb => kv::ycsb::PARAMS,
+            WorkloadKind::Micro => kv::micro::PARAMS,
+        }
+    }
+
+    /// Steps, in run order.
+    pub fn steps(self) -> &'static [&'static str] {
+        match self {
+            WorkloadKind::Pattern => kv::pattern::STEPS,
+            WorkloadKind::Ycsb => kv::ycsb::STEPS,
+            WorkloadKind::Micro => kv::micro::STEPS,
+        }
+    }
+
+    /// Builds a fresh instance (one per engine).
+    pub fn build(self, p: &Params) -> Result<Box<dyn Workload>> {
+        Ok(match self {
+            WorkloadKind::Pattern => Box::new(kv::pattern::Pattern::new(p)?),
+            WorkloadKind::Ycsb => Box::new(kv::ycsb::Ycsb::new(p)?),
+            WorkloadKind::Micro => Box::new(kv::micro::Micro::new(p)?),
+        })
+    }
+}
