@@ -4,7 +4,7 @@
 //! thread) by [`derive_seed`].
 
 /// The default run seed, recorded with every run (`--seed` changes it).
-pub const DEFAULT_SEED: u64 = 0x00a3_7be7_c4_2015;
+pub const DEFAULT_SEED: u64 = 0x00a3_7be7_c420_1500;
 
 /// One step of SplitMix64: advances `state` and returns a well-mixed value.
 pub fn splitmix64(state: &mut u64) -> u64 {

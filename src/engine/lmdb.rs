@@ -326,7 +326,7 @@ impl KvEngine for Lmdb {
         let mut n = 0;
         // SAFETY: cursor and transaction are closed here; slices are used
         // before the cursor moves.
-        let r = unsafe {
+        unsafe {
             let mut cur: *mut sys::MDB_cursor = ptr::null_mut();
             let rc = sys::mdb_cursor_open(txn, dbi, &mut cur);
             if rc != 0 {
@@ -403,8 +403,7 @@ impl KvEngine for Lmdb {
             sys::mdb_cursor_close(cur);
             sys::mdb_txn_abort(txn);
             result
-        };
-        r
+        }
     }
 
     fn stats(&self) -> Result<EngineStats> {

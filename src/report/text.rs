@@ -89,7 +89,7 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(o, "\nefficiency per operation");
     let _ = writeln!(
         o,
-        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} {}",
+        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} step",
         "ops",
         "db.gb",
         "r/o",
@@ -100,13 +100,15 @@ pub fn render(run: &RunView) -> String {
         "rss.gb",
         "s-amp",
         "w-amp",
-        "engine",
-        "step"
+        "engine"
     );
     let mut notes = BTreeSet::new();
     for s in &run.steps {
         for n in ["r_per_op", "wkb_per_op", "space_amp", "write_amp"] {
             if let Some((None, Some(why))) = s.figures.get(n) {
+                if why.contains("wrote nothing") {
+                    continue; // a read-only step has no write-amp: the '-' says enough
+                }
                 notes.insert(format!(
                     "{n} not measured for {} {}: {why}",
                     s.engine, s.step

@@ -1,0 +1,30 @@
+# ampbench: one entry point for people and CI.
+#   make run    install what is missing, build, run the default benchmark
+#   make test   install what is missing, build, run every test (+ lint)
+
+CARGO ?= cargo
+BIN := target/release/ampbench
+
+.PHONY: deps build run test lint bench clean
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	$(CARGO) build --release
+
+run: build
+	$(BIN) run
+
+test: deps lint
+	$(CARGO) test --release
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+
+bench: build
+	./bench/vs-db_bench.sh
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,329 @@
+//! The real binary on tiny data sets against real engines.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
+const ENGINES: &str = "rocksdb,wiredtiger,lmdb,leveldb,sqlite,null";
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run ampbench")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "ampbench {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn report_json(results: &Path) -> serde_json::Value {
+    let out = ok(&[
+        "report",
+        "--results",
+        results.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    serde_json::from_str(&out).expect("report json")
+}
+
+fn tiny(w: &str, results: &Path, dir: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "run",
+        "-w",
+        w,
+        "-e",
+        ENGINES,
+        "--results",
+        results.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--warmup",
+        "0",
+        "--duration",
+        "0.2",
+        "--threads",
+        "2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// Each workload runs end to end on every KV engine; every step is done
+/// and did work (the null engine stores nothing, so its reads find nothing
+/// but still count).
+#[test]
+fn every_workload_on_every_engine() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    for (w, p) in [
+        ("pattern", vec!["-p", "docs=3000", "-p", "batch=500"]),
+        ("ycsb", vec!["-p", "recordcount=2000"]),
+        ("micro", vec!["-p", "num=3000"]),
+    ] {
+        let args = tiny(w, &res, d.path(), &p);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ok(&args);
+        let j = report_json(&res);
+        let steps = j["steps"].as_array().unwrap();
+        let per_engine = steps.len() / 6;
+        assert!(per_engine >= 6, "{w}: {} steps", steps.len());
+        for s in steps {
+            assert_eq!(
+                s["status"], "done",
+                "{w} {} {}: {}",
+                s["engine"], s["step"], s["error"]
+            );
+            let ops = s["ops"].as_f64().unwrap();
+            let null_read = s["engine"] == "null"
+                && w == "pattern"
+                && s["step"].as_str().unwrap().starts_with("r");
+            assert!(
+                ops > 0.0 || null_read,
+                "{w} {} {}: no ops",
+                s["engine"],
+                s["step"]
+            );
+        }
+    }
+}
+
+/// Two steps on RocksDB, then `report --format json` has both with
+/// non-null wKB/o, space-amp, write-amp and latencies.
+#[test]
+fn json_report_has_figures() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "load,owa.1",
+        "-p",
+        "docs=5000",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(out.contains("operations/second for each step"), "{out}");
+    let j = report_json(&res);
+    assert_eq!(j["run"]["versions"]["rocksdb"], "7.8.3");
+    assert_eq!(
+        j["run"]["seed"].as_i64().unwrap() as u64,
+        ampbench::rng::DEFAULT_SEED
+    );
+    let steps = j["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for s in steps {
+        for f in [
+            "wkb_per_op",
+            "space_amp",
+            "write_amp",
+            "cpu_us_per_op",
+            "ops_per_sec",
+            "db_bytes",
+            "logical_bytes",
+        ] {
+            assert!(
+                s[f].is_number(),
+                "{} {f} = {} ({})",
+                s["step"],
+                s[f],
+                s["not_measured"]
+            );
+        }
+        let lat = s["latency"].as_object().unwrap();
+        assert!(!lat.is_empty());
+        for (_, l) in lat {
+            assert!(l["p99"].as_u64().unwrap() >= l["p50"].as_u64().unwrap());
+        }
+    }
+    assert_eq!(steps[0]["ops"], 5000.0, "load counts documents");
+    let logical = steps[0]["logical_bytes"].as_f64().unwrap();
+    // 5000 × (32-byte key + ~512-byte value)
+    assert!((2_500_000.0..3_000_000.0).contains(&logical), "{logical}");
+    let csv = ok(&[
+        "report",
+        "--results",
+        res.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(csv.lines().count(), 3);
+}
+
+/// SIGKILL in the middle of a step: the results file still reads, with the
+/// completed intervals and figures recomputed from them.
+#[test]
+fn sigkill_mid_step_keeps_completed_intervals() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "-e",
+            "rocksdb",
+            "--steps",
+            "load,owa.1",
+            "-p",
+            "docs=2000",
+            "--warmup",
+            "0",
+            "--duration",
+            "60",
+            "--interval",
+            "0.3",
+        ])
+        .args([
+            "--results",
+            res.to_str().unwrap(),
+            "--dir",
+            d.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let j = report_json(&res);
+    assert_eq!(j["run"]["status"], "running");
+    let steps = j["steps"].as_array().unwrap();
+    let owa = steps
+        .iter()
+        .find(|s| s["step"] == "owa.1")
+        .expect("owa.1 recorded");
+    assert_eq!(owa["status"], "running");
+    let n = owa["intervals"].as_array().unwrap().len();
+    assert!(n >= 3, "{n} intervals");
+    assert!(owa["ops"].as_f64().unwrap() > 0.0);
+    assert!(owa["wkb_per_op"].is_number());
+    let text = ok(&["report", "--results", res.to_str().unwrap()]);
+    assert!(text.contains("owa.1"));
+}
+
+/// Honesty: N synced writes of known size. The step's reported device KB
+/// written is within 20% of what /proc/diskstats moved around the whole
+/// process, read independently here.
+#[test]
+fn device_kb_written_matches_diskstats() {
+    let d = tempfile::tempdir().unwrap();
+    let Ok(dev) = ampbench::probe::device::device_for(d.path()) else {
+        eprintln!("skipped: the temp dir has no block device");
+        return;
+    };
+    let res = d.path().join("r.db");
+    let before = ampbench::probe::diskstats::read(&dev.name).unwrap();
+    ok(&[
+        "run",
+        "-w",
+        "micro",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "fillseq",
+        "-p",
+        "num=6000",
+        "-p",
+        "value_size=4000",
+        "-p",
+        "sync=true",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let after = ampbench::probe::diskstats::read(&dev.name).unwrap();
+    let independent_kb = (after.sectors_written - before.sectors_written) as f64 * 512.0 / 1024.0;
+    let j = report_json(&res);
+    let s = &j["steps"][0];
+    let reported_kb = s["wkb_per_op"].as_f64().unwrap() * s["ops"].as_f64().unwrap();
+    // 6000 × 4 KB values, synced: at least ~24 MB must have been written.
+    assert!(reported_kb > 20_000.0, "reported {reported_kb} KB");
+    let ratio = reported_kb / independent_kb;
+    assert!(
+        (0.8..=1.2).contains(&ratio),
+        "reported {reported_kb:.0} KB vs diskstats {independent_kb:.0} KB"
+    );
+}
+
+/// Bad input: one line naming the thing to fix, exit code 2.
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    for (args, needle) in [
+        (vec!["run", "-e", "nosuch"], "nosuch"),
+        (
+            vec!["run", "--set", "rocksdb.no_such_option=1"],
+            "rocksdb.no_such_option",
+        ),
+        (
+            vec!["run", "--set", "wiredtiger.bogus=1"],
+            "wiredtiger.bogus",
+        ),
+        (vec!["run", "--set", "lmdb.bogus=1"], "lmdb.bogus"),
+        (vec!["run", "-p", "nokey=1"], "nokey"),
+        (vec!["run", "--steps", "nostep"], "nostep"),
+        (vec!["run", "--cache", "12XB"], "--cache"),
+        (
+            vec!["report", "--results", "/nonexistent/r.db"],
+            "/nonexistent/r.db",
+        ),
+        (vec!["run", "--threads", "0"], "--threads"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn list_and_help() {
+    let l = ok(&["list"]);
+    for w in [
+        "pattern",
+        "ycsb",
+        "micro",
+        "docs",
+        "recordcount",
+        "num",
+        "compaction",
+        "cache_size",
+    ] {
+        assert!(l.contains(w), "list lacks {w}");
+    }
+    for sub in ["run", "report", "list", "doctor"] {
+        let h = ok(&[sub, "--help"]);
+        assert!(h.contains("Usage"), "{sub}");
+    }
+}
+
+#[test]
+fn doctor_finds_the_engines() {
+    let out = ok(&["doctor"]);
+    assert!(out.contains("7.8.3"), "{out}");
+    assert!(out.contains("WiredTiger 3.2.1"), "{out}");
+    for e in ["rocksdb", "wiredtiger", "lmdb", "leveldb", "sqlite"] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(e)
+                && l.contains("usable")
+                && !l.contains("NOT")),
+            "{e}: {out}"
+        );
+    }
+}
