@@ -245,11 +245,18 @@ impl Thread<'_> {
         } else {
             &self.shared.bg_stop
         };
+        // In closed loop an operation starts when the previous one ends, so
+        // the previous end time is the next start: one clock read per
+        // operation, as db_bench does (clock reads are not free in a VM).
+        let mut last_end: Option<Instant> = None;
         loop {
             if stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
                 break;
             }
-            let now = Instant::now();
+            let now = match (self.rate, last_end) {
+                (None, Some(t)) => t,
+                _ => Instant::now(),
+            };
             if self.end.is_some_and(|e| now >= e) {
                 break;
             }
@@ -274,6 +281,7 @@ impl Thread<'_> {
             };
             let r = w.op();
             let done_at = Instant::now();
+            last_end = Some(done_at);
             match r {
                 Err(e) => {
                     self.shared.fail(format!("{e:#}"));
