@@ -22,6 +22,7 @@ test: deps lint
 lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(CARGO) check --no-default-features
 
 bench: build
 	./bench/vs-db_bench.sh

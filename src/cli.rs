@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::UsageError;
 use crate::engine::{EngineKind, options};
+use crate::plan::Plan;
 use crate::report::Format;
 use crate::results::{Results, read};
 use crate::runner::{self, RunConfig};
@@ -46,54 +47,51 @@ enum ArrivalKind {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Workload to run.
-    #[arg(short, long, value_enum, default_value = "pattern")]
-    workload: WorkloadKind,
-    /// Engines, comma-separated (rocksdb, wiredtiger, lmdb, leveldb, sqlite, null).
-    #[arg(
-        short,
-        long,
-        value_delimiter = ',',
-        default_value = "rocksdb,wiredtiger,lmdb"
-    )]
-    engine: Vec<String>,
-    /// Steps to run, comma-separated, in the workload's order (default: all).
+    /// Plan file (TOML) with any of the settings below; flags override it.
+    plan: Option<PathBuf>,
+    /// Workload to run [default: pattern].
+    #[arg(short, long, value_enum)]
+    workload: Option<WorkloadKind>,
+    /// Engines, comma-separated (rocksdb, wiredtiger, lmdb, leveldb, sqlite, null) [default: rocksdb,wiredtiger,lmdb].
+    #[arg(short, long, value_delimiter = ',')]
+    engine: Option<Vec<String>>,
+    /// Steps to run, comma-separated, in the workload's order [default: all].
     #[arg(long, value_delimiter = ',')]
-    steps: Vec<String>,
+    steps: Option<Vec<String>>,
     /// Workload parameter KEY=VALUE (repeatable); `ampbench list` shows them.
     #[arg(short = 'p', value_name = "KEY=VALUE")]
     param: Vec<String>,
     /// Engine option ENGINE.KEY=VALUE (repeatable), passed to the engine.
     #[arg(long = "set", value_name = "ENGINE.KEY=VALUE")]
     set: Vec<String>,
-    /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads).
-    #[arg(long, default_value_t = 4)]
-    threads: usize,
-    /// Seconds of unrecorded warm-up before each timed step.
-    #[arg(long, default_value_t = 1.0)]
-    warmup: f64,
-    /// Measured seconds of each timed step.
-    #[arg(long, default_value_t = 3.0)]
-    duration: f64,
-    /// Seconds between probe samples (figures per interval).
-    #[arg(long, default_value_t = 10.0)]
-    interval: f64,
-    /// Fixed total arrival rate, ops/s; latency from the intended start (default: closed loop).
+    /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads) [default: 4].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Seconds of unrecorded warm-up before each timed step [default: 1].
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Measured seconds of each timed step [default: 3].
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Seconds between probe samples (figures per interval) [default: 10].
+    #[arg(long)]
+    interval: Option<f64>,
+    /// Fixed total arrival rate, ops/s; latency from the intended start [default: closed loop].
     #[arg(long)]
     rate: Option<f64>,
-    /// Arrival process under --rate.
-    #[arg(long, value_enum, default_value = "poisson")]
-    arrival: ArrivalKind,
-    /// Run seed (recorded; the default is fixed).
+    /// Arrival process under --rate [default: poisson].
+    #[arg(long, value_enum)]
+    arrival: Option<ArrivalKind>,
+    /// Run seed (recorded) [default: a fixed seed].
     #[arg(long)]
     seed: Option<u64>,
-    /// Engine cache size given to every engine that has one (e.g. 256MB, 1GB).
-    #[arg(long, default_value = "256MB")]
-    cache: String,
-    /// Results file (SQLite).
-    #[arg(long, default_value = "ampbench.db")]
-    results: PathBuf,
-    /// Directory under which each engine gets a fresh data directory (default: the system temp dir).
+    /// Engine cache size given to every engine that has one, e.g. 256MB, 1GB [default: 256MB].
+    #[arg(long)]
+    cache: Option<String>,
+    /// Results file (SQLite) [default: ampbench.db].
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// Directory under which each engine gets a fresh data directory [default: the system temp dir].
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Keep the data directories afterwards.
@@ -135,60 +133,116 @@ fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
 }
 
 impl RunArgs {
-    fn into_config(self) -> Result<RunConfig, UsageError> {
+    fn into_config(self) -> Result<RunConfig> {
+        let plan = match &self.plan {
+            Some(p) => Plan::load(p)?,
+            None => Plan::default(),
+        };
+        let workload = match (self.workload, &plan.workload) {
+            (Some(w), _) => w,
+            (None, Some(name)) => WorkloadKind::from_str(name, false).map_err(|_| {
+                UsageError(format!(
+                    "plan: unknown workload '{name}' (pattern, ycsb, micro)"
+                ))
+            })?,
+            (None, None) => WorkloadKind::Pattern,
+        };
+        let engine_names = self
+            .engine
+            .or(plan.engines.clone())
+            .unwrap_or_else(|| vec!["rocksdb".into(), "wiredtiger".into(), "lmdb".into()]);
         let mut engines = Vec::new();
-        for e in &self.engine {
+        for e in &engine_names {
             let k = EngineKind::parse(e.trim())?;
             if !engines.contains(&k) {
                 engines.push(k);
             }
         }
-        let steps: Vec<String> = if self.steps.is_empty() {
-            self.workload
-                .steps()
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
-        } else {
-            self.steps.iter().map(|s| s.trim().to_string()).collect()
+        let steps: Vec<String> = match self.steps.or(plan.steps.clone()) {
+            Some(s) if !s.is_empty() => s.iter().map(|s| s.trim().to_string()).collect(),
+            _ => workload.steps().iter().map(|s| s.to_string()).collect(),
         };
-        if let Some(r) = self.rate {
+        let rate = self.rate.or(plan.rate);
+        if let Some(r) = rate {
             if !(r.is_finite() && r > 0.0) {
-                return Err(UsageError(format!(
-                    "--rate {r}: must be a positive number of ops/s"
-                )));
+                return Err(
+                    UsageError(format!("--rate {r}: must be a positive number of ops/s")).into(),
+                );
             }
         }
-        if self.threads == 0 {
-            return Err(UsageError("--threads 0: must be at least 1".into()));
+        let threads = self.threads.or(plan.threads).unwrap_or(4);
+        if threads == 0 {
+            return Err(UsageError("--threads 0: must be at least 1".into()).into());
         }
-        if !(self.warmup.is_finite() && self.warmup >= 0.0) {
-            return Err(UsageError(format!(
-                "--warmup {}: must be zero or more seconds",
-                self.warmup
-            )));
+        let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
+        if !(warmup.is_finite() && warmup >= 0.0) {
+            return Err(
+                UsageError(format!("--warmup {warmup}: must be zero or more seconds")).into(),
+            );
         }
+        let poisson = match (self.arrival, plan.arrival.as_deref()) {
+            (Some(a), _) => matches!(a, ArrivalKind::Poisson),
+            (None, None | Some("poisson")) => true,
+            (None, Some("uniform")) => false,
+            (None, Some(other)) => {
+                return Err(UsageError(format!(
+                    "plan: arrival '{other}': expected poisson or uniform"
+                ))
+                .into());
+            }
+        };
+        let mut params = plan.param_pairs();
+        params.extend(crate::workload::params::parse_pairs(&self.param)?);
+        let mut sets = plan.set_strings();
+        sets.extend(self.set.iter().cloned());
+        let cache = self
+            .cache
+            .or(plan.cache.clone())
+            .unwrap_or_else(|| "256MB".into());
         Ok(RunConfig {
-            workload: self.workload,
+            workload,
             engines,
             steps,
-            params: crate::workload::params::parse_pairs(&self.param)?,
-            sets: options::parse_sets(&self.set)?,
-            threads: self.threads,
-            warmup: self.warmup,
-            duration: positive("duration", self.duration)?,
-            interval: positive("interval", self.interval)?,
-            rate: self.rate,
-            poisson: matches!(self.arrival, ArrivalKind::Poisson),
-            seed: self.seed.unwrap_or(crate::rng::DEFAULT_SEED),
-            cache_bytes: options::parse_size(&self.cache)
+            params,
+            sets: options::parse_sets(&sets)?,
+            threads,
+            warmup,
+            duration: positive("duration", self.duration.or(plan.duration).unwrap_or(3.0))?,
+            interval: positive("interval", self.interval.or(plan.interval).unwrap_or(10.0))?,
+            rate,
+            poisson,
+            seed: self.seed.or(plan.seed).unwrap_or(crate::rng::DEFAULT_SEED),
+            cache_bytes: options::parse_size(&cache)
                 .map_err(|e| UsageError(format!("--cache: {e}")))?,
-            results: self.results,
-            dir: self.dir.unwrap_or_else(std::env::temp_dir),
-            keep: self.keep,
-            settle: self.settle,
+            results: self
+                .results
+                .or(plan.results.map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("ampbench.db")),
+            dir: self
+                .dir
+                .or(plan.dir.map(PathBuf::from))
+                .unwrap_or_else(std::env::temp_dir),
+            keep: self.keep || plan.keep.unwrap_or(false),
+            settle: self.settle || plan.settle.unwrap_or(false),
         })
     }
+}
+
+/// Checks a plan file as `ampbench run PLAN` would, without running it.
+pub fn check_plan(path: &std::path::Path) -> Result<RunConfig> {
+    let cli = Cli::try_parse_from(["ampbench", "run", path.to_str().unwrap_or_default()])
+        .map_err(|e| UsageError(e.to_string()))?;
+    let Cmd::Run(args) = cli.cmd else {
+        return Err(UsageError("not a run".into()).into());
+    };
+    let cfg = args.into_config()?;
+    let params =
+        crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
+    cfg.workload.build(&params)?;
+    for (k, o) in &cfg.sets {
+        crate::engine::validate_options(*k, o)?;
+    }
+    Ok(cfg)
 }
 
 /// Runs the command line; returns the process exit code.

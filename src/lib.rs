@@ -10,6 +10,7 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod metrics;
+pub mod plan;
 pub mod probe;
 pub mod report;
 pub mod results;

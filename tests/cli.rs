@@ -327,3 +327,47 @@ fn doctor_finds_the_engines() {
         );
     }
 }
+
+/// Every shipped plan file loads and validates; a plan with an unknown key
+/// is a one-line error naming it; a flag overrides the plan.
+#[test]
+fn shipped_plans_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().and_then(|x| x.to_str()) == Some("toml") {
+            ampbench::cli::check_plan(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+            n += 1;
+        }
+    }
+    assert!(n >= 2);
+    let cfg = ampbench::cli::check_plan(&dir.join("ycsb-embedded.toml")).unwrap();
+    assert_eq!(cfg.workload, ampbench::workload::WorkloadKind::Ycsb);
+    assert_eq!(cfg.engines.len(), 5);
+    assert_eq!(cfg.duration, 10.0);
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "workload = \"pattern\"\ntheads = 3\n").unwrap();
+    let o = run(&["run", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("theads") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    // The plan runs, and --steps/-p override it.
+    let plan = d.path().join("p.toml");
+    std::fs::write(&plan, format!("workload = \"micro\"\nengines = [\"lmdb\"]\nduration = 0.2\nwarmup = 0.0\nresults = \"{}\"\ndir = \"{}\"\n[params]\nnum = 100000\n", d.path().join("r.db").display(), d.path().display())).unwrap();
+    ok(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--steps",
+        "fillseq,readrandom",
+        "-p",
+        "num=1000",
+    ]);
+    let j = report_json(&d.path().join("r.db"));
+    assert_eq!(j["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(j["steps"][0]["ops"], 1000.0);
+}
