@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a workload on one or more engines and print the tables.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the tables of a recorded run from the results file.
     Report(ReportArgs),
     /// List workloads, their steps and parameters, and engines with their defaults.
@@ -235,7 +235,7 @@ pub fn check_plan(path: &std::path::Path) -> Result<RunConfig> {
     let Cmd::Run(args) = cli.cmd else {
         return Err(UsageError("not a run".into()).into());
     };
-    let cfg = args.into_config()?;
+    let cfg = (*args).into_config()?;
     let params =
         crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
     cfg.workload.build(&params)?;
@@ -253,7 +253,7 @@ pub fn main() -> Result<i32> {
     match cli.cmd {
         Cmd::Run(a) => {
             let command = std::env::args().collect::<Vec<_>>().join(" ");
-            let cfg = a.into_config()?;
+            let cfg = (*a).into_config()?;
             let _ = ctrlc::set_handler(|| {
                 crate::driver::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst)
             });
