@@ -209,6 +209,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             .join(" ")
     )?;
     let mut status = "done";
+    let mut failures: Vec<String> = Vec::new();
     let mut ordinal = 0usize;
     'engines: for kind in &cfg.engines {
         let opts = cfg.sets.get(kind).cloned().unwrap_or_default();
@@ -223,15 +224,35 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             cache_bytes: cfg.cache_bytes,
             options: opts,
         };
-        let eng = match engine::open(*kind, &spec) {
+        let eng = match engine::open_any(*kind, &spec) {
             Ok(e) => e,
             Err(e) => {
                 writeln!(out, "{kind}: cannot open: {e:#}")?;
+                failures.push(format!("{kind}: cannot open: {e:#}"));
                 status = "failed";
                 continue;
             }
         };
-        writeln!(out, "{kind} {} in {}", eng.version(), tmp.path().display())?;
+        if let engine::Opened::Sql(s) = &eng {
+            let ddl = workload.sql_schema(s.dialect(), s.table_options());
+            let created = s
+                .connect()
+                .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)));
+            if let Err(e) = created {
+                writeln!(out, "{kind}: cannot create the schema: {e:#}")?;
+                failures.push(format!("{kind}: cannot create the schema: {e:#}"));
+                status = "failed";
+                let _ = eng.close();
+                continue;
+            }
+        }
+        writeln!(
+            out,
+            "{kind} {} in {} (pid {})",
+            eng.version(),
+            tmp.path().display(),
+            eng.pid()
+        )?;
         let settings = eng.settings();
         if !settings.is_empty() {
             writeln!(
@@ -239,12 +260,16 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 "  settings: {}",
                 settings
                     .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
+                    .map(|(k, v)| if v.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{k}={v}")
+                    })
                     .collect::<Vec<_>>()
                     .join(" ")
             )?;
         }
-        let probe = Probe::new(eng.dir(), eng.pid());
+        let probe = Probe::with_paths(&eng.dir(), eng.data_paths(), eng.pid());
         let no_device = probe.device().as_ref().err().cloned();
         for (si, step) in cfg.steps.iter().enumerate() {
             let ctx = StepCtx {
@@ -261,7 +286,21 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 },
                 seed: derive_seed(cfg.seed, &[si as u64]),
             };
-            let planned = workload.plan(step, &*eng, &ctx)?;
+            let planned = match workload.plan(step, eng.as_ref(), &ctx) {
+                Ok(p) => p,
+                Err(e)
+                    if e.chain()
+                        .any(|c| c.downcast_ref::<crate::UsageError>().is_some()) =>
+                {
+                    return Err(e);
+                }
+                Err(e) => {
+                    writeln!(out, "  {step}: FAILED: {e:#}")?;
+                    failures.push(format!("{kind} {step}: {e:#}"));
+                    status = "failed";
+                    break;
+                }
+            };
             let spec_json = serde_json::json!({
                 "engine_version": eng.version(),
                 "settings": settings,
@@ -368,7 +407,8 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             if let Some(n) = settle_note {
                 writeln!(out, "  settle: {n}")?;
             }
-            if o.error.is_some() {
+            if let Some(e) = &o.error {
+                failures.push(format!("{kind} {step}: {e}"));
                 status = "failed";
                 break;
             }

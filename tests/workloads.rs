@@ -54,7 +54,9 @@ fn load_then_full_scan_counts_every_doc() {
             arrival: Arrival::Closed,
             seed: 1,
         };
-        let planned = w.plan("load", &*e, &ctx).unwrap();
+        let planned = w
+            .plan("load", ampbench::engine::EngineRef::Kv(&*e), &ctx)
+            .unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,
@@ -90,7 +92,9 @@ fn load_then_full_scan_counts_every_doc() {
             .collect();
         assert_ne!(first, in_doc_order);
         // Point reads all hit afterwards.
-        let planned = w.plan("pq.1", &*e, &ctx).unwrap();
+        let planned = w
+            .plan("pq.1", ampbench::engine::EngineRef::Kv(&*e), &ctx)
+            .unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,

@@ -234,7 +234,9 @@ struct Thread<'s> {
 }
 
 impl Thread<'_> {
-    fn run(self, mut w: Box<dyn Worker + '_>) -> Vec<Latency> {
+    /// Runs the worker; returns its histograms and the worker itself, so it
+    /// (and any server connection it holds) outlives the end sample.
+    fn run<'w>(self, mut w: Box<dyn Worker + 'w>) -> (Vec<Latency>, Option<Box<dyn Worker + 'w>>) {
         let mut step = vec![Latency::new(); self.kinds];
         let mut int = vec![Latency::new(); self.kinds];
         let mut epoch = 0u64;
@@ -313,7 +315,7 @@ impl Thread<'_> {
         if self.fg {
             self.shared.fg_running.fetch_sub(1, Ordering::SeqCst);
         }
-        step
+        (step, Some(w))
     }
 }
 
@@ -401,7 +403,7 @@ pub fn run_step(
                 Err(e) => {
                     shared.fail(format!("starting worker {i}: {e:#}"));
                     shared.fg_running.fetch_sub(1, Ordering::SeqCst);
-                    Vec::new()
+                    (Vec::new(), None)
                 }
             }));
         }
@@ -424,7 +426,7 @@ pub fn run_step(
                     Ok(w) => t.run(w),
                     Err(e) => {
                         shared.fail(format!("starting the background writer: {e:#}"));
-                        Vec::new()
+                        (Vec::new(), None)
                     }
                 }))
             }
@@ -513,21 +515,27 @@ pub fn run_step(
         shared.stop.store(true, Ordering::SeqCst);
         shared.bg_stop.store(true, Ordering::SeqCst);
         let mut fg_hists: Vec<Latency> = Vec::new();
+        let mut keep = Vec::new();
         for h in fg_handles {
-            if let Ok(v) = h.join() {
+            if let Ok((v, w)) = h.join() {
                 merge_into(&mut fg_hists, &v);
+                keep.push(w);
             } else {
                 shared.fail("a worker thread panicked".into());
             }
         }
         let secs = t0.elapsed().as_secs_f64();
-        let end_s = probe.sample(secs);
         let mut bg_hists: Vec<Latency> = Vec::new();
         if let Some(h) = bg_handle {
-            if let Ok(v) = h.join() {
+            if let Ok((v, w)) = h.join() {
                 merge_into(&mut bg_hists, &v);
+                keep.push(w);
             }
         }
+        // Workers (and a server's connections, whose backends do the work)
+        // are still alive here, so the end sample counts them.
+        let end_s = probe.sample(secs);
+        drop(keep);
         let counts = shared.totals();
         if counts != last_counts || idx == 0 {
             if let Err(e) = close(idx, end_s, &last, counts, last_counts, sink) {

@@ -15,8 +15,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+pub mod compaction_stats;
+pub mod mariadb;
 pub mod null;
 pub mod options;
+pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 #[cfg(feature = "leveldb")]
@@ -29,6 +33,7 @@ pub mod rocksdb;
 pub mod wiredtiger;
 
 pub use options::EngineOptions;
+pub use sql::{Dialect, SqlConn, SqlEngine};
 
 /// The engines ampbench knows, by the name used on the command line.
 #[derive(
@@ -58,18 +63,35 @@ pub enum EngineKind {
     Sqlite,
     /// Does nothing: measures the harness itself.
     Null,
+    /// MariaDB with InnoDB (a server ampbench starts).
+    MariadbInnodb,
+    /// MariaDB with MyRocks (a server ampbench starts).
+    MariadbMyrocks,
+    /// PostgreSQL (a server ampbench starts).
+    Postgres,
 }
 
 impl EngineKind {
     /// Every engine, in the order `doctor` and `list` show them.
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Rocksdb,
         EngineKind::Wiredtiger,
         EngineKind::Lmdb,
         EngineKind::Leveldb,
         EngineKind::Sqlite,
         EngineKind::Null,
+        EngineKind::MariadbInnodb,
+        EngineKind::MariadbMyrocks,
+        EngineKind::Postgres,
     ];
+
+    /// True for the engines reached through SQL on a server ampbench starts.
+    pub fn is_server(self) -> bool {
+        matches!(
+            self,
+            EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks | EngineKind::Postgres
+        )
+    }
 
     /// The command-line name (`rocksdb`, `wiredtiger`, …).
     pub fn name(self) -> &'static str {
@@ -80,6 +102,9 @@ impl EngineKind {
             EngineKind::Leveldb => "leveldb",
             EngineKind::Sqlite => "sqlite",
             EngineKind::Null => "null",
+            EngineKind::MariadbInnodb => "mariadb-innodb",
+            EngineKind::MariadbMyrocks => "mariadb-myrocks",
+            EngineKind::Postgres => "postgres",
         }
     }
 
@@ -101,7 +126,11 @@ impl EngineKind {
     pub fn structure(self) -> &'static str {
         match self {
             EngineKind::Rocksdb | EngineKind::Leveldb => "leveled LSM",
-            EngineKind::Wiredtiger | EngineKind::Sqlite => "update-in-place B-Tree",
+            EngineKind::Wiredtiger
+            | EngineKind::Sqlite
+            | EngineKind::MariadbInnodb
+            | EngineKind::Postgres => "update-in-place B-Tree",
+            EngineKind::MariadbMyrocks => "leveled LSM",
             EngineKind::Lmdb => "copy-on-write B-Tree",
             EngineKind::Null => "none",
         }
@@ -366,6 +395,10 @@ pub fn library_version(kind: EngineKind) -> Result<String> {
         EngineKind::Leveldb => Ok(leveldb::library_version()),
         EngineKind::Sqlite => Ok(sqlite::library_version()),
         EngineKind::Null => Ok(null::VERSION.into()),
+        EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks => {
+            mariadb::library_version().map(|v| format!("MariaDB {v}"))
+        }
+        EngineKind::Postgres => postgres::library_version(),
         #[allow(unreachable_patterns)]
         other => Err(not_built(other)),
     }
@@ -385,6 +418,10 @@ pub fn default_settings(kind: EngineKind, cache_bytes: u64) -> Vec<(String, Stri
         EngineKind::Leveldb => leveldb::default_settings(cache_bytes),
         EngineKind::Sqlite => sqlite::default_settings(cache_bytes),
         EngineKind::Null => Vec::new(),
+        EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks => {
+            mariadb::default_settings(kind, cache_bytes)
+        }
+        EngineKind::Postgres => postgres::default_settings(cache_bytes),
         #[allow(unreachable_patterns)]
         _ => Vec::new(),
     }
@@ -405,10 +442,110 @@ pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Box<dyn KvEngine>> {
         EngineKind::Leveldb => Box::new(leveldb::LevelDb::open(spec)?),
         EngineKind::Sqlite => Box::new(sqlite::Sqlite::open(spec)?),
         EngineKind::Null => Box::new(null::Null::open(spec)?),
+        EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks | EngineKind::Postgres => {
+            anyhow::bail!("engine '{kind}' is a SQL server engine: open it with open_any")
+        }
         #[allow(unreachable_patterns)]
         other => return Err(not_built(other)),
     };
     Ok(engine)
+}
+
+/// An open engine of either face.
+pub enum Opened {
+    /// An embedded key-value engine.
+    Kv(Box<dyn KvEngine>),
+    /// A SQL server engine.
+    Sql(Box<dyn SqlEngine>),
+}
+
+/// A borrowed engine of either face, as workloads receive it.
+#[derive(Clone, Copy)]
+pub enum EngineRef<'a> {
+    /// An embedded key-value engine.
+    Kv(&'a dyn KvEngine),
+    /// A SQL server engine.
+    Sql(&'a dyn SqlEngine),
+}
+
+/// Opens any engine: embedded ones in `spec.dir`, servers started with
+/// their data directory under `spec.dir`.
+pub fn open_any(kind: EngineKind, spec: &OpenSpec) -> Result<Opened> {
+    std::fs::create_dir_all(&spec.dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data directory {}: {e}", spec.dir.display()))?;
+    Ok(match kind {
+        EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks => {
+            Opened::Sql(Box::new(mariadb::MariaDb::open(kind, spec)?))
+        }
+        EngineKind::Postgres => Opened::Sql(Box::new(postgres::Postgres::open(spec)?)),
+        _ => Opened::Kv(open(kind, spec)?),
+    })
+}
+
+impl Opened {
+    /// The borrowed face.
+    pub fn as_ref(&self) -> EngineRef<'_> {
+        match self {
+            Opened::Kv(e) => EngineRef::Kv(&**e),
+            Opened::Sql(e) => EngineRef::Sql(&**e),
+        }
+    }
+    /// The engine's version.
+    pub fn version(&self) -> String {
+        match self {
+            Opened::Kv(e) => e.version(),
+            Opened::Sql(e) => e.version(),
+        }
+    }
+    /// Effective settings.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        match self {
+            Opened::Kv(e) => e.settings(),
+            Opened::Sql(e) => e.settings(),
+        }
+    }
+    /// The data directory (its block device is probed).
+    pub fn dir(&self) -> PathBuf {
+        match self {
+            Opened::Kv(e) => e.dir().to_path_buf(),
+            Opened::Sql(e) => e.dir(),
+        }
+    }
+    /// What db.gb measures.
+    pub fn data_paths(&self) -> Vec<PathBuf> {
+        match self {
+            Opened::Kv(e) => vec![e.dir().to_path_buf()],
+            Opened::Sql(e) => e.data_paths(),
+        }
+    }
+    /// The process charged with the engine's work.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Opened::Kv(e) => e.pid(),
+            Opened::Sql(e) => e.pid(),
+        }
+    }
+    /// The engine's counters.
+    pub fn stats(&self) -> Result<EngineStats> {
+        match self {
+            Opened::Kv(e) => e.stats(),
+            Opened::Sql(e) => e.stats(),
+        }
+    }
+    /// Waits for background work.
+    pub fn settle(&self) -> Result<String> {
+        match self {
+            Opened::Kv(e) => e.settle(),
+            Opened::Sql(e) => e.settle(),
+        }
+    }
+    /// Closes (stops a server).
+    pub fn close(self) -> Result<()> {
+        match self {
+            Opened::Kv(e) => e.close(),
+            Opened::Sql(e) => e.close(),
+        }
+    }
 }
 
 /// Checks `--set` options for an engine without opening it, so a bad key is
@@ -425,6 +562,8 @@ pub fn validate_options(kind: EngineKind, options: &EngineOptions) -> Result<()>
         EngineKind::Leveldb => leveldb::validate(options),
         EngineKind::Sqlite => sqlite::validate(options),
         EngineKind::Null => options.reject_all(kind),
+        EngineKind::MariadbInnodb | EngineKind::MariadbMyrocks => mariadb::validate(kind, options),
+        EngineKind::Postgres => postgres::validate(options),
         #[allow(unreachable_patterns)]
         other => Err(not_built(other)),
     }

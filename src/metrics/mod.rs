@@ -55,7 +55,7 @@ pub struct WorkDone {
 }
 
 /// The names of every figure, in report order; the JSON keys.
-pub const NAMES: [&str; 18] = [
+pub const NAMES: [&str; 19] = [
     "ops",
     "ops_per_sec",
     "r_per_op",
@@ -64,6 +64,7 @@ pub const NAMES: [&str; 18] = [
     "proc_rkb_per_op",
     "proc_wkb_per_op",
     "cpu_us_per_op",
+    "client_cpu_us_per_op",
     "sys_cpu_us_per_op",
     "cs_per_op",
     "sys_cs_per_op",
@@ -88,7 +89,10 @@ pub const NAMES: [&str; 18] = [
 /// - `wkb_per_op` = Δ device sectors written × 512 / 1024 / ops.
 /// - `proc_rkb_per_op`, `proc_wkb_per_op` = Δ /proc/PID/io read_bytes,
 ///   write_bytes / 1024 / ops, for the engine's process.
-/// - `cpu_us_per_op` = Δ engine process user+system CPU µs / ops.
+/// - `cpu_us_per_op` = Δ engine process user+system CPU µs / ops (for a
+///   server: the server and its child processes).
+/// - `client_cpu_us_per_op` = Δ ampbench's own CPU µs / ops, when the
+///   engine is a server (for an embedded engine it is in `cpu_us_per_op`).
 /// - `sys_cpu_us_per_op` = Δ machine-wide user+nice+system+irq+softirq
 ///   ticks, in µs, / ops (vmstat's us+sy as the seeds use it).
 /// - `cs_per_op` = Δ engine process context switches / ops;
@@ -155,6 +159,15 @@ pub fn compute(
             per_op(pd(|p| p.write_bytes).map(|v| v / 1024.0), proc_why),
         ),
         ("cpu_us_per_op", per_op(pd(|p| p.cpu_us), proc_why)),
+        (
+            "client_cpu_us_per_op",
+            match (a.client, b.client) {
+                (Some(x), Some(y)) => per_op(Some(y.cpu_us.saturating_sub(x.cpu_us) as f64), ""),
+                _ => Figure::NotMeasured(
+                    "embedded engine: the client's CPU is in cpu_us_per_op".into(),
+                ),
+            },
+        ),
         ("sys_cpu_us_per_op", per_op(sys.map(|s| s.0), cpu_why)),
         ("cs_per_op", per_op(pd(|p| p.ctx_switches), proc_why)),
         ("sys_cs_per_op", per_op(sys.map(|s| s.1), cpu_why)),
@@ -224,6 +237,7 @@ mod tests {
                 rss: 1,
                 rss_peak: 1,
             }),
+            client: None,
             dir: DirSize {
                 allocated: 0,
                 apparent: 0,
@@ -256,6 +270,7 @@ mod tests {
                 rss: 300 << 20,
                 rss_peak: 400 << 20,
             }),
+            client: None,
             dir: DirSize {
                 allocated: 30 << 20,
                 apparent: 25 << 20,

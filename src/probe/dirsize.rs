@@ -42,6 +42,26 @@ pub fn measure(dir: &Path) -> DirSize {
     s
 }
 
+/// Sums the sizes of several files or directories.
+pub fn measure_all(paths: &[std::path::PathBuf]) -> DirSize {
+    let mut s = DirSize::default();
+    for p in paths {
+        let d = match p.symlink_metadata() {
+            Ok(md) if md.is_file() => DirSize {
+                allocated: md.blocks() * 512,
+                apparent: md.len(),
+                files: 1,
+            },
+            Ok(_) => measure(p),
+            Err(_) => DirSize::default(),
+        };
+        s.allocated += d.allocated;
+        s.apparent += d.apparent;
+        s.files += d.files;
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -32,16 +32,20 @@ pub struct Sample {
     pub disk: Option<DiskCounters>,
     /// Machine-wide CPU and context switches.
     pub cpu: Option<MachineCpu>,
-    /// The engine process's counters.
+    /// The engine process's counters (with its children, for a server).
     pub process: Option<ProcCounters>,
-    /// The data directory's size.
+    /// Our own counters when the engine is another process (a server): the
+    /// client's cost, reported apart.
+    #[serde(default)]
+    pub client: Option<ProcCounters>,
+    /// The database's size.
     pub dir: DirSize,
 }
 
 /// What to sample: a data directory (and its device) and a process.
 #[derive(Clone, Debug)]
 pub struct Probe {
-    dir: PathBuf,
+    paths: Vec<PathBuf>,
     device: Result<Device, String>,
     pid: u32,
 }
@@ -49,8 +53,15 @@ pub struct Probe {
 impl Probe {
     /// A probe for data in `dir`, charged to process `pid`.
     pub fn new(dir: &Path, pid: u32) -> Probe {
+        Probe::with_paths(dir, vec![dir.to_path_buf()], pid)
+    }
+
+    /// A probe whose device is the one behind `dir`, whose size is that of
+    /// `paths` (files or directories), charged to `pid` (and its children
+    /// when it is not us).
+    pub fn with_paths(dir: &Path, paths: Vec<PathBuf>, pid: u32) -> Probe {
         Probe {
-            dir: dir.to_path_buf(),
+            paths,
             device: device::device_for(dir),
             pid,
         }
@@ -71,8 +82,15 @@ impl Probe {
                 .ok()
                 .and_then(|d| diskstats::read(&d.name)),
             cpu: cpu::read(),
-            process: process::read(self.pid),
-            dir: dirsize::measure(&self.dir),
+            process: if self.pid == std::process::id() {
+                process::read(self.pid)
+            } else {
+                process::read_tree(self.pid)
+            },
+            client: (self.pid != std::process::id())
+                .then(|| process::read(std::process::id()))
+                .flatten(),
+            dir: dirsize::measure_all(&self.paths),
         }
     }
 }

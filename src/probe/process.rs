@@ -54,7 +54,10 @@ pub fn read(pid: u32) -> Option<ProcCounters> {
         // Fields after the parenthesized command name; utime, stime are 14, 15.
         let after = stat.rsplit_once(')')?.1;
         let f: Vec<&str> = after.split_whitespace().collect();
-        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        // utime + stime, plus cutime + cstime: children it has reaped
+        // (a server's finished backends) stay charged to it.
+        let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let ticks: u64 = n(11) + n(12) + n(13) + n(14);
         c.cpu_us = (ticks as f64 * 1e6 / super::cpu::ticks_per_sec()) as u64;
         let mut cs = 0;
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
@@ -68,6 +71,53 @@ pub fn read(pid: u32) -> Option<ProcCounters> {
         c.ctx_switches = cs;
     }
     Some(c)
+}
+
+/// The counters of `pid` and all its descendants, summed: a server that
+/// works in child processes (PostgreSQL's backends) is charged in full.
+/// RSS is the sum of the processes' RSS (shared pages count once per
+/// process that touched them).
+pub fn read_tree(pid: u32) -> Option<ProcCounters> {
+    let mut parent: Vec<(u32, u32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            let Some(after) = stat.rsplit_once(')').map(|x| x.1) else {
+                continue;
+            };
+            if let Some(pp) = after
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u32>().ok())
+            {
+                parent.push((p, pp));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let cur = tree[i];
+        tree.extend(parent.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    let mut total = read(pid)?;
+    for p in &tree[1..] {
+        if let Some(c) = read(*p) {
+            total.read_bytes += c.read_bytes;
+            total.write_bytes += c.write_bytes;
+            total.cpu_us += c.cpu_us;
+            total.ctx_switches += c.ctx_switches;
+            total.rss += c.rss;
+            total.rss_peak += c.rss_peak;
+        }
+    }
+    Some(total)
 }
 
 #[cfg(test)]

@@ -51,25 +51,27 @@ pub fn render(run: &RunView) -> String {
     );
     let _ = writeln!(o);
     // 1. Throughput side by side.
+    let w = es.iter().map(|e| e.len() + 2).max().unwrap_or(14).max(14);
     let _ = writeln!(o, "operations/second for each step");
     let _ = write!(o, "{:<18}", "step");
     for e in &es {
-        let _ = write!(o, "{e:>14}");
+        let _ = write!(o, "{e:>w$}");
     }
     let _ = writeln!(o);
     for st in &ss {
         let _ = write!(o, "{st:<18}");
         for e in &es {
             let v = find(run, e, st).and_then(|s| s.fig("ops_per_sec"));
-            let _ = write!(o, "{:>14}", cell(v, 0));
+            let _ = write!(o, "{:>w$}", cell(v, 0));
         }
         let _ = writeln!(o);
     }
     // 2. Size after each step.
     let _ = writeln!(o, "\nsize in GB after each step (allocated/apparent)");
     let _ = write!(o, "{:<18}", "step");
+    let w = w.max(16);
     for e in &es {
-        let _ = write!(o, "{e:>16}");
+        let _ = write!(o, "{e:>w$}");
     }
     let _ = writeln!(o);
     for st in &ss {
@@ -81,7 +83,7 @@ pub fn render(run: &RunView) -> String {
                 gb(s.and_then(|s| s.fig("db_bytes"))),
                 gb(s.and_then(|s| s.fig("db_apparent_bytes")))
             );
-            let _ = write!(o, "{v:>16}");
+            let _ = write!(o, "{v:>w$}");
         }
         let _ = writeln!(o);
     }
@@ -89,7 +91,7 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(o, "\nefficiency per operation");
     let _ = writeln!(
         o,
-        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} step",
+        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<15} step",
         "ops",
         "db.gb",
         "r/o",
@@ -122,7 +124,7 @@ pub fn render(run: &RunView) -> String {
         };
         let _ = writeln!(
             o,
-            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<11} {}{}",
+            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<15} {}{}",
             cell(s.fig("ops_per_sec"), 0),
             gb(s.fig("db_bytes")),
             cell(s.fig("r_per_op"), 3),
@@ -142,14 +144,14 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(o, "\nresponse time per operation (µs)");
     let _ = writeln!(
         o,
-        "{:<11} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "{:<15} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
         "engine", "step", "op", "count", "p50", "p95", "p99", "p99.9", "max"
     );
     for s in &run.steps {
         for (op, l) in &s.latencies {
             let _ = writeln!(
                 o,
-                "{:<11} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
+                "{:<15} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
                 s.engine, s.step, op, l.count, l.p50, l.p95, l.p99, l.p999, l.max
             );
         }

@@ -18,13 +18,26 @@ pub fn engine_usable(kind: EngineKind) -> Result<String, String> {
         cache_bytes: 8 << 20,
         options: EngineOptions::default(),
     };
-    let e = engine::open(kind, &spec).map_err(|e| format!("{e:#}"))?;
-    e.put(Table(0), b"doctor", b"ok", Durability::Sync)
-        .map_err(|e| format!("{e:#}"))?;
-    let got = e.get(Table(0), b"doctor").map_err(|e| format!("{e:#}"))?;
-    e.close().map_err(|e| format!("{e:#}"))?;
-    if kind != EngineKind::Null && got.as_deref() != Some(b"ok") {
-        return Err("wrote a key and could not read it back".into());
+    match engine::open_any(kind, &spec).map_err(|e| format!("{e:#}"))? {
+        engine::Opened::Kv(e) => {
+            e.put(Table(0), b"doctor", b"ok", Durability::Sync)
+                .map_err(|e| format!("{e:#}"))?;
+            let got = e.get(Table(0), b"doctor").map_err(|e| format!("{e:#}"))?;
+            e.close().map_err(|e| format!("{e:#}"))?;
+            if kind != EngineKind::Null && got.as_deref() != Some(b"ok") {
+                return Err("wrote a key and could not read it back".into());
+            }
+        }
+        engine::Opened::Sql(s) => {
+            let r = s.connect().and_then(|mut c| c.query("SELECT 1", &[]));
+            let v = s.version();
+            s.close().map_err(|e| format!("{e:#}"))?;
+            let rows = r.map_err(|e| format!("{e:#}"))?;
+            if rows.len() != 1 {
+                return Err("SELECT 1 returned no row".into());
+            }
+            return Ok(format!("{v} (started and stopped)"));
+        }
     }
     Ok(version)
 }

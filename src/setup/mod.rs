@@ -3,3 +3,4 @@
 //! IO throttling and managed servers build on these.)
 
 pub mod doctor;
+pub mod server;

@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{Arrival, StepSpec, WorkerFactory};
-use crate::engine::KvEngine;
+use crate::engine::{Dialect, EngineRef};
 pub use params::{ParamDef, Params};
 
 /// Driver settings from the command line that a workload applies to a step.
@@ -51,13 +51,15 @@ pub struct Planned<'a> {
 pub trait Workload: Send + Sync {
     /// Tables the engine must open.
     fn tables(&self) -> Vec<String>;
+    /// DDL creating the workload's tables on a SQL engine.
+    fn sql_schema(&self, dialect: Dialect, table_options: &str) -> Vec<String> {
+        self.tables()
+            .iter()
+            .flat_map(|t| kv::sql::schema(t, dialect, table_options))
+            .collect()
+    }
     /// Plans `step` on `engine`.
-    fn plan<'a>(
-        &'a self,
-        step: &str,
-        engine: &'a dyn KvEngine,
-        ctx: &StepCtx,
-    ) -> Result<Planned<'a>>;
+    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>>;
     /// Live logical bytes (user keys + values) now.
     fn live_bytes(&self) -> u64;
     /// Workload-specific figures after a step (e.g. misses), reset by it.

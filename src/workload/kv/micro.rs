@@ -21,9 +21,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValueGen};
-use super::store::{DocStore, KvDocs};
+use super::store::{DocStore, docs_store};
 use crate::driver::{Arrival, Background, Done, StepSpec, Stop, Worker, WorkerFactory};
-use crate::engine::{Durability, KvEngine, Table};
+use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
 
@@ -136,7 +136,7 @@ enum Mode {
 
 struct MicroWorker<'a> {
     wl: &'a Micro,
-    store: KvDocs<'a>,
+    store: Box<dyn DocStore + 'a>,
     rng: Rng,
     mode: Mode,
     key: Vec<u8>,
@@ -216,12 +216,7 @@ impl Workload for Micro {
         vec!["docs".into()]
     }
 
-    fn plan<'a>(
-        &'a self,
-        step: &str,
-        engine: &'a dyn KvEngine,
-        ctx: &StepCtx,
-    ) -> Result<Planned<'a>> {
+    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
         let (mode, op, threads, fill) = match step {
             "fillseq" => (Mode::Seq { next: 0, end: 0 }, "put", 1, true),
             "fillrandom" => (Mode::RandomFill { left: self.num }, "put", 1, true),
@@ -252,32 +247,28 @@ impl Workload for Micro {
             }),
             seed: ctx.seed,
         };
-        let store = KvDocs {
-            engine,
-            table: Table(0),
-        };
         let seed = ctx.seed;
         let num = self.num;
-        let make = move |i: usize, mode: Mode, salt: u64| -> MicroWorker<'a> {
+        let make = move |i: usize, mode: Mode, salt: u64| -> Result<MicroWorker<'a>> {
             let mode = match mode {
                 Mode::Seq { .. } => Mode::Seq { next: 0, end: num },
                 m => m,
             };
-            MicroWorker {
+            Ok(MicroWorker {
                 wl: self,
-                store,
+                store: docs_store(engine, "docs")?,
                 rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
                 mode,
                 key: Vec::new(),
                 value: Vec::new(),
-            }
+            })
         };
         let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-            Ok(Box::new(make(i, mode, 0)))
+            Ok(Box::new(make(i, mode, 0)?))
         });
         let bg: Option<Box<WorkerFactory<'a>>> = if writer {
             Some(Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-                Ok(Box::new(make(i, Mode::Write, 1)))
+                Ok(Box::new(make(i, Mode::Write, 1)?))
             }))
         } else {
             None

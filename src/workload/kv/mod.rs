@@ -3,5 +3,6 @@
 pub mod data;
 pub mod micro;
 pub mod pattern;
+pub mod sql;
 pub mod store;
 pub mod ycsb;

@@ -24,9 +24,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValueGen, doc_key};
-use super::store::{DocStore, KvDocs};
+use super::store::{DocStore, docs_store};
 use crate::driver::{Arrival, Background, Done, StepSpec, Stop, Worker};
-use crate::engine::{Durability, KvEngine, Table};
+use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::dist::KeyChooser;
 use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
@@ -168,7 +168,7 @@ enum Mode {
 
 struct PatternWorker<'a> {
     wl: &'a Pattern,
-    store: KvDocs<'a>,
+    store: Box<dyn DocStore + 'a>,
     rng: Rng,
     mode: Mode,
     key: Vec<u8>,
@@ -248,12 +248,7 @@ impl Workload for Pattern {
         vec!["docs".into()]
     }
 
-    fn plan<'a>(
-        &'a self,
-        step: &str,
-        engine: &'a dyn KvEngine,
-        ctx: &StepCtx,
-    ) -> Result<Planned<'a>> {
+    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
         let (base, n) = step.split_once('.').unwrap_or((step, ""));
         let threads = match n {
             "1" => 1,
@@ -295,13 +290,9 @@ impl Workload for Pattern {
             }),
             seed: ctx.seed,
         };
-        let store = KvDocs {
-            engine,
-            table: Table(0),
-        };
         let seed = ctx.seed;
         let docs = self.docs;
-        let make = move |i: usize, mode: Mode, salt: u64| -> PatternWorker<'a> {
+        let make = move |i: usize, mode: Mode, salt: u64| -> Result<PatternWorker<'a>> {
             let mode = match mode {
                 Mode::Load { .. } => {
                     let per = docs.div_ceil(threads as u64);
@@ -313,23 +304,23 @@ impl Workload for Pattern {
                 }
                 m => m,
             };
-            PatternWorker {
+            Ok(PatternWorker {
                 wl: self,
-                store,
+                store: docs_store(engine, "docs")?,
                 rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
                 mode,
                 key: Vec::new(),
                 value: Vec::new(),
                 batch: Vec::new(),
-            }
+            })
         };
         let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-            Ok(Box::new(make(i, mode, 0)))
+            Ok(Box::new(make(i, mode, 0)?))
         });
         let wmode = Mode::Overwrite(Durability::from_sync(self.writer_sync));
         let bg: Option<Box<crate::driver::WorkerFactory<'a>>> = if writer {
             Some(Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-                Ok(Box::new(make(i, wmode, 1)))
+                Ok(Box::new(make(i, wmode, 1)?))
             }))
         } else {
             None

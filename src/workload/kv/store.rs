@@ -1,23 +1,23 @@
 //! The Store of the KV workloads: their logical operations on documents,
-//! and the mapping onto any [`KvEngine`] (one table, `docs`). The SQL
-//! mapping (a `(k, v)` table) comes with the server engines.
+//! the mapping onto any [`KvEngine`] (one table) here, and onto any SQL
+//! engine (a `(k, v)` table) in `sql.rs`. Each worker has its own store.
 
 use anyhow::Result;
 
-use crate::engine::{Durability, KeyRange, KvEngine, Order, Table, WriteBatch};
+use crate::engine::{Durability, EngineRef, KeyRange, KvEngine, Order, Table, WriteBatch};
 
 /// The logical operations of the KV workloads.
-pub trait DocStore: Send + Sync {
+pub trait DocStore: Send {
     /// Inserts (or overwrites) documents atomically.
-    fn insert_batch(&self, docs: &[(Vec<u8>, Vec<u8>)], d: Durability) -> Result<()>;
+    fn insert_batch(&mut self, docs: &[(Vec<u8>, Vec<u8>)], d: Durability) -> Result<()>;
     /// Reads one document; returns its value length if found.
-    fn read(&self, key: &[u8]) -> Result<Option<usize>>;
+    fn read(&mut self, key: &[u8]) -> Result<Option<usize>>;
     /// Reads one document's value.
-    fn read_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn read_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Inserts or overwrites one document.
-    fn write(&self, key: &[u8], value: &[u8], d: Durability) -> Result<()>;
+    fn write(&mut self, key: &[u8], value: &[u8], d: Durability) -> Result<()>;
     /// Reads up to `n` documents in key order from `start`; returns how many.
-    fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
+    fn scan(&mut self, start: &[u8], n: usize) -> Result<usize>;
 }
 
 /// The KV mapping: documents are the rows of one engine table.
@@ -30,23 +30,23 @@ pub struct KvDocs<'a> {
 }
 
 impl DocStore for KvDocs<'_> {
-    fn insert_batch(&self, docs: &[(Vec<u8>, Vec<u8>)], d: Durability) -> Result<()> {
+    fn insert_batch(&mut self, docs: &[(Vec<u8>, Vec<u8>)], d: Durability) -> Result<()> {
         let mut b = WriteBatch::new();
         for (k, v) in docs {
             b.put(self.table, k, v);
         }
         self.engine.write(&b, d)
     }
-    fn read(&self, key: &[u8]) -> Result<Option<usize>> {
+    fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
         Ok(self.engine.get(self.table, key)?.map(|v| v.len()))
     }
-    fn read_value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn read_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.engine.get(self.table, key)
     }
-    fn write(&self, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+    fn write(&mut self, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
         self.engine.put(self.table, key, value, d)
     }
-    fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+    fn scan(&mut self, start: &[u8], n: usize) -> Result<usize> {
         self.engine.scan(
             self.table,
             KeyRange::from(start),
@@ -55,4 +55,16 @@ impl DocStore for KvDocs<'_> {
             &mut |_, _| {},
         )
     }
+}
+
+/// The store for one worker: the KV mapping (table 0) or the SQL mapping
+/// over a new connection.
+pub fn docs_store<'a>(engine: EngineRef<'a>, table: &str) -> Result<Box<dyn DocStore + 'a>> {
+    Ok(match engine {
+        EngineRef::Kv(e) => Box::new(KvDocs {
+            engine: e,
+            table: Table(0),
+        }),
+        EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(e.connect()?, e.dialect(), table)),
+    })
 }

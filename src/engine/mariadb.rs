@@ -1,0 +1,412 @@
+//! MariaDB with InnoDB or MyRocks, a private server ampbench starts.
+//!
+//! The server gets a fresh data directory (`mariadb-install-db`), a
+//! my.cnf in the engine's directory, a free port on 127.0.0.1 and a unix
+//! socket, and runs as a managed child (see `setup::server`). MyRocks is
+//! loaded at start-up (`plugin-load-add=ha_rocksdb.so`); loading it at run
+//! time aborts this server build. Workers connect over TCP as `bench`.
+//!
+//! Defaults (fair across engines): the engine cache is `--cache`
+//! (`innodb_buffer_pool_size`, or `rocksdb_block_cache_size` for MyRocks,
+//! whose InnoDB pool then only holds system tables: 64MB); binary logging
+//! off (`skip-log-bin`, as in the seeds' configs); everything else is the
+//! server's default. `--set mariadb-innodb.KEY=VALUE` adds `KEY=VALUE` to
+//! my.cnf (a mistyped key stops the server at start-up, and the error
+//! names it); `mariadb-myrocks.default_cf_options=…` is
+//! `rocksdb_default_cf_options`.
+//!
+//! Durability: MariaDB sets commit durability per server, not per session,
+//! so a connection asking for sync (or not) sets
+//! `innodb_flush_log_at_trx_commit` (or `rocksdb_flush_log_at_trx_commit`)
+//! globally to 1 (sync at commit) or 2 (written at commit, synced once a
+//! second). Every writer of a step asks for the same, so this is exact.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use mysql::prelude::Queryable;
+
+use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
+use super::{Durability, EngineKind, EngineOptions, EngineStats, OpenSpec};
+use crate::setup::server::{ServerProcess, free_port, managed, tail};
+
+/// The default my.cnf settings of a profile.
+pub fn default_settings(kind: EngineKind, cache_bytes: u64) -> Vec<(String, String)> {
+    let cache = super::options::format_size(cache_bytes);
+    let mut v: Vec<(String, String)> = vec![
+        ("skip-log-bin".into(), String::new()),
+        ("max_connections".into(), "500".into()),
+    ];
+    if kind == EngineKind::MariadbMyrocks {
+        v.push(("plugin-load-add".into(), "ha_rocksdb.so".into()));
+        v.push(("rocksdb_block_cache_size".into(), cache));
+        v.push(("innodb_buffer_pool_size".into(), "64MB".into()));
+        v.push(("default-storage-engine".into(), "rocksdb".into()));
+    } else {
+        v.push(("innodb_buffer_pool_size".into(), cache));
+    }
+    v
+}
+
+/// Checks option keys are my.cnf words (the server checks the rest).
+pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
+    for (k, v) in &options.pairs {
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || v.contains('\n')
+        {
+            return Err(crate::UsageError(format!(
+                "invalid option '{kind}.{k}={v}': not a my.cnf setting"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The server binary's version.
+pub fn library_version() -> Result<String> {
+    let o = Command::new("mariadbd")
+        .arg("--version")
+        .output()
+        .context("mariadbd not found (make deps installs mariadb-server)")?;
+    let s = String::from_utf8_lossy(&o.stdout);
+    Ok(s.split_whitespace()
+        .skip_while(|w| *w != "Ver")
+        .nth(1)
+        .unwrap_or("unknown")
+        .to_string())
+}
+
+/// A MariaDB server with the benchmark database `ampbench`.
+pub struct MariaDb {
+    kind: EngineKind,
+    server: Mutex<ServerProcess>,
+    pid: u32,
+    root: PathBuf,
+    datadir: PathBuf,
+    socket: PathBuf,
+    port: u16,
+    version: String,
+    settings: Vec<(String, String)>,
+    table_options: String,
+}
+
+fn root_conn(socket: &Path) -> mysql::Result<mysql::Conn> {
+    mysql::Conn::new(
+        mysql::OptsBuilder::new()
+            .socket(Some(socket.to_string_lossy()))
+            .user(Some("root")),
+    )
+}
+
+impl MariaDb {
+    /// Creates a data directory, starts the server and creates the
+    /// benchmark user and database.
+    pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<MariaDb> {
+        validate(kind, &spec.options)?;
+        let root = spec.dir.clone();
+        let datadir = root.join("data");
+        let log = root.join("install.log");
+        let mut install = Command::new("mariadb-install-db");
+        install
+            .args([
+                "--no-defaults",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .arg(format!("--datadir={}", datadir.display()));
+        managed(&mut install, &log)?;
+        let st = install
+            .status()
+            .context("cannot run mariadb-install-db (make deps installs mariadb-server)")?;
+        if !st.success() {
+            bail!("mariadb-install-db failed ({st}): {}", tail(&log, 5));
+        }
+        let mut settings = spec
+            .options
+            .merged_over(&default_settings(kind, spec.cache_bytes));
+        for (k, _) in settings.iter_mut() {
+            if k == "default_cf_options" {
+                *k = "rocksdb_default_cf_options".into();
+            }
+        }
+        let port = free_port()?;
+        let socket = root.join("mysqld.sock");
+        let mut cnf = format!(
+            "[mysqld]\nuser=root\ndatadir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nlog-error={}\n",
+            datadir.display(),
+            socket.display(),
+            root.join("mysqld.pid").display(),
+            root.join("error.log").display()
+        );
+        for (k, v) in &settings {
+            if v.is_empty() {
+                cnf.push_str(&format!("{k}\n"));
+            } else {
+                cnf.push_str(&format!("{k}={v}\n"));
+            }
+        }
+        let cnf_path = root.join("my.cnf");
+        std::fs::write(&cnf_path, cnf)
+            .with_context(|| format!("cannot write {}", cnf_path.display()))?;
+        let mut cmd = Command::new("mariadbd");
+        cmd.arg(format!("--defaults-file={}", cnf_path.display()));
+        let slog = root.join("mariadbd.out");
+        managed(&mut cmd, &slog)?;
+        let sock = socket.clone();
+        let server = ServerProcess::start(
+            &format!("mariadbd ({kind})"),
+            cmd,
+            &slog,
+            libc::SIGTERM,
+            Duration::from_secs(60),
+            || sock.exists() && root_conn(&sock).is_ok(),
+        )
+        .map_err(|e| anyhow!("{e:#} | error log: {}", tail(&root.join("error.log"), 4)))?;
+        let pid = server.pid();
+        let mut c = root_conn(&socket).context("connecting as root over the socket")?;
+        c.query_drop(
+            "CREATE DATABASE ampbench; CREATE USER 'bench'@'127.0.0.1'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'",
+        )
+        .context("creating the benchmark user and database")?;
+        let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
+        if kind == EngineKind::MariadbMyrocks {
+            let engines: Vec<String> = c.query(
+                "SELECT engine FROM information_schema.engines WHERE support IN ('YES','DEFAULT')",
+            )?;
+            if !engines.iter().any(|e| e.eq_ignore_ascii_case("rocksdb")) {
+                bail!(
+                    "MyRocks did not load (is mariadb-plugin-rocksdb installed?): {}",
+                    tail(&root.join("error.log"), 4)
+                );
+            }
+        }
+        Ok(MariaDb {
+            kind,
+            server: Mutex::new(server),
+            pid,
+            root,
+            datadir,
+            socket,
+            port,
+            version: format!("MariaDB {version}"),
+            settings,
+            table_options: if kind == EngineKind::MariadbMyrocks {
+                "ENGINE=ROCKSDB".into()
+            } else {
+                "ENGINE=InnoDB".into()
+            },
+        })
+    }
+
+    fn admin(&self) -> Result<mysql::Conn> {
+        root_conn(&self.socket).map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.kind))
+    }
+
+    fn status(&self, c: &mut mysql::Conn, name: &str) -> Result<f64> {
+        // SHOW cannot be prepared; `name` is one of our constants.
+        let v: Option<(String, String)> =
+            c.query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))?;
+        v.and_then(|(_, v)| v.parse().ok())
+            .ok_or_else(|| anyhow!("no status variable {name}"))
+    }
+}
+
+/// One client connection.
+struct MySqlConn {
+    c: mysql::Conn,
+    durability_var: &'static str,
+    durability: Option<Durability>,
+}
+
+fn to_mysql(params: &[Val<'_>]) -> mysql::Params {
+    if params.is_empty() {
+        return mysql::Params::Empty;
+    }
+    mysql::Params::Positional(
+        params
+            .iter()
+            .map(|p| match p {
+                Val::Null => mysql::Value::NULL,
+                Val::Int(i) => mysql::Value::Int(*i),
+                Val::Bytes(b) => mysql::Value::Bytes(b.to_vec()),
+                Val::Text(t) => mysql::Value::Bytes(t.as_bytes().to_vec()),
+            })
+            .collect(),
+    )
+}
+
+fn from_mysql(v: mysql::Value) -> Cell {
+    match v {
+        mysql::Value::NULL => Cell::Null,
+        mysql::Value::Int(i) => Cell::Int(i),
+        mysql::Value::UInt(u) => Cell::Int(u as i64),
+        mysql::Value::Bytes(b) => Cell::Bytes(b),
+        other => Cell::Text(other.as_sql(true)),
+    }
+}
+
+impl SqlConn for MySqlConn {
+    fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
+        self.c.exec_drop(sql, to_mysql(params))?;
+        Ok(self.c.affected_rows())
+    }
+    fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
+        let rows: Vec<mysql::Row> = self.c.exec(sql, to_mysql(params))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| r.unwrap().into_iter().map(from_mysql).collect())
+            .collect())
+    }
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        Ok(self.c.query_drop(sql)?)
+    }
+    fn set_durability(&mut self, d: Durability) -> Result<()> {
+        if self.durability != Some(d) {
+            let v = if d == Durability::Sync { 1 } else { 2 };
+            self.c
+                .query_drop(format!("SET GLOBAL {}={v}", self.durability_var))?;
+            self.durability = Some(d);
+        }
+        Ok(())
+    }
+}
+
+impl SqlEngine for MariaDb {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::MySql
+    }
+    fn table_options(&self) -> &str {
+        &self.table_options
+    }
+    fn connect(&self) -> Result<Box<dyn SqlConn>> {
+        let c = mysql::Conn::new(
+            mysql::OptsBuilder::new()
+                .ip_or_hostname(Some("127.0.0.1"))
+                .tcp_port(self.port)
+                .user(Some("bench"))
+                .db_name(Some("ampbench"))
+                .stmt_cache_size(Some(256)),
+        )
+        .map_err(|e| {
+            anyhow!(
+                "{}: cannot connect to 127.0.0.1:{}: {e}",
+                self.kind,
+                self.port
+            )
+        })?;
+        Ok(Box::new(MySqlConn {
+            c,
+            durability_var: if self.kind == EngineKind::MariadbMyrocks {
+                "rocksdb_flush_log_at_trx_commit"
+            } else {
+                "innodb_flush_log_at_trx_commit"
+            },
+            durability: None,
+        }))
+    }
+    fn dir(&self) -> PathBuf {
+        self.datadir.clone()
+    }
+    fn data_paths(&self) -> Vec<PathBuf> {
+        let names: &[&str] = if self.kind == EngineKind::MariadbMyrocks {
+            &["#rocksdb", "ampbench"]
+        } else {
+            &[
+                "ampbench",
+                "ibdata1",
+                "ib_logfile0",
+                "undo001",
+                "undo002",
+                "undo003",
+            ]
+        };
+        names
+            .iter()
+            .map(|n| self.datadir.join(n))
+            .filter(|p| p.exists())
+            .collect()
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn stats(&self) -> Result<EngineStats> {
+        let mut c = self.admin()?;
+        let mut st = EngineStats::default();
+        let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS")?;
+        for (k, v) in rows {
+            if let Ok(x) = v.parse::<f64>() {
+                st.values.push((k, x));
+            }
+        }
+        if self.kind == EngineKind::MariadbMyrocks {
+            let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE ROCKSDB STATUS")?;
+            for (typ, name, status) in rows {
+                if typ == "CF_COMPACTION" {
+                    for (level, col, v) in super::compaction_stats::parse(&status) {
+                        st.values
+                            .push((format!("compaction.{col}.{level}.{name}"), v));
+                    }
+                }
+                st.texts.push((format!("rocksdb.{typ}.{name}"), status));
+            }
+        } else {
+            let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE INNODB STATUS")?;
+            for (_, _, status) in rows {
+                st.texts.push(("innodb.status".into(), status));
+            }
+        }
+        Ok(st)
+    }
+    fn settle(&self) -> Result<String> {
+        let mut c = self.admin()?;
+        let t = Instant::now();
+        if self.kind == EngineKind::MariadbMyrocks {
+            c.query_drop("SET GLOBAL rocksdb_force_flush_memtable_now=1")?;
+            return Ok(format!(
+                "flushed MyRocks memtables: {:.1}s",
+                t.elapsed().as_secs_f64()
+            ));
+        }
+        let old: Option<String> = c.query_first("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")?;
+        c.query_drop("SET GLOBAL innodb_max_dirty_pages_pct=0")?;
+        let mut dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;
+        while dirty > 0.0 && t.elapsed() < Duration::from_secs(600) {
+            std::thread::sleep(Duration::from_millis(200));
+            dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;
+        }
+        c.query_drop(format!(
+            "SET GLOBAL innodb_max_dirty_pages_pct={}",
+            old.unwrap_or_else(|| "90".into())
+        ))?;
+        Ok(format!(
+            "flushed InnoDB dirty pages ({dirty} left): {:.1}s",
+            t.elapsed().as_secs_f64()
+        ))
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        let r = self
+            .server
+            .lock()
+            .map_err(|_| anyhow!("server lock poisoned"))?
+            .stop();
+        let _ = &self.root;
+        r
+    }
+}

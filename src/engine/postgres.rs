@@ -1,0 +1,370 @@
+//! PostgreSQL, a private server ampbench starts.
+//!
+//! `initdb` refuses root, so the data directory belongs to the `postgres`
+//! user (from Debian's package), and initdb and the server run as that user
+//! (set on the child, no `runuser`). The server listens on a free port on
+//! 127.0.0.1 and a unix socket in the engine's directory. Work is done by
+//! one backend process per connection: CPU, IO and RSS are charged to the
+//! whole process tree of the postmaster.
+//!
+//! Defaults: `shared_buffers` = `--cache`, `max_connections=200`; the rest
+//! is the server's default. `--set postgres.KEY=VALUE` passes `-c KEY=VALUE`
+//! (a mistyped key stops the server at start-up, and the error names it).
+//! Durability is per session: `synchronous_commit` on or off.
+
+use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, NoTls};
+
+use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
+use super::{Durability, EngineKind, EngineOptions, EngineStats, OpenSpec};
+use crate::setup::server::{ServerProcess, free_port, managed, tail};
+
+/// The newest installed PostgreSQL's bin directory.
+pub fn bin_dir() -> Result<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path().join("bin"))
+                .filter(|p| p.join("postgres").exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v.pop()
+        .ok_or_else(|| anyhow!("PostgreSQL is not installed (make deps installs postgresql)"))
+}
+
+/// The server binary's version.
+pub fn library_version() -> Result<String> {
+    let o = Command::new(bin_dir()?.join("postgres"))
+        .arg("--version")
+        .output()?;
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// The default server settings for a cache size.
+pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
+    vec![
+        (
+            "shared_buffers".into(),
+            super::options::format_size(cache_bytes),
+        ),
+        ("max_connections".into(), "200".into()),
+    ]
+}
+
+/// Checks option keys are configuration words (the server checks the rest).
+pub fn validate(options: &EngineOptions) -> Result<()> {
+    for (k, v) in &options.pairs {
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            || v.contains('\n')
+        {
+            return Err(crate::UsageError(format!(
+                "invalid option 'postgres.{k}={v}': not a server setting"
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn postgres_ids() -> Result<(u32, u32)> {
+    let name = std::ffi::CString::new("postgres").context("name")?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    if pw.is_null() {
+        bail!("no 'postgres' user (make deps installs postgresql, which creates it)");
+    }
+    // SAFETY: non-null, valid until the next getpw* call.
+    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+fn chown_tree(p: &std::path::Path, uid: u32, gid: u32) -> Result<()> {
+    std::os::unix::fs::chown(p, Some(uid), Some(gid))
+        .with_context(|| format!("cannot chown {}", p.display()))?;
+    if p.is_dir() {
+        for e in std::fs::read_dir(p)? {
+            chown_tree(&e?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
+/// A PostgreSQL server with the benchmark database `ampbench`.
+pub struct Postgres {
+    server: Mutex<ServerProcess>,
+    pid: u32,
+    datadir: PathBuf,
+    port: u16,
+    db_oid: u32,
+    version: String,
+    settings: Vec<(String, String)>,
+}
+
+fn connect(port: u16, user: &str, db: &str) -> Result<Client, postgres::Error> {
+    Client::connect(
+        &format!("host=127.0.0.1 port={port} user={user} dbname={db} connect_timeout=5"),
+        NoTls,
+    )
+}
+
+impl Postgres {
+    /// Creates a cluster, starts the server and creates the benchmark role
+    /// and database.
+    pub fn open(spec: &OpenSpec) -> Result<Postgres> {
+        validate(&spec.options)?;
+        let (uid, gid) = postgres_ids()?;
+        let bin = bin_dir()?;
+        let root = spec.dir.clone();
+        chown_tree(&root, uid, gid)?;
+        let datadir = root.join("data");
+        let log = root.join("initdb.log");
+        let mut init = Command::new(bin.join("initdb"));
+        init.arg("-D")
+            .arg(&datadir)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .uid(uid)
+            .gid(gid);
+        managed(&mut init, &log)?;
+        std::os::unix::fs::chown(&log, Some(uid), Some(gid))?;
+        let st = init.status().context("cannot run initdb")?;
+        if !st.success() {
+            bail!("initdb failed ({st}): {}", tail(&log, 5));
+        }
+        let settings = spec
+            .options
+            .merged_over(&default_settings(spec.cache_bytes));
+        let port = free_port()?;
+        let mut cmd = Command::new(bin.join("postgres"));
+        cmd.arg("-D")
+            .arg(&datadir)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-k")
+            .arg(&root);
+        cmd.args(["-c", "listen_addresses=127.0.0.1"]);
+        for (k, v) in &settings {
+            cmd.arg("-c").arg(format!("{k}={v}"));
+        }
+        cmd.uid(uid).gid(gid);
+        let slog = root.join("postgres.log");
+        managed(&mut cmd, &slog)?;
+        let server = ServerProcess::start(
+            "postgres",
+            cmd,
+            &slog,
+            libc::SIGINT,
+            Duration::from_secs(60),
+            || connect(port, "postgres", "postgres").is_ok(),
+        )?;
+        let pid = server.pid();
+        let mut c = connect(port, "postgres", "postgres")?;
+        c.batch_execute("CREATE ROLE bench LOGIN SUPERUSER")
+            .and_then(|_| c.batch_execute("CREATE DATABASE ampbench OWNER bench"))
+            .context("creating the benchmark role and database")?;
+        let version: String = c.query_one("SHOW server_version", &[])?.get(0);
+        let oid: u32 = c
+            .query_one(
+                "SELECT oid FROM pg_database WHERE datname = 'ampbench'",
+                &[],
+            )?
+            .get(0);
+        Ok(Postgres {
+            server: Mutex::new(server),
+            pid,
+            datadir,
+            port,
+            db_oid: oid,
+            version: format!("PostgreSQL {version}"),
+            settings,
+        })
+    }
+}
+
+/// One client connection with its prepared statements.
+struct PgConn {
+    c: Client,
+    stmts: HashMap<String, postgres::Statement>,
+    durability: Option<Durability>,
+}
+
+impl PgConn {
+    fn stmt(&mut self, sql: &str) -> Result<postgres::Statement> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self
+            .c
+            .prepare(sql)
+            .with_context(|| format!("preparing: {sql}"))?;
+        self.stmts.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+}
+
+/// Parameters typed as the statement expects them.
+fn pg_params(stmt: &postgres::Statement, params: &[Val<'_>]) -> Vec<Box<dyn ToSql + Sync>> {
+    params
+        .iter()
+        .zip(stmt.params())
+        .map(|(p, ty)| -> Box<dyn ToSql + Sync> {
+            match p {
+                Val::Int(i) => match *ty {
+                    Type::INT2 => Box::new(*i as i16),
+                    Type::INT4 => Box::new(*i as i32),
+                    _ => Box::new(*i),
+                },
+                Val::Bytes(b) => Box::new(b.to_vec()),
+                Val::Text(t) => Box::new(t.to_string()),
+                Val::Null => match *ty {
+                    Type::BYTEA => Box::new(None::<Vec<u8>>),
+                    Type::INT2 | Type::INT4 | Type::INT8 => Box::new(None::<i64>),
+                    _ => Box::new(None::<String>),
+                },
+            }
+        })
+        .collect()
+}
+
+fn cell(row: &postgres::Row, i: usize) -> Cell {
+    let ty = row.columns()[i].type_().clone();
+    let c = match ty {
+        Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Cell::Int)),
+        Type::INT4 => row
+            .try_get::<_, Option<i32>>(i)
+            .map(|v| v.map(|x| Cell::Int(x as i64))),
+        Type::INT2 => row
+            .try_get::<_, Option<i16>>(i)
+            .map(|v| v.map(|x| Cell::Int(x as i64))),
+        Type::OID => row
+            .try_get::<_, Option<u32>>(i)
+            .map(|v| v.map(|x| Cell::Int(x as i64))),
+        Type::BYTEA => row
+            .try_get::<_, Option<Vec<u8>>>(i)
+            .map(|v| v.map(Cell::Bytes)),
+        Type::BOOL => row
+            .try_get::<_, Option<bool>>(i)
+            .map(|v| v.map(|x| Cell::Int(x as i64))),
+        Type::FLOAT8 => row
+            .try_get::<_, Option<f64>>(i)
+            .map(|v| v.map(|x| Cell::Text(x.to_string()))),
+        _ => row
+            .try_get::<_, Option<String>>(i)
+            .map(|v| v.map(Cell::Text)),
+    };
+    c.ok().flatten().unwrap_or(Cell::Null)
+}
+
+impl SqlConn for PgConn {
+    fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
+        let s = self.stmt(sql)?;
+        let p = pg_params(&s, params);
+        let refs: Vec<&(dyn ToSql + Sync)> = p.iter().map(|b| b.as_ref()).collect();
+        Ok(self.c.execute(&s, &refs)?)
+    }
+    fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
+        let s = self.stmt(sql)?;
+        let p = pg_params(&s, params);
+        let refs: Vec<&(dyn ToSql + Sync)> = p.iter().map(|b| b.as_ref()).collect();
+        let rows = self.c.query(&s, &refs)?;
+        Ok(rows
+            .iter()
+            .map(|r| (0..r.len()).map(|i| cell(r, i)).collect())
+            .collect())
+    }
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        Ok(self.c.batch_execute(sql)?)
+    }
+    fn set_durability(&mut self, d: Durability) -> Result<()> {
+        if self.durability != Some(d) {
+            let v = if d == Durability::Sync { "on" } else { "off" };
+            self.c
+                .batch_execute(&format!("SET synchronous_commit = {v}"))?;
+            self.durability = Some(d);
+        }
+        Ok(())
+    }
+}
+
+impl SqlEngine for Postgres {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Postgres
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+    fn table_options(&self) -> &str {
+        ""
+    }
+    fn connect(&self) -> Result<Box<dyn SqlConn>> {
+        let c = connect(self.port, "bench", "ampbench")
+            .map_err(|e| anyhow!("postgres: cannot connect to 127.0.0.1:{}: {e}", self.port))?;
+        Ok(Box::new(PgConn {
+            c,
+            stmts: HashMap::new(),
+            durability: None,
+        }))
+    }
+    fn dir(&self) -> PathBuf {
+        self.datadir.clone()
+    }
+    fn data_paths(&self) -> Vec<PathBuf> {
+        vec![
+            self.datadir.join("base").join(self.db_oid.to_string()),
+            self.datadir.join("pg_wal"),
+        ]
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn stats(&self) -> Result<EngineStats> {
+        let mut c = connect(self.port, "postgres", "ampbench")?;
+        let mut st = EngineStats::default();
+        for (prefix, sql) in [
+            (
+                "pg_stat_database",
+                "SELECT * FROM pg_stat_database WHERE datname = 'ampbench'",
+            ),
+            ("pg_stat_bgwriter", "SELECT * FROM pg_stat_bgwriter"),
+        ] {
+            for row in c.query(sql, &[])? {
+                for (i, col) in row.columns().iter().enumerate() {
+                    if let Some(v) = cell(&row, i).int() {
+                        st.values
+                            .push((format!("{prefix}.{}", col.name()), v as f64));
+                    }
+                }
+            }
+        }
+        Ok(st)
+    }
+    fn settle(&self) -> Result<String> {
+        let t = Instant::now();
+        let mut c = connect(self.port, "postgres", "ampbench")?;
+        c.batch_execute("CHECKPOINT")?;
+        Ok(format!("CHECKPOINT: {:.1}s", t.elapsed().as_secs_f64()))
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        self.server
+            .lock()
+            .map_err(|_| anyhow!("server lock poisoned"))?
+            .stop()
+    }
+}

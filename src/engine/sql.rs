@@ -1,0 +1,139 @@
+//! The SQL face of an engine: a server reached by client connections, one
+//! per worker thread, with prepared statements (cached by the drivers) and
+//! transactions. Workloads write their SQL once per dialect.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::{Durability, EngineKind, EngineStats};
+
+/// The SQL dialect differences workloads care about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// MariaDB/MySQL: `?` placeholders, `ON DUPLICATE KEY UPDATE`, `FORCE INDEX`.
+    MySql,
+    /// PostgreSQL: `$n` placeholders, `ON CONFLICT … DO UPDATE`.
+    Postgres,
+}
+
+impl Dialect {
+    /// The placeholder for parameter `n` (1-based).
+    pub fn ph(self, n: usize) -> String {
+        match self {
+            Dialect::MySql => "?".into(),
+            Dialect::Postgres => format!("${n}"),
+        }
+    }
+}
+
+/// A statement parameter.
+#[derive(Clone, Copy, Debug)]
+pub enum Val<'a> {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit integer.
+    Int(i64),
+    /// Bytes (VARBINARY/BLOB/BYTEA).
+    Bytes(&'a [u8]),
+    /// Text.
+    Text(&'a str),
+}
+
+/// A result cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// SQL NULL.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// Bytes.
+    Bytes(Vec<u8>),
+    /// Text.
+    Text(String),
+}
+
+impl Cell {
+    /// The cell as an integer (text is parsed).
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Cell::Int(i) => Some(*i),
+            Cell::Text(t) => t.parse().ok(),
+            Cell::Bytes(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+            Cell::Null => None,
+        }
+    }
+    /// The cell as bytes.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Cell::Bytes(b) => Some(b),
+            Cell::Text(t) => Some(t.as_bytes()),
+            _ => None,
+        }
+    }
+    /// The cell as text.
+    pub fn text(&self) -> String {
+        match self {
+            Cell::Null => String::new(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+            Cell::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// One client connection; used by one thread.
+pub trait SqlConn: Send {
+    /// Runs a statement; returns the affected rows (changed rows, not found
+    /// rows: an upsert that changes nothing affects 0 on MariaDB).
+    fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64>;
+    /// Runs a query; returns its rows.
+    fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>>;
+    /// Runs statements without parameters (DDL, SET, BEGIN).
+    fn batch(&mut self, sql: &str) -> Result<()>;
+    /// Makes following commits durable on return (or not), as far as the
+    /// server allows per session; see each engine's doc.
+    fn set_durability(&mut self, d: Durability) -> Result<()>;
+    /// Starts a transaction.
+    fn begin(&mut self) -> Result<()> {
+        self.batch("BEGIN")
+    }
+    /// Commits.
+    fn commit(&mut self) -> Result<()> {
+        self.batch("COMMIT")
+    }
+    /// Rolls back.
+    fn rollback(&mut self) -> Result<()> {
+        self.batch("ROLLBACK")
+    }
+}
+
+/// A SQL engine: a server ampbench started, with a benchmark database.
+pub trait SqlEngine: Send + Sync {
+    /// Which engine.
+    fn kind(&self) -> EngineKind;
+    /// The server's version (`SELECT version()`).
+    fn version(&self) -> String;
+    /// Effective server settings.
+    fn settings(&self) -> Vec<(String, String)>;
+    /// The SQL dialect.
+    fn dialect(&self) -> Dialect;
+    /// The table options clause for CREATE TABLE (e.g. `ENGINE=ROCKSDB`).
+    fn table_options(&self) -> &str;
+    /// A new connection to the benchmark database.
+    fn connect(&self) -> Result<Box<dyn SqlConn>>;
+    /// The server's data directory.
+    fn dir(&self) -> PathBuf;
+    /// The files and directories that hold the benchmark database (what
+    /// db.gb measures).
+    fn data_paths(&self) -> Vec<PathBuf>;
+    /// The server process (CPU, IO, context switches and RSS are charged to
+    /// it and its children).
+    fn pid(&self) -> u32;
+    /// The engine's own counters.
+    fn stats(&self) -> Result<EngineStats>;
+    /// Waits for (or forces) background work: flushing, checkpoints.
+    fn settle(&self) -> Result<String>;
+    /// Stops the server.
+    fn close(self: Box<Self>) -> Result<()>;
+}

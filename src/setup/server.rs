@@ -1,0 +1,141 @@
+//! A local server process ampbench starts and always stops: on close, on
+//! drop (errors, panics), on Ctrl-C (it is in its own process group, so the
+//! terminal's SIGINT reaches only us, and we stop it), and when ampbench
+//! itself dies (the kernel sends it SIGTERM: `PR_SET_PDEATHSIG`).
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// A running server process.
+pub struct ServerProcess {
+    child: Option<Child>,
+    name: String,
+    stop_signal: i32,
+    log: std::path::PathBuf,
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Makes `cmd` a managed child: own process group, SIGTERM when we die,
+/// output to `log`.
+pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
+    let out =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let err = out.try_clone()?;
+    cmd.stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe; it only sets this child's
+    // parent-death signal between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// The last lines of a log file, for an error message.
+pub fn tail(log: &Path, lines: usize) -> String {
+    let t = std::fs::read_to_string(log).unwrap_or_default();
+    let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+    v[v.len().saturating_sub(lines)..].join(" | ")
+}
+
+impl ServerProcess {
+    /// Starts `cmd` (already made [`managed`]) and waits until `ready`
+    /// returns true, the process exits, or `timeout` passes.
+    pub fn start(
+        name: &str,
+        mut cmd: Command,
+        log: &Path,
+        stop_signal: i32,
+        timeout: Duration,
+        ready: impl Fn() -> bool,
+    ) -> Result<ServerProcess> {
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {name}"))?;
+        let mut p = ServerProcess {
+            child: Some(child),
+            name: name.into(),
+            stop_signal,
+            log: log.to_path_buf(),
+        };
+        let t0 = Instant::now();
+        loop {
+            if let Some(c) = p.child.as_mut() {
+                if let Some(st) = c.try_wait()? {
+                    p.child = None;
+                    bail!("{name} exited during start-up ({st}): {}", tail(log, 5));
+                }
+            }
+            if ready() {
+                return Ok(p);
+            }
+            if t0.elapsed() > timeout {
+                let _ = p.stop();
+                bail!(
+                    "{name} not ready after {}s: {}",
+                    timeout.as_secs(),
+                    tail(log, 5)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// True while the process runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Stops the server: its stop signal, up to 60 s, then SIGKILL.
+    pub fn stop(&mut self) -> Result<()> {
+        let Some(mut c) = self.child.take() else {
+            return Ok(());
+        };
+        if c.try_wait()?.is_some() {
+            return Ok(());
+        }
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(c.id() as i32, self.stop_signal) };
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(60) {
+            if c.try_wait()?.is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        bail!(
+            "{} did not stop within 60 s and was killed: {}",
+            self.name,
+            tail(&self.log, 3)
+        )
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,384 @@
+//! Server engines started on loopback by the test, at tiny scale, and
+//! always stopped.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ampbench::engine::sql::{Cell, Val};
+use ampbench::engine::{self, Durability, EngineKind, EngineOptions, OpenSpec, Opened};
+use ampbench::workload::kv::sql::{SqlDocs, schema};
+use ampbench::workload::kv::store::DocStore;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
+
+fn open(kind: EngineKind, dir: &std::path::Path) -> Box<dyn engine::SqlEngine> {
+    let spec = OpenSpec {
+        dir: dir.to_path_buf(),
+        tables: vec![],
+        cache_bytes: 64 << 20,
+        options: EngineOptions::default(),
+    };
+    match engine::open_any(kind, &spec).unwrap() {
+        Opened::Sql(s) => s,
+        Opened::Kv(_) => panic!("{kind} is not a server"),
+    }
+}
+
+fn gone(pid: u32) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return true;
+        }
+        // A zombie is gone for our purpose once it is not running.
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            if s.rsplit_once(')')
+                .map(|x| x.1.trim_start().starts_with('Z'))
+                .unwrap_or(false)
+            {
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// Data written is read back, stats are parsed, and closing leaves no process.
+#[test]
+fn servers_roundtrip_stats_and_cleanup() {
+    for kind in [
+        EngineKind::MariadbInnodb,
+        EngineKind::MariadbMyrocks,
+        EngineKind::Postgres,
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let t0 = Instant::now();
+        let s = open(kind, d.path());
+        let started = t0.elapsed();
+        assert!(
+            started < Duration::from_secs(30),
+            "{kind} took {started:?} to start"
+        );
+        let pid = s.pid();
+        let mut c = s.connect().unwrap();
+        for q in schema("docs", s.dialect(), s.table_options()) {
+            c.batch(&q).unwrap();
+        }
+        let mut docs = SqlDocs::new(s.connect().unwrap(), s.dialect(), "docs");
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..2500u32)
+            .map(|i| {
+                (
+                    format!("k{i:06}").into_bytes(),
+                    vec![(i % 251) as u8; 100 + (i % 7) as usize],
+                )
+            })
+            .collect();
+        docs.insert_batch(&rows, Durability::NoSync).unwrap();
+        docs.write(b"k000007", b"changed", Durability::Sync)
+            .unwrap();
+        assert_eq!(
+            docs.read_value(b"k000007").unwrap().as_deref(),
+            Some(&b"changed"[..]),
+            "{kind}"
+        );
+        assert_eq!(
+            docs.read(b"k002499").unwrap(),
+            Some(100), // 2499 % 7 == 0
+            "{kind}"
+        );
+        assert_eq!(docs.read(b"nope").unwrap(), None, "{kind}");
+        assert_eq!(docs.scan(b"k000100", 20).unwrap(), 20, "{kind}");
+        assert_eq!(docs.scan(b"k002495", 20).unwrap(), 5, "{kind}");
+        let n = c.query("SELECT count(*) FROM docs", &[]).unwrap();
+        assert_eq!(n[0][0].int(), Some(2500), "{kind}");
+        s.settle().unwrap();
+        let st = s.stats().unwrap();
+        assert!(!st.values.is_empty(), "{kind}: no stats");
+        if kind == EngineKind::MariadbMyrocks {
+            assert!(
+                st.values
+                    .iter()
+                    .any(|(k, _)| k.starts_with("compaction.w_amp.") && k.contains(".default")),
+                "MyRocks W-Amp missing: {:?}",
+                st.values
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("compaction"))
+                    .collect::<Vec<_>>()
+            );
+        }
+        if kind == EngineKind::Postgres {
+            assert!(
+                st.values
+                    .iter()
+                    .any(|(k, _)| k == "pg_stat_database.xact_commit")
+            );
+        }
+        assert!(!s.data_paths().is_empty());
+        drop((c, docs));
+        s.close().unwrap();
+        assert!(gone(pid), "{kind}: server {pid} still running after close");
+    }
+}
+
+/// INSERT … ON DUPLICATE KEY UPDATE reports affected rows: 1 new, 2
+/// changed, 0 unchanged (LinkBench's ADD_LINK depends on it).
+#[test]
+fn mariadb_affected_rows() {
+    for kind in [EngineKind::MariadbInnodb, EngineKind::MariadbMyrocks] {
+        let d = tempfile::tempdir().unwrap();
+        let s = open(kind, d.path());
+        let mut c = s.connect().unwrap();
+        c.batch(&format!(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, v INT NOT NULL) {}",
+            s.table_options()
+        ))
+        .unwrap();
+        let up = "INSERT INTO t (id, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";
+        assert_eq!(
+            c.execute(up, &[Val::Int(1), Val::Int(10)]).unwrap(),
+            1,
+            "{kind}: new row"
+        );
+        assert_eq!(
+            c.execute(up, &[Val::Int(1), Val::Int(11)]).unwrap(),
+            2,
+            "{kind}: changed row"
+        );
+        assert_eq!(
+            c.execute(up, &[Val::Int(1), Val::Int(11)]).unwrap(),
+            0,
+            "{kind}: unchanged row"
+        );
+        c.begin().unwrap();
+        c.execute("UPDATE t SET v = v + 1 WHERE id = ?", &[Val::Int(1)])
+            .unwrap();
+        c.rollback().unwrap();
+        assert_eq!(
+            c.query("SELECT v FROM t WHERE id = ?", &[Val::Int(1)])
+                .unwrap(),
+            vec![vec![Cell::Int(11)]]
+        );
+        drop(c);
+        s.close().unwrap();
+    }
+}
+
+fn spawn_run(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    (child, rx)
+}
+
+fn wait_for_pid(rx: &std::sync::mpsc::Receiver<String>, engine: &str) -> u32 {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_secs(1)) {
+            if l.starts_with(engine) {
+                if let Some(p) = l
+                    .split("(pid ")
+                    .nth(1)
+                    .and_then(|r| r.trim_end_matches(')').parse().ok())
+                {
+                    return p;
+                }
+            }
+        }
+    }
+    panic!("{engine} never started");
+}
+
+/// kill -9 of the server mid-step: the step is marked failed with the
+/// error, the results keep what was measured, the next engine still runs,
+/// and no server of ours is left.
+#[test]
+fn server_killed_mid_step() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let (mut child, rx) = spawn_run(&[
+        "run",
+        "-e",
+        "mariadb-innodb,lmdb",
+        "--steps",
+        "load,owa.1",
+        "-p",
+        "docs=2000",
+        "--warmup",
+        "0",
+        "--duration",
+        "20",
+        "--interval",
+        "0.5",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let pid = wait_for_pid(&rx, "mariadb-innodb");
+    // Wait until owa.1 runs (load printed), then a little more.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if rx
+            .recv_timeout(Duration::from_secs(1))
+            .is_ok_and(|l| l.trim_start().starts_with("load"))
+        {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signals the server the child ampbench started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let st = child.wait().unwrap();
+    assert!(!st.success(), "a failed step makes the run fail");
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            "--results",
+            res.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = j["steps"].as_array().unwrap();
+    let owa = steps
+        .iter()
+        .find(|s| s["engine"] == "mariadb-innodb" && s["step"] == "owa.1")
+        .unwrap();
+    assert_eq!(owa["status"], "failed");
+    assert!(!owa["error"].as_str().unwrap_or("").is_empty());
+    assert!(
+        owa["ops"].as_f64().unwrap() > 0.0,
+        "what was measured before the kill is kept"
+    );
+    for s in steps.iter().filter(|s| s["engine"] == "lmdb") {
+        assert_eq!(s["status"], "done", "the next engine still runs");
+    }
+    assert!(gone(pid));
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "data directories left: {left:?}");
+}
+
+/// If ampbench itself is killed, its server gets SIGTERM from the kernel
+/// and stops: no orphan.
+#[test]
+fn no_orphan_when_ampbench_is_killed() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let (mut child, rx) = spawn_run(&[
+        "run",
+        "-e",
+        "postgres",
+        "--steps",
+        "load,owa.1",
+        "-p",
+        "docs=2000",
+        "--warmup",
+        "0",
+        "--duration",
+        "30",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let pid = wait_for_pid(&rx, "postgres");
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(gone(pid), "postgres {pid} outlived ampbench");
+}
+
+/// The KV workloads run on the servers through the (k, v) mapping, and the
+/// figures charge the server's CPU and the client's apart.
+#[test]
+fn kv_workloads_on_servers() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    for (w, p) in [("pattern", "docs=3000"), ("ycsb", "recordcount=2000")] {
+        let o = Command::new(BIN)
+            .args([
+                "run",
+                "-w",
+                w,
+                "-e",
+                "mariadb-innodb,mariadb-myrocks,postgres",
+                "-p",
+                p,
+                "--warmup",
+                "0",
+                "--duration",
+                "0.3",
+                "--threads",
+                "2",
+            ])
+            .args([
+                "--results",
+                res.to_str().unwrap(),
+                "--dir",
+                d.path().to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{w}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out = Command::new(BIN)
+            .args([
+                "report",
+                "--results",
+                res.to_str().unwrap(),
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for s in j["steps"].as_array().unwrap() {
+            assert_eq!(s["status"], "done", "{w} {} {}", s["engine"], s["step"]);
+            assert!(
+                s["ops"].as_f64().unwrap() > 0.0,
+                "{w} {} {}",
+                s["engine"],
+                s["step"]
+            );
+            assert!(
+                s["cpu_us_per_op"].is_number() && s["client_cpu_us_per_op"].is_number(),
+                "{w} {} {}",
+                s["engine"],
+                s["step"]
+            );
+            let misses = s["extras"]["misses"].as_f64().unwrap_or(0.0);
+            assert_eq!(
+                misses, 0.0,
+                "{w} {} {}: reads missed loaded documents",
+                s["engine"], s["step"]
+            );
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "data directories left: {left:?}");
+}
