@@ -229,6 +229,21 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             Err(e) => {
                 writeln!(out, "{kind}: cannot open: {e:#}")?;
                 failures.push(format!("{kind}: cannot open: {e:#}"));
+                let id = results.begin_step(
+                    run_id,
+                    ordinal,
+                    kind.name(),
+                    "open",
+                    &serde_json::json!({}),
+                )?;
+                ordinal += 1;
+                results.end_step(
+                    id,
+                    "failed",
+                    Some(&format!("cannot open: {e:#}")),
+                    0.0,
+                    None,
+                )?;
                 status = "failed";
                 continue;
             }

@@ -91,7 +91,7 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(o, "\nefficiency per operation");
     let _ = writeln!(
         o,
-        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<15} step",
+        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {:<15} step",
         "ops",
         "db.gb",
         "r/o",
@@ -99,6 +99,7 @@ pub fn render(run: &RunView) -> String {
         "wKB/o",
         "cs/o",
         "cpu/o",
+        "cl.cpu",
         "rss.gb",
         "s-amp",
         "w-amp",
@@ -124,7 +125,7 @@ pub fn render(run: &RunView) -> String {
         };
         let _ = writeln!(
             o,
-            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7}  {:<15} {}{}",
+            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {:<15} {}{}",
             cell(s.fig("ops_per_sec"), 0),
             gb(s.fig("db_bytes")),
             cell(s.fig("r_per_op"), 3),
@@ -132,6 +133,7 @@ pub fn render(run: &RunView) -> String {
             cell(s.fig("wkb_per_op"), 3),
             cell(s.fig("cs_per_op"), 1),
             cell(s.fig("cpu_us_per_op"), 0),
+            cell(s.fig("client_cpu_us_per_op"), 0),
             gb(s.fig("rss_bytes")),
             cell(s.fig("space_amp"), 2),
             cell(s.fig("write_amp"), 2),
@@ -174,7 +176,8 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(
         o,
         "\nops: operations/s · db.gb: data dir allocated GB · r/o, rKB/o, wKB/o: device reads, KB read, KB written per op · \
-         cs/o, cpu/o: context switches and CPU µs per op of the engine's process · rss.gb: its RSS · \
+         cs/o, cpu/o: context switches and CPU µs per op of the engine's process (a server with its children) · \
+         cl.cpu: ampbench's own CPU µs per op when the engine is a server · rss.gb: the engine's RSS · \
          s-amp: db bytes / live logical bytes · w-amp: device bytes written / logical bytes written"
     );
     o
