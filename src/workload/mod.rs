@@ -8,6 +8,7 @@
 
 pub mod dist;
 pub mod kv;
+pub mod linkbench;
 pub mod params;
 
 use std::time::Duration;

@@ -1,0 +1,3 @@
+//! LinkBench: the social-graph workload (see docs/linkbench.md).
+
+pub mod dist;
