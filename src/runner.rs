@@ -217,7 +217,8 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             .prefix(&format!("ampbench-{kind}-"))
             .tempdir_in(&cfg.dir)
             .with_context(|| format!("cannot create a data directory in {}", cfg.dir.display()))?;
-        let workload = cfg.workload.build(&params)?;
+        let mut workload = cfg.workload.build(&params)?;
+        workload.configure(&cfg.steps);
         let spec = OpenSpec {
             dir: tmp.path().to_path_buf(),
             tables: workload.tables(),
@@ -369,7 +370,14 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 no_device.as_deref(),
                 crate::probe::cpu::ticks_per_sec(),
             );
-            let mut extras = workload.extras(step);
+            let notes = match workload.finish(step, eng.as_ref()) {
+                Ok(n) => n,
+                Err(e) => crate::workload::StepNotes {
+                    extras: Vec::new(),
+                    lines: vec![format!("after {step}: {e:#}")],
+                },
+            };
+            let mut extras = notes.extras;
             if o.bg_ops > 0 {
                 extras.push(("bg_ops".into(), o.bg_ops as f64));
             }
@@ -421,6 +429,9 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             )?;
             if let Some(n) = settle_note {
                 writeln!(out, "  settle: {n}")?;
+            }
+            for l in &notes.lines {
+                writeln!(out, "  {l}")?;
             }
             if let Some(e) = &o.error {
                 failures.push(format!("{kind} {step}: {e}"));

@@ -268,6 +268,10 @@ impl SqlConn for MySqlConn {
     fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.c.query_drop(sql)?)
     }
+    fn is_retryable(&self, e: &anyhow::Error) -> bool {
+        // 1213: deadlock; 1205: lock wait timeout.
+        e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::MySqlError(m)) if m.code == 1213 || m.code == 1205))
+    }
     fn set_durability(&mut self, d: Durability) -> Result<()> {
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { 1 } else { 2 };

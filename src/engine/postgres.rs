@@ -286,6 +286,18 @@ impl SqlConn for PgConn {
     fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.c.batch_execute(sql)?)
     }
+    fn is_retryable(&self, e: &anyhow::Error) -> bool {
+        use postgres::error::SqlState;
+        e.chain().any(|c| {
+            c.downcast_ref::<postgres::Error>()
+                .and_then(|p| p.code())
+                .is_some_and(|s| {
+                    *s == SqlState::T_R_DEADLOCK_DETECTED
+                        || *s == SqlState::T_R_SERIALIZATION_FAILURE
+                        || *s == SqlState::LOCK_NOT_AVAILABLE
+                })
+        })
+    }
     fn set_durability(&mut self, d: Durability) -> Result<()> {
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { "on" } else { "off" };

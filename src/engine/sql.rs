@@ -94,6 +94,11 @@ pub trait SqlConn: Send {
     /// Makes following commits durable on return (or not), as far as the
     /// server allows per session; see each engine's doc.
     fn set_durability(&mut self, d: Durability) -> Result<()>;
+    /// True when `e` is a deadlock or lock-wait timeout: the transaction was
+    /// rolled back and may be retried.
+    fn is_retryable(&self, _e: &anyhow::Error) -> bool {
+        false
+    }
     /// Starts a transaction.
     fn begin(&mut self) -> Result<()> {
         self.batch("BEGIN")

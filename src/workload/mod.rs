@@ -67,6 +67,25 @@ pub trait Workload: Send + Sync {
     fn extras(&self, _step: &str) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// Tells the workload which steps will run, before any does.
+    fn configure(&mut self, _steps: &[String]) {}
+    /// After a step: its workload figures and lines to print (e.g. a
+    /// consistency check). Defaults to [`extras`](Workload::extras).
+    fn finish(&self, step: &str, _engine: EngineRef<'_>) -> Result<StepNotes> {
+        Ok(StepNotes {
+            extras: self.extras(step),
+            lines: Vec::new(),
+        })
+    }
+}
+
+/// What a workload says after a step.
+#[derive(Clone, Debug, Default)]
+pub struct StepNotes {
+    /// Named figures, stored with the step.
+    pub extras: Vec<(String, f64)>,
+    /// Lines for the run's output.
+    pub lines: Vec<String>,
 }
 
 /// The workloads, by command-line name.
@@ -79,6 +98,8 @@ pub enum WorkloadKind {
     Ycsb,
     /// db_bench-style steps.
     Micro,
+    /// LinkBench: the social graph (load, index, request).
+    Linkbench,
 }
 
 impl WorkloadKind {
@@ -95,6 +116,7 @@ impl WorkloadKind {
             WorkloadKind::Pattern => "pattern",
             WorkloadKind::Ycsb => "ycsb",
             WorkloadKind::Micro => "micro",
+            WorkloadKind::Linkbench => "linkbench",
         }
     }
 
@@ -110,6 +132,9 @@ impl WorkloadKind {
             WorkloadKind::Micro => {
                 "db_bench-style steps with db_bench's defaults (16-byte keys, 100-byte values, compression ratio 0.5)"
             }
+            WorkloadKind::Linkbench => {
+                "LinkBench social graph: load nodes/links/counts, build id1_type, request mix (2011 or 2017), consistency check"
+            }
         }
     }
 
@@ -119,6 +144,7 @@ impl WorkloadKind {
             WorkloadKind::Pattern => kv::pattern::PARAMS,
             WorkloadKind::Ycsb => kv::ycsb::PARAMS,
             WorkloadKind::Micro => kv::micro::PARAMS,
+            WorkloadKind::Linkbench => linkbench::PARAMS,
         }
     }
 
@@ -128,6 +154,7 @@ impl WorkloadKind {
             WorkloadKind::Pattern => kv::pattern::STEPS,
             WorkloadKind::Ycsb => kv::ycsb::STEPS,
             WorkloadKind::Micro => kv::micro::STEPS,
+            WorkloadKind::Linkbench => linkbench::STEPS,
         }
     }
 
@@ -137,6 +164,7 @@ impl WorkloadKind {
             WorkloadKind::Pattern => Box::new(kv::pattern::Pattern::new(p)?),
             WorkloadKind::Ycsb => Box::new(kv::ycsb::Ycsb::new(p)?),
             WorkloadKind::Micro => Box::new(kv::micro::Micro::new(p)?),
+            WorkloadKind::Linkbench => Box::new(linkbench::Linkbench::new(p)?),
         })
     }
 }

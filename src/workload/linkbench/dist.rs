@@ -60,20 +60,31 @@ impl Cdf {
         let max = KNOTS[KNOTS.len() - 1].0;
         while v < max {
             pts.push((v, Cdf::fit(v, tail_at_max)));
-            v = if v < 1000 { v + 1 } else { (v as f64 * 1.01) as u64 };
+            v = if v < 1000 {
+                v + 1
+            } else {
+                (v as f64 * 1.01) as u64
+            };
         }
         pts.push((max, 1.0));
         Cdf { points: pts }
     }
 
     fn fit(v: u64, tail_at_max: f64) -> f64 {
-        let i = KNOTS.iter().position(|(k, _)| *k >= v).unwrap_or(KNOTS.len() - 1);
+        let i = KNOTS
+            .iter()
+            .position(|(k, _)| *k >= v)
+            .unwrap_or(KNOTS.len() - 1);
         if KNOTS[i].0 == v && i < KNOTS.len() - 1 {
             return KNOTS[i].1;
         }
         let (a, fa) = KNOTS[i - 1];
         let (b, fb) = KNOTS[i];
-        let fb = if i == KNOTS.len() - 1 { 1.0 - tail_at_max } else { fb };
+        let fb = if i == KNOTS.len() - 1 {
+            1.0 - tail_at_max
+        } else {
+            fb
+        };
         let (la, lb) = (((a + 1) as f64).ln(), ((b + 1) as f64).ln());
         let (sa, sb) = ((1.0 - fa).ln(), (1.0 - fb).ln());
         let t = (((v + 1) as f64).ln() - la) / (lb - la);
@@ -82,7 +93,8 @@ impl Cdf {
 
     /// Reads the `nlinks` section of a LinkBench `Distribution.dat`.
     pub fn from_file(path: &Path) -> Result<Cdf> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read distribution file {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read distribution file {}", path.display()))?;
         let mut pts = Vec::new();
         let mut in_section = false;
         for line in text.lines() {
@@ -95,8 +107,12 @@ impl Cdf {
                     in_section = *name == "nlinks";
                 }
                 [v, pct] if in_section => {
-                    let v: u64 = v.parse().with_context(|| format!("{}: bad value '{v}'", path.display()))?;
-                    let p: f64 = pct.parse().with_context(|| format!("{}: bad percent '{pct}'", path.display()))?;
+                    let v: u64 = v
+                        .parse()
+                        .with_context(|| format!("{}: bad value '{v}'", path.display()))?;
+                    let p: f64 = pct
+                        .parse()
+                        .with_context(|| format!("{}: bad percent '{pct}'", path.display()))?;
                     pts.push((v, p / 100.0));
                 }
                 _ => {}
@@ -146,7 +162,10 @@ impl Shuffler {
     pub fn new(seed: u64, n: u64) -> Shuffler {
         let mut r = Rng::new(seed);
         let per = (n / GROUPS).max(1);
-        Shuffler { n, shifts: (0..GROUPS).map(|_| r.below(per)).collect() }
+        Shuffler {
+            n,
+            shifts: (0..GROUPS).map(|_| r.below(per)).collect(),
+        }
     }
 
     /// The group's size: how many i < n have i mod 1024 == g.
@@ -197,7 +216,12 @@ pub struct Degrees {
 impl Degrees {
     /// Degrees for ids `start..start+n`.
     pub fn new(cdf: Cdf, start: u64, n: u64) -> Degrees {
-        Degrees { cdf, start, n, shuffler: Shuffler::new(NLINKS_SEED, n) }
+        Degrees {
+            cdf,
+            start,
+            n,
+            shuffler: Shuffler::new(NLINKS_SEED, n),
+        }
     }
 
     /// Total links of `id` at load time.
@@ -249,15 +273,30 @@ pub struct Access {
 impl Access {
     /// Zipf(`shape`) ranks over `n` ids from `start`, shuffled with `seed`.
     pub fn zipf(shape: f64, seed: u64, start: u64, n: u64) -> Access {
-        Access { zipf: Some(Zipf::new(n, shape)), shuffler: Shuffler::new(seed, n), start, n }
+        Access {
+            zipf: Some(Zipf::new(n, shape)),
+            shuffler: Shuffler::new(seed, n),
+            start,
+            n,
+        }
     }
     /// Uniform over the ids.
     pub fn uniform(start: u64, n: u64) -> Access {
-        Access { zipf: None, shuffler: Shuffler::new(0, n), start, n }
+        Access {
+            zipf: None,
+            shuffler: Shuffler::new(0, n),
+            start,
+            n,
+        }
     }
     /// Zipf ranks onto ids ranked by out-degree (correlated with degree).
     pub fn correlated(shape: f64, degrees: &Degrees) -> Access {
-        Access { zipf: Some(Zipf::new(degrees.n, shape)), shuffler: degrees.shuffler.clone(), start: degrees.start, n: degrees.n }
+        Access {
+            zipf: Some(Zipf::new(degrees.n, shape)),
+            shuffler: degrees.shuffler.clone(),
+            start: degrees.start,
+            n: degrees.n,
+        }
     }
     /// Draws an id.
     pub fn pick(&self, r: &mut Rng) -> u64 {
@@ -344,12 +383,17 @@ mod tests {
     /// The fit against the real 2011 file, when the shared data is present.
     #[test]
     fn fit_against_distribution_dat() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/linkbench-Distribution-2011.dat");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/data/linkbench-Distribution-2011.dat");
         let Ok(real) = Cdf::from_file(&p) else {
             eprintln!("skipped: {} not present", p.display());
             return;
         };
-        assert!((real.mean() - 4.10).abs() < 0.05, "file mean {}", real.mean());
+        assert!(
+            (real.mean() - 4.10).abs() < 0.05,
+            "file mean {}",
+            real.mean()
+        );
         let fit = Cdf::builtin_2011();
         // The published quantiles are rounded: 77.5% have at most 1 link
         // is 77.46% in the file, so its quantile at 0.775 is 2; the fit
@@ -365,7 +409,10 @@ mod tests {
         // reference gives (small ranges are dominated by the huge nodes).
         for (maxid1, want) in [(20_001u64, 51.7), (200_001, 8.98)] {
             let got = links_per_node(&real, maxid1, 2);
-            assert!((got - want).abs() / want < 0.02, "file, maxid1 {maxid1}: {got}");
+            assert!(
+                (got - want).abs() / want < 0.02,
+                "file, maxid1 {maxid1}: {got}"
+            );
         }
     }
 }
@@ -378,7 +425,10 @@ mod fit_links_per_node {
         let c = super::Cdf::builtin_2011();
         for (m, want) in [(20_001u64, 51.7), (200_001, 8.98), (2_000_001, 4.79)] {
             let got = super::links_per_node(&c, m, 2);
-            assert!((got - want).abs() / want < 0.03, "maxid1 {m}: {got} vs {want}");
+            assert!(
+                (got - want).abs() / want < 0.03,
+                "maxid1 {m}: {got} vs {want}"
+            );
         }
     }
 }

@@ -1,3 +1,869 @@
-//! LinkBench: the social-graph workload (see docs/linkbench.md).
+//! LinkBench: the social-graph workload behind most of the seeds' results.
+//! What defines the data and the operation mix follows the reference client
+//! (see `docs/linkbench.md`); its measurement bugs are not copied: history
+//! queries are timed like every other operation, and under `--rate`
+//! latency counts from the intended start.
+//!
+//! Steps: `load` (one node loader and `loaders` link loaders over chunks of
+//! 2048 ids taken in reverse order; out-degree from the 2011 `nlinks`
+//! distribution with the reference's per-type split; links, then counts,
+//! in batches of 1024), `index` (create id1_type, timed, when the tables
+//! were loaded with the primary key only, as Mark Callaghan runs it), and
+//! `request` (the 2011 or 2017 mix; a consistency check follows).
+//! "ops" of the load is node inserts, as in the seeds.
 
 pub mod dist;
+pub mod kv;
+pub mod sql;
+pub mod store;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Result, bail};
+
+use crate::driver::{Arrival, Done, StepSpec, Stop, Worker};
+use crate::engine::{Dialect, Durability, EngineRef};
+use crate::rng::{Rng, derive_seed};
+use crate::workload::{ParamDef, Params, Planned, StepCtx, StepNotes, Workload};
+use dist::{Access, Cdf, Degrees};
+use store::{LINK_TYPE_BASE, LIST_LIMIT, Link, LinkStore, NODE_TYPE, Node};
+
+/// The steps, in order.
+pub const STEPS: &[&str] = &["load", "index", "request"];
+
+/// Parameters and defaults (LinkBench's names where it has one).
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        key: "maxid1",
+        default: "20001",
+        help: "ids 1..maxid1 (exclusive) are loaded (reference: 10000001)",
+    },
+    ParamDef {
+        key: "link_type_count",
+        default: "2",
+        help: "link types",
+    },
+    ParamDef {
+        key: "loaders",
+        default: "1",
+        help: "link loader threads (plus one node loader)",
+    },
+    ParamDef {
+        key: "mix",
+        default: "2011",
+        help: "operation mix: 2011 (FBWorkload.properties) or 2017 (newer production numbers)",
+    },
+    ParamDef {
+        key: "distribution_file",
+        default: "",
+        help: "a LinkBench Distribution.dat whose nlinks section replaces the built-in 2011 fit",
+    },
+    ParamDef {
+        key: "link_datasize",
+        default: "",
+        help: "median link payload bytes (default: 8 for mix 2011, 23 for 2017)",
+    },
+    ParamDef {
+        key: "node_datasize",
+        default: "",
+        help: "median node payload bytes (default: 128 for mix 2011, 168 for 2017)",
+    },
+    ParamDef {
+        key: "getlinklist_history",
+        default: "0.3",
+        help: "percent of GET_LINKS_LIST that are history queries",
+    },
+    ParamDef {
+        key: "sync",
+        default: "true",
+        help: "request-phase writes durable at commit",
+    },
+];
+
+/// Operation kinds, in the mix's order; the last is the history query.
+pub const OPS: [&str; 11] = [
+    "ADD_LINK",
+    "DELETE_LINK",
+    "UPDATE_LINK",
+    "COUNT_LINK",
+    "MULTIGET_LINK",
+    "GET_LINKS_LIST",
+    "ADD_NODE",
+    "UPDATE_NODE",
+    "DELETE_NODE",
+    "GET_NODE",
+    "GET_LINKS_LIST_HISTORY",
+];
+
+/// A mix's percentages, in [`OPS`] order (the first ten).
+pub fn mix(name: &str) -> Option<[f64; 10]> {
+    Some(match name {
+        "2011" => [
+            8.9886601, 2.9907664, 8.0122125, 4.8863567, 0.5261142, 50.7119145, 2.5732789, 7.366437,
+            1.0115914, 12.9326683,
+        ],
+        "2017" => [
+            5.35038, 0.98401, 4.75589, 4.27898, 12.14725, 22.57039, 2.61198, 3.06256, 0.25166,
+            43.9869,
+        ],
+        _ => return None,
+    })
+}
+
+/// Draws an operation from a mix by cumulative thresholds on U[0, 100).
+pub fn choose(m: &[f64; 10], r: &mut Rng) -> usize {
+    let u = r.f64() * 100.0;
+    let mut acc = 0.0;
+    for (i, p) in m.iter().enumerate() {
+        acc += p;
+        if u < acc {
+            return i;
+        }
+    }
+    9
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Payload bytes: 128-byte chunks, each fresh random bytes in
+/// [start, end] with probability `uniqueness`, else a window of a per-worker
+/// motif buffer (LinkBench's MotifDataGenerator; links 32–100 at 0.225,
+/// nodes 50–220 at 0.63).
+pub struct Motif {
+    motif: Vec<u8>,
+    start: u8,
+    span: u64,
+    uniqueness: f64,
+}
+
+impl Motif {
+    /// A generator for bytes in [start, end].
+    pub fn new(r: &mut Rng, start: u8, end: u8, uniqueness: f64) -> Motif {
+        let span = u64::from(end - start) + 1;
+        let motif = (0..512).map(|_| start + r.below(span) as u8).collect();
+        Motif {
+            motif,
+            start,
+            span,
+            uniqueness,
+        }
+    }
+    /// `len` payload bytes.
+    pub fn fill(&self, r: &mut Rng, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let n = (len - out.len()).min(128);
+            if r.chance(self.uniqueness) {
+                out.extend((0..n).map(|_| self.start + r.below(self.span) as u8));
+            } else {
+                let at = r.below((512 - n) as u64 + 1) as usize;
+                out.extend_from_slice(&self.motif[at..at + n]);
+            }
+        }
+        out
+    }
+}
+
+/// Access distributions of the request phase, built on first use (ζ(n) is
+/// O(n) to compute).
+struct Accesses {
+    uncorr: Access,
+    read_corr: Access,
+    write_corr: Access,
+    node_read: Access,
+    node_update: Access,
+    node_delete: Access,
+}
+
+/// The LinkBench workload's state for one engine.
+pub struct Linkbench {
+    start: u64,
+    n: u64,
+    types: u64,
+    loaders: usize,
+    mix: [f64; 10],
+    link_median: f64,
+    node_median: f64,
+    history_pct: f64,
+    durability: Durability,
+    degrees: Degrees,
+    index_step: bool,
+    with_index: AtomicBool,
+    stripes: store::Stripes,
+    next_chunk: AtomicU64,
+    next_node: AtomicU64,
+    nodes_loaded: AtomicU64,
+    links_loaded: AtomicU64,
+    logical: AtomicU64,
+    accesses: OnceLock<Accesses>,
+    rows: Mutex<Vec<u64>>,
+    multiget: Mutex<(u64, u64)>,
+}
+
+/// Ids per loader chunk.
+const CHUNK: u64 = 2048;
+
+impl Linkbench {
+    /// Reads parameters.
+    pub fn new(p: &Params) -> Result<Linkbench> {
+        let maxid1 = p.u64("maxid1")?;
+        if maxid1 < 2 {
+            bail!(crate::UsageError(
+                "parameter 'maxid1' must be at least 2".into()
+            ));
+        }
+        let mix_name = p.choice("mix", &["2011", "2017"])?;
+        let m = mix(&mix_name).unwrap_or([0.0; 10]);
+        let cdf = match p.str("distribution_file") {
+            "" => Cdf::builtin_2011(),
+            f => Cdf::from_file(Path::new(f))
+                .map_err(|e| crate::UsageError(format!("parameter 'distribution_file': {e:#}")))?,
+        };
+        let median = |key: &str, d2011: f64, d2017: f64| -> Result<f64> {
+            Ok(match p.str(key) {
+                "" if mix_name == "2017" => d2017,
+                "" => d2011,
+                _ => p.f64(key)?,
+            })
+        };
+        let n = maxid1 - 1;
+        Ok(Linkbench {
+            start: 1,
+            n,
+            types: p.u64("link_type_count")?.max(1),
+            loaders: p.u64("loaders")?.max(1) as usize,
+            mix: m,
+            link_median: median("link_datasize", 8.0, 23.0)?,
+            node_median: median("node_datasize", 128.0, 168.0)?,
+            history_pct: p.f64("getlinklist_history")?,
+            durability: Durability::from_sync(p.bool("sync")?),
+            degrees: Degrees::new(cdf, 1, n),
+            index_step: false,
+            with_index: AtomicBool::new(true),
+            stripes: store::Stripes::default(),
+            next_chunk: AtomicU64::new(n.div_ceil(CHUNK)),
+            next_node: AtomicU64::new(maxid1),
+            nodes_loaded: AtomicU64::new(0),
+            links_loaded: AtomicU64::new(0),
+            logical: AtomicU64::new(0),
+            accesses: OnceLock::new(),
+            rows: Mutex::new(Vec::new()),
+            multiget: Mutex::new((0, 0)),
+        })
+    }
+
+    /// A store for one worker.
+    pub fn store<'a>(&'a self, engine: EngineRef<'a>) -> Result<Box<dyn LinkStore + 'a>> {
+        Ok(match engine {
+            EngineRef::Kv(e) => Box::new(kv::KvLinks {
+                engine: e,
+                stripes: &self.stripes,
+                with_index: self.with_index.load(Ordering::SeqCst),
+                durability: self.durability,
+            }),
+            EngineRef::Sql(e) => Box::new(sql::SqlLinks::new(
+                e.connect()?,
+                e.dialect(),
+                self.durability,
+            )?),
+        })
+    }
+
+    fn accesses(&self) -> &Accesses {
+        self.accesses.get_or_init(|| Accesses {
+            uncorr: Access::zipf(0.8, dist::UNCORR_SEED, self.start, self.n),
+            read_corr: Access::correlated(0.8, &self.degrees),
+            write_corr: Access::correlated(0.741, &self.degrees),
+            node_read: Access::zipf(0.625, dist::NODE_SEED, self.start, self.n),
+            node_update: Access::zipf(0.606, dist::NODE_SEED, self.start, self.n),
+            node_delete: Access::uniform(self.start, self.n),
+        })
+    }
+}
+
+/// Loader: thread 0 loads nodes, the others links and counts.
+struct Loader<'a> {
+    wl: &'a Linkbench,
+    store: Box<dyn LinkStore + 'a>,
+    rng: Rng,
+    nodes: Option<u64>,
+    motif: Motif,
+    links: Vec<Link>,
+    counts: Vec<store::Count>,
+}
+
+impl Loader<'_> {
+    fn flush_links(&mut self) -> Result<u64> {
+        let mut w = 0;
+        if !self.links.is_empty() {
+            self.store.load_links(&self.links)?;
+            w += self
+                .links
+                .iter()
+                .map(|l| 37 + l.data.len() as u64)
+                .sum::<u64>();
+            self.wl
+                .links_loaded
+                .fetch_add(self.links.len() as u64, Ordering::Relaxed);
+            self.links.clear();
+        }
+        Ok(w)
+    }
+    fn flush_counts(&mut self) -> Result<u64> {
+        let n = self.counts.len() as u64;
+        if n > 0 {
+            self.store.load_counts(&self.counts)?;
+            self.counts.clear();
+        }
+        Ok(n * 40)
+    }
+}
+
+impl Worker for Loader<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let wl = self.wl;
+        if let Some(next) = self.nodes {
+            let end = wl.start + wl.n;
+            if next >= end {
+                return Ok(None);
+            }
+            let to = (next + 1024).min(end);
+            let now_s = (now_ms() / 1000) as u32;
+            let nodes: Vec<Node> = (next..to)
+                .map(|id| {
+                    let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
+                    Node {
+                        id,
+                        node_type: NODE_TYPE,
+                        version: 1,
+                        time: now_s,
+                        data: self.motif.fill(&mut self.rng, len),
+                    }
+                })
+                .collect();
+            self.store.load_nodes(&nodes)?;
+            let written: u64 = nodes.iter().map(|n| 24 + n.data.len() as u64).sum();
+            wl.nodes_loaded
+                .fetch_add(nodes.len() as u64, Ordering::Relaxed);
+            wl.logical.fetch_add(written, Ordering::Relaxed);
+            self.nodes = Some(to);
+            return Ok(Some(Done {
+                kind: 0,
+                ops: nodes.len() as u64,
+                written,
+            }));
+        }
+        // Chunks are taken in reverse order, as the reference queues them.
+        let c = wl
+            .next_chunk
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+        let Ok(c) = c else {
+            let w = self.flush_links()? + self.flush_counts()?;
+            if w == 0 {
+                return Ok(None);
+            }
+            wl.logical.fetch_add(w, Ordering::Relaxed);
+            return Ok(Some(Done {
+                kind: 1,
+                ops: 0,
+                written: w,
+            }));
+        };
+        let c = c - 1;
+        let first = wl.start + c * CHUNK;
+        let last = (first + CHUNK).min(wl.start + wl.n);
+        let base = now_ms().saturating_sub(1 << 31);
+        let mut written = 0;
+        for id1 in first..last {
+            for k in 0..wl.types {
+                let n = wl.degrees.of_type(id1, k, wl.types);
+                let link_type = LINK_TYPE_BASE + k;
+                let mut max_time = 0;
+                for j in 0..n {
+                    let time = base + self.rng.below(1 << 32);
+                    max_time = max_time.max(time);
+                    let len = dist::lognormal_len(&mut self.rng, wl.link_median, 254);
+                    let data = self.motif.fill(&mut self.rng, len);
+                    self.links.push(Link {
+                        id1,
+                        link_type,
+                        id2: id1 + j,
+                        visible: true,
+                        data,
+                        time,
+                        version: 0,
+                    });
+                    if self.links.len() >= 1024 {
+                        written += self.flush_links()?;
+                    }
+                }
+                if n > 0 {
+                    self.counts.push(store::Count {
+                        id1,
+                        link_type,
+                        count: n,
+                        time: max_time,
+                        version: 0,
+                    });
+                    if self.counts.len() >= 1024 {
+                        written += self.flush_counts()?;
+                    }
+                }
+            }
+        }
+        wl.logical.fetch_add(written, Ordering::Relaxed);
+        Ok(Some(Done {
+            kind: 1,
+            ops: 0,
+            written,
+        }))
+    }
+}
+
+/// Request worker.
+struct Requester<'a> {
+    wl: &'a Linkbench,
+    acc: &'a Accesses,
+    store: Box<dyn LinkStore + 'a>,
+    rng: Rng,
+    link_motif: Motif,
+    node_motif: Motif,
+    history: Vec<(u64, u64, u64)>,
+    rows: Vec<u64>,
+    found: (u64, u64),
+}
+
+impl Requester<'_> {
+    fn link_read_id(&mut self) -> u64 {
+        if self.rng.chance(0.995) {
+            self.acc.uncorr.pick(&mut self.rng)
+        } else {
+            self.acc.read_corr.pick(&mut self.rng)
+        }
+    }
+    /// Writes use the uncorrelated read distribution 99.5% of the time: the
+    /// reference's config key typo (`read_uncorr_` for `write_uncorr_`).
+    fn link_write_id(&mut self) -> u64 {
+        if self.rng.chance(0.995) {
+            self.acc.uncorr.pick(&mut self.rng)
+        } else {
+            self.acc.write_corr.pick(&mut self.rng)
+        }
+    }
+    fn link_type(&mut self) -> (u64, u64) {
+        let k = self.rng.below(self.wl.types);
+        (k, LINK_TYPE_BASE + k)
+    }
+    fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) -> Link {
+        let len = dist::lognormal_len(&mut self.rng, self.wl.link_median, 254);
+        Link {
+            id1,
+            link_type,
+            id2,
+            visible: true,
+            data: self.link_motif.fill(&mut self.rng, len),
+            time: now_ms(),
+            version: 0,
+        }
+    }
+}
+
+impl Drop for Requester<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.wl.rows.lock() {
+            r.append(&mut self.rows);
+        }
+        if let Ok(mut m) = self.wl.multiget.lock() {
+            m.0 += self.found.0;
+            m.1 += self.found.1;
+        }
+    }
+}
+
+impl Worker for Requester<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let wl = self.wl;
+        let kind = choose(&wl.mix, &mut self.rng);
+        let mut written = 0u64;
+        let kind = match kind {
+            0 | 2 => {
+                let id1 = self.link_write_id();
+                let (k, t) = self.link_type();
+                let p = if kind == 0 { 0.05 } else { 0.9 };
+                let id2 =
+                    dist::choose_id2(&mut self.rng, id1, wl.degrees.of_type(id1, k, wl.types), p);
+                let l = self.new_link(id1, t, id2);
+                written = 37 + l.data.len() as u64;
+                self.store.add_link(&l)?;
+                kind
+            }
+            1 => {
+                let id1 = self.link_write_id();
+                let (k, t) = self.link_type();
+                let id2 = dist::choose_id2(
+                    &mut self.rng,
+                    id1,
+                    wl.degrees.of_type(id1, k, wl.types),
+                    0.9,
+                );
+                self.store.delete_link(id1, t, id2, now_ms())?;
+                kind
+            }
+            3 => {
+                let id1 = self.link_read_id();
+                let (_, t) = self.link_type();
+                self.store.count_links(id1, t)?;
+                kind
+            }
+            4 => {
+                let id1 = self.link_read_id();
+                let (k, t) = self.link_type();
+                let want = dist::multiget_count(&mut self.rng);
+                let n0 = wl.degrees.of_type(id1, k, wl.types);
+                let range = ((n0 as f64 / 0.5).ceil() as u64).max(1);
+                let mut id2s: Vec<u64> = Vec::with_capacity(want);
+                if range <= want as u64 {
+                    id2s.extend((0..want as u64).map(|j| id1 + j));
+                } else {
+                    for _ in 0..100 {
+                        if id2s.len() >= want {
+                            break;
+                        }
+                        let id2 = id1 + self.rng.below(range);
+                        if !id2s.contains(&id2) {
+                            id2s.push(id2);
+                        }
+                    }
+                }
+                let got = self.store.multiget_links(id1, t, &id2s)?.len() as u64;
+                self.found.0 += got;
+                self.found.1 += id2s.len() as u64 - got;
+                kind
+            }
+            5 => {
+                if !self.history.is_empty() && self.rng.f64() * 100.0 < wl.history_pct {
+                    let i = self.rng.below(self.history.len() as u64) as usize;
+                    let (id1, t, time) = self.history[i];
+                    let rows = self.store.get_links_list(id1, t, time, 1, LIST_LIMIT)?;
+                    match rows.last() {
+                        Some(l) if rows.len() >= LIST_LIMIT => self.history[i].2 = l.time,
+                        _ => {
+                            self.history.swap_remove(i);
+                        }
+                    }
+                    10
+                } else {
+                    let id1 = self.link_read_id();
+                    let (_, t) = self.link_type();
+                    let rows = self
+                        .store
+                        .get_links_list(id1, t, i64::MAX as u64, 0, LIST_LIMIT)?;
+                    self.rows.push(rows.len() as u64);
+                    if rows.len() >= LIST_LIMIT {
+                        let last = rows.last().map_or(0, |l| l.time);
+                        if self.history.len() >= 2048 {
+                            let i = self.rng.below(2048) as usize;
+                            self.history[i] = (id1, t, last);
+                        } else {
+                            self.history.push((id1, t, last));
+                        }
+                    }
+                    5
+                }
+            }
+            6 => {
+                let id = wl.next_node.fetch_add(1, Ordering::Relaxed);
+                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
+                let data = self.node_motif.fill(&mut self.rng, len);
+                written = 24 + data.len() as u64;
+                self.store.add_node(&Node {
+                    id,
+                    node_type: NODE_TYPE,
+                    version: 1,
+                    time: (now_ms() / 1000) as u32,
+                    data,
+                })?;
+                kind
+            }
+            7 => {
+                let id = self.acc.node_update.pick(&mut self.rng);
+                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
+                let data = self.node_motif.fill(&mut self.rng, len);
+                written = 24 + data.len() as u64;
+                self.store.update_node(&Node {
+                    id,
+                    node_type: NODE_TYPE,
+                    version: 2,
+                    time: (now_ms() / 1000) as u32,
+                    data,
+                })?;
+                kind
+            }
+            8 => {
+                let id = self.acc.node_delete.pick(&mut self.rng);
+                self.store.delete_node(id)?;
+                kind
+            }
+            _ => {
+                let id = self.acc.node_read.pick(&mut self.rng);
+                self.store.get_node(id)?;
+                9
+            }
+        };
+        Ok(Some(Done {
+            kind,
+            ops: 1,
+            written,
+        }))
+    }
+}
+
+/// The index step: one call that builds id1_type.
+struct Indexer<'a> {
+    store: Box<dyn LinkStore + 'a>,
+    done: bool,
+}
+
+impl Worker for Indexer<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        if self.done {
+            return Ok(None);
+        }
+        self.done = true;
+        let n = self.store.build_index()?;
+        Ok(Some(Done {
+            kind: 0,
+            ops: n,
+            written: 0,
+        }))
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
+}
+
+impl Workload for Linkbench {
+    fn tables(&self) -> Vec<String> {
+        kv::TABLES.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn configure(&mut self, steps: &[String]) {
+        self.index_step = steps.iter().any(|s| s == "index");
+        self.with_index.store(!self.index_step, Ordering::SeqCst);
+    }
+
+    fn sql_schema(&self, dialect: Dialect, table_options: &str) -> Vec<String> {
+        sql::schema(dialect, table_options, !self.index_step)
+    }
+
+    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+        let seed = ctx.seed;
+        let (spec, fg): (StepSpec, Box<crate::driver::WorkerFactory<'a>>) = match step {
+            "load" => {
+                let threads = self.loaders + 1;
+                (
+                    StepSpec {
+                        threads,
+                        op_names: vec!["LOAD_NODES_BULK".into(), "LOAD_LINKS_BULK".into()],
+                        warmup: Duration::ZERO,
+                        stop: Stop::Exhausted,
+                        arrival: Arrival::Closed,
+                        interval: ctx.interval,
+                        background: None,
+                        seed,
+                    },
+                    Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+                        let mut rng = Rng::new(derive_seed(seed, &[0, i as u64]));
+                        let motif = if i == 0 {
+                            Motif::new(&mut rng, 50, 220, 0.63)
+                        } else {
+                            Motif::new(&mut rng, 32, 100, 0.225)
+                        };
+                        Ok(Box::new(Loader {
+                            wl: self,
+                            store: self.store(engine)?,
+                            rng,
+                            nodes: (i == 0).then_some(self.start),
+                            motif,
+                            links: Vec::new(),
+                            counts: Vec::new(),
+                        }))
+                    }),
+                )
+            }
+            "index" => (
+                StepSpec {
+                    threads: 1,
+                    op_names: vec!["CREATE_INDEX".into()],
+                    warmup: Duration::ZERO,
+                    stop: Stop::Exhausted,
+                    arrival: Arrival::Closed,
+                    interval: ctx.interval,
+                    background: None,
+                    seed,
+                },
+                Box::new(move |_i: usize| -> Result<Box<dyn Worker + 'a>> {
+                    if !self.index_step {
+                        bail!(
+                            "linkbench: the index step needs the tables loaded without id1_type (include 'index' in --steps)"
+                        );
+                    }
+                    let w = Indexer {
+                        store: self.store(engine)?,
+                        done: false,
+                    };
+                    self.with_index.store(true, Ordering::SeqCst);
+                    Ok(Box::new(w))
+                }),
+            ),
+            "request" => {
+                let acc = self.accesses();
+                (
+                    StepSpec {
+                        threads: ctx.threads,
+                        op_names: OPS.iter().map(|s| s.to_string()).collect(),
+                        warmup: ctx.warmup,
+                        stop: Stop::Duration(ctx.duration),
+                        arrival: ctx.arrival,
+                        interval: ctx.interval,
+                        background: None,
+                        seed,
+                    },
+                    Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+                        let mut rng = Rng::new(derive_seed(seed, &[1, i as u64]));
+                        let link_motif = Motif::new(&mut rng, 32, 100, 0.225);
+                        let node_motif = Motif::new(&mut rng, 50, 220, 0.63);
+                        Ok(Box::new(Requester {
+                            wl: self,
+                            acc,
+                            store: self.store(engine)?,
+                            rng,
+                            link_motif,
+                            node_motif,
+                            history: Vec::new(),
+                            rows: Vec::new(),
+                            found: (0, 0),
+                        }))
+                    }),
+                )
+            }
+            _ => bail!(crate::UsageError(format!(
+                "unknown step '{step}' for workload linkbench (steps: {})",
+                STEPS.join(", ")
+            ))),
+        };
+        Ok(Planned { spec, fg, bg: None })
+    }
+
+    fn live_bytes(&self) -> u64 {
+        self.logical.load(Ordering::Relaxed)
+    }
+
+    fn finish(&self, step: &str, engine: EngineRef<'_>) -> Result<StepNotes> {
+        let mut notes = StepNotes::default();
+        match step {
+            "load" => {
+                let nodes = self.nodes_loaded.load(Ordering::Relaxed);
+                let links = self.links_loaded.load(Ordering::Relaxed);
+                let per = if nodes > 0 {
+                    links as f64 / nodes as f64
+                } else {
+                    0.0
+                };
+                notes.extras = vec![
+                    ("nodes_loaded".into(), nodes as f64),
+                    ("links_loaded".into(), links as f64),
+                    ("links_per_node".into(), per),
+                ];
+                notes.lines.push(format!(
+                    "loaded {nodes} nodes, {links} links: {per:.2} links per node"
+                ));
+            }
+            "request" => {
+                let mut rows =
+                    std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
+                rows.sort_unstable();
+                let mean = if rows.is_empty() {
+                    0.0
+                } else {
+                    rows.iter().sum::<u64>() as f64 / rows.len() as f64
+                };
+                let (p50, p99) = (percentile(&rows, 0.5), percentile(&rows, 0.99));
+                let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
+                let check = self.store(engine)?.check()?;
+                notes.extras = vec![
+                    ("getlinkslist_rows_mean".into(), mean),
+                    ("getlinkslist_rows_p50".into(), p50),
+                    ("getlinkslist_rows_p99".into(), p99),
+                    ("multiget_found".into(), found as f64),
+                    ("multiget_not_found".into(), missing as f64),
+                    ("consistency_pairs".into(), check.pairs as f64),
+                    ("consistency_mismatches".into(), check.mismatches as f64),
+                ];
+                notes.lines.push(format!("GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"));
+                notes.lines.push(format!(
+                    "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
+                    check.mismatches, check.pairs
+                ));
+            }
+            _ => {}
+        }
+        Ok(notes)
+    }
+}
+
+/// Operation mix draws, for tests.
+pub fn mix_shares(name: &str, draws: usize, seed: u64) -> Option<HashMap<usize, f64>> {
+    let m = mix(name)?;
+    let mut r = Rng::new(seed);
+    let mut c: HashMap<usize, u64> = HashMap::new();
+    for _ in 0..draws {
+        *c.entry(choose(&m, &mut r)).or_default() += 1;
+    }
+    Some(
+        c.into_iter()
+            .map(|(k, v)| (k, 100.0 * v as f64 / draws as f64))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_sum_to_100_and_draws_match_within_half_a_point() {
+        for name in ["2011", "2017"] {
+            let m = mix(name).unwrap();
+            assert!((m.iter().sum::<f64>() - 100.0).abs() < 1e-4, "{name}");
+            let shares = mix_shares(name, 100_000, 9).unwrap();
+            for (i, p) in m.iter().enumerate() {
+                let got = shares.get(&i).copied().unwrap_or(0.0);
+                assert!((got - p).abs() < 0.5, "{name} {}: {got:.2} vs {p}", OPS[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn motif_payloads_compress_like_the_reference() {
+        let mut r = Rng::new(1);
+        let m = Motif::new(&mut r, 32, 100, 0.225);
+        let data: Vec<u8> = (0..200).flat_map(|_| m.fill(&mut r, 1000)).collect();
+        assert!(data.iter().all(|b| (32..=100).contains(b)));
+        let z = lz4_flex::compress(&data);
+        // Mostly copies of one 512-byte motif: a compressor saves much.
+        assert!(z.len() < data.len() / 2, "{} of {}", z.len(), data.len());
+    }
+}

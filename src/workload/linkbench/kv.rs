@@ -1,0 +1,409 @@
+//! LinkBench on a key-value engine, mapped as MyRocks maps it: one table per
+//! index, order-preserving big-endian keys.
+//!
+//! | table | key | value |
+//! |---|---|---|
+//! | `node` | id | type, version, time, data |
+//! | `link` | link_type, id1, id2 (the primary key) | visibility, time, version, data |
+//! | `link_id1_type` | id1, link_type, visibility, time, id2 | version, data (covering) |
+//! | `count` | id1, link_type | count, time, version |
+//!
+//! GET_LINKS_LIST is a reverse scan of `link_id1_type` within (id1, type,
+//! visible), newest first. Every write operation is one atomic batch, made
+//! under the (id1, link_type) lock stripe, so counts stay exact under
+//! concurrency.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use anyhow::{Result, anyhow};
+
+use super::store::{Added, Check, Count, Link, LinkStore, Node, Stripes};
+use crate::engine::{Durability, KeyRange, KvEngine, Order, Table, WriteBatch};
+
+/// Table names, in [`Table`] order.
+pub const TABLES: [&str; 4] = ["node", "link", "link_id1_type", "count"];
+const NODE: Table = Table(0);
+const LINK: Table = Table(1);
+const INDEX: Table = Table(2);
+const COUNT: Table = Table(3);
+
+fn be(parts: &[u64]) -> Vec<u8> {
+    parts.iter().flat_map(|p| p.to_be_bytes()).collect()
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .map_or(0, |s| u64::from_be_bytes(s.try_into().unwrap_or([0; 8])))
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_be_bytes(s.try_into().unwrap_or([0; 4])))
+}
+
+fn link_key(link_type: u64, id1: u64, id2: u64) -> Vec<u8> {
+    be(&[link_type, id1, id2])
+}
+
+fn link_value(l: &Link) -> Vec<u8> {
+    let mut v = Vec::with_capacity(13 + l.data.len());
+    v.push(u8::from(l.visible));
+    v.extend_from_slice(&l.time.to_be_bytes());
+    v.extend_from_slice(&l.version.to_be_bytes());
+    v.extend_from_slice(&l.data);
+    v
+}
+
+fn decode_link(link_type: u64, id1: u64, id2: u64, v: &[u8]) -> Link {
+    Link {
+        id1,
+        link_type,
+        id2,
+        visible: v.first() == Some(&1),
+        time: u64_at(v, 1),
+        version: u32_at(v, 9),
+        data: v.get(13..).unwrap_or_default().to_vec(),
+    }
+}
+
+fn index_key(id1: u64, link_type: u64, visible: bool, time: u64, id2: u64) -> Vec<u8> {
+    let mut k = be(&[id1, link_type]);
+    k.push(u8::from(visible));
+    k.extend_from_slice(&time.to_be_bytes());
+    k.extend_from_slice(&id2.to_be_bytes());
+    k
+}
+
+fn index_value(l: &Link) -> Vec<u8> {
+    let mut v = l.version.to_be_bytes().to_vec();
+    v.extend_from_slice(&l.data);
+    v
+}
+
+fn node_value(n: &Node) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + n.data.len());
+    v.extend_from_slice(&n.node_type.to_be_bytes());
+    v.extend_from_slice(&n.version.to_be_bytes());
+    v.extend_from_slice(&n.time.to_be_bytes());
+    v.extend_from_slice(&n.data);
+    v
+}
+
+fn count_value(c: &Count) -> Vec<u8> {
+    be(&[c.count, c.time, c.version])
+}
+
+/// LinkBench over a [`KvEngine`].
+pub struct KvLinks<'a> {
+    /// The engine.
+    pub engine: &'a dyn KvEngine,
+    /// Lock stripes shared by every worker of the engine.
+    pub stripes: &'a Stripes,
+    /// Whether writes maintain `link_id1_type` (false while loading into
+    /// primary-key-only tables before the `index` step).
+    pub with_index: bool,
+    /// Durability of request-phase writes.
+    pub durability: Durability,
+}
+
+impl KvLinks<'_> {
+    fn count_row(&self, id1: u64, link_type: u64) -> Result<Option<Count>> {
+        Ok(self
+            .engine
+            .get(COUNT, &be(&[id1, link_type]))?
+            .map(|v| Count {
+                id1,
+                link_type,
+                count: u64_at(&v, 0),
+                time: u64_at(&v, 8),
+                version: u64_at(&v, 16),
+            }))
+    }
+
+    fn bump(
+        &self,
+        b: &mut WriteBatch,
+        id1: u64,
+        link_type: u64,
+        delta: i64,
+        now_ms: u64,
+    ) -> Result<()> {
+        let c = self.count_row(id1, link_type)?;
+        let (count, version) = c.map_or((0, 0), |c| (c.count, c.version + 1));
+        let count = if delta >= 0 {
+            count + delta as u64
+        } else {
+            count.saturating_sub((-delta) as u64)
+        };
+        b.put(
+            COUNT,
+            &be(&[id1, link_type]),
+            &count_value(&Count {
+                id1,
+                link_type,
+                count,
+                time: now_ms,
+                version,
+            }),
+        );
+        Ok(())
+    }
+}
+
+impl LinkStore for KvLinks<'_> {
+    fn add_link(&mut self, l: &Link) -> Result<Added> {
+        self.stripes.with(l.id1, l.link_type, || {
+            let key = link_key(l.link_type, l.id1, l.id2);
+            let old = self
+                .engine
+                .get(LINK, &key)?
+                .map(|v| decode_link(l.link_type, l.id1, l.id2, &v));
+            let mut b = WriteBatch::new();
+            let mut new = l.clone();
+            new.visible = true;
+            b.put(LINK, &key, &link_value(&new));
+            if let Some(o) = &old {
+                b.delete(
+                    INDEX,
+                    &index_key(o.id1, o.link_type, o.visible, o.time, o.id2),
+                );
+            }
+            b.put(
+                INDEX,
+                &index_key(l.id1, l.link_type, true, l.time, l.id2),
+                &index_value(&new),
+            );
+            let outcome = match &old {
+                None => Added::New,
+                Some(o) if o.visible => Added::Updated,
+                Some(_) => Added::Revived,
+            };
+            if outcome != Added::Updated {
+                self.bump(&mut b, l.id1, l.link_type, 1, l.time)?;
+            }
+            self.engine.write(&b, self.durability)?;
+            Ok(outcome)
+        })
+    }
+
+    fn delete_link(&mut self, id1: u64, link_type: u64, id2: u64, now_ms: u64) -> Result<bool> {
+        self.stripes.with(id1, link_type, || {
+            let key = link_key(link_type, id1, id2);
+            let Some(old) = self
+                .engine
+                .get(LINK, &key)?
+                .map(|v| decode_link(link_type, id1, id2, &v))
+            else {
+                return Ok(false);
+            };
+            if !old.visible {
+                return Ok(false);
+            }
+            let mut hidden = old.clone();
+            hidden.visible = false;
+            let mut b = WriteBatch::new();
+            b.put(LINK, &key, &link_value(&hidden));
+            b.delete(INDEX, &index_key(id1, link_type, true, old.time, id2));
+            b.put(
+                INDEX,
+                &index_key(id1, link_type, false, old.time, id2),
+                &index_value(&hidden),
+            );
+            self.bump(&mut b, id1, link_type, -1, now_ms)?;
+            self.engine.write(&b, self.durability)?;
+            Ok(true)
+        })
+    }
+
+    fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64> {
+        Ok(self.count_row(id1, link_type)?.map_or(0, |c| c.count))
+    }
+
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>> {
+        let mut out = Vec::new();
+        for id2 in id2s {
+            if let Some(v) = self.engine.get(LINK, &link_key(link_type, id1, *id2))? {
+                out.push(decode_link(link_type, id1, *id2, &v));
+            }
+        }
+        Ok(out)
+    }
+
+    fn get_links_list(
+        &mut self,
+        id1: u64,
+        link_type: u64,
+        max_time: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Link>> {
+        let lo = index_key(id1, link_type, true, 0, 0);
+        let hi = index_key(id1, link_type, true, max_time, u64::MAX);
+        let range = KeyRange {
+            start: Bound::Included(&lo),
+            end: Bound::Included(&hi),
+        };
+        let mut out = Vec::new();
+        let mut skipped = 0;
+        self.engine
+            .scan(INDEX, range, Order::Reverse, offset + limit, &mut |k, v| {
+                if skipped < offset {
+                    skipped += 1;
+                    return;
+                }
+                out.push(Link {
+                    id1,
+                    link_type,
+                    id2: u64_at(k, 25),
+                    visible: true,
+                    time: u64_at(k, 17),
+                    version: u32_at(v, 0),
+                    data: v.get(4..).unwrap_or_default().to_vec(),
+                });
+            })?;
+        Ok(out)
+    }
+
+    fn add_node(&mut self, n: &Node) -> Result<()> {
+        self.engine
+            .put(NODE, &be(&[n.id]), &node_value(n), self.durability)
+    }
+
+    fn update_node(&mut self, n: &Node) -> Result<bool> {
+        let k = be(&[n.id]);
+        match self.engine.get(NODE, &k)? {
+            Some(v) if u32_at(&v, 0) == n.node_type => {
+                self.engine.put(NODE, &k, &node_value(n), self.durability)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn delete_node(&mut self, id: u64) -> Result<bool> {
+        let k = be(&[id]);
+        if self.engine.get(NODE, &k)?.is_none() {
+            return Ok(false);
+        }
+        self.engine.delete(NODE, &k, self.durability)?;
+        Ok(true)
+    }
+
+    fn get_node(&mut self, id: u64) -> Result<Option<Node>> {
+        Ok(self.engine.get(NODE, &be(&[id]))?.map(|v| Node {
+            id,
+            node_type: u32_at(&v, 0),
+            version: u64_at(&v, 4),
+            time: u32_at(&v, 12),
+            data: v.get(16..).unwrap_or_default().to_vec(),
+        }))
+    }
+
+    fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for n in nodes {
+            b.put(NODE, &be(&[n.id]), &node_value(n));
+        }
+        self.engine.write(&b, Durability::NoSync)
+    }
+
+    fn load_links(&mut self, links: &[Link]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for l in links {
+            b.put(LINK, &link_key(l.link_type, l.id1, l.id2), &link_value(l));
+            if self.with_index {
+                b.put(
+                    INDEX,
+                    &index_key(l.id1, l.link_type, l.visible, l.time, l.id2),
+                    &index_value(l),
+                );
+            }
+        }
+        self.engine.write(&b, Durability::NoSync)
+    }
+
+    fn load_counts(&mut self, counts: &[Count]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for c in counts {
+            b.put(COUNT, &be(&[c.id1, c.link_type]), &count_value(c));
+        }
+        self.engine.write(&b, Durability::NoSync)
+    }
+
+    fn build_index(&mut self) -> Result<u64> {
+        // Scan in chunks and write between them: a write while the scan's
+        // cursor is open would pin its snapshot (LMDB could not reuse pages,
+        // WiredTiger would keep every update's history).
+        let mut n = 0u64;
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let mut b = WriteBatch::new();
+            let mut last = None;
+            let range = KeyRange {
+                start: after.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+                end: Bound::Unbounded,
+            };
+            self.engine
+                .scan(LINK, range, Order::Forward, 4096, &mut |k, v| {
+                    let l = decode_link(u64_at(k, 0), u64_at(k, 8), u64_at(k, 16), v);
+                    b.put(
+                        INDEX,
+                        &index_key(l.id1, l.link_type, l.visible, l.time, l.id2),
+                        &index_value(&l),
+                    );
+                    last = Some(k.to_vec());
+                })?;
+            if b.is_empty() {
+                break;
+            }
+            n += b.len() as u64;
+            self.engine.write(&b, Durability::NoSync)?;
+            after = last;
+        }
+        self.with_index = true;
+        Ok(n)
+    }
+
+    fn check(&mut self) -> Result<Check> {
+        let mut visible: HashMap<(u64, u64), u64> = HashMap::new();
+        self.engine.scan(
+            LINK,
+            KeyRange::all(),
+            Order::Forward,
+            usize::MAX,
+            &mut |k, v| {
+                if v.first() == Some(&1) {
+                    *visible.entry((u64_at(k, 8), u64_at(k, 0))).or_default() += 1;
+                }
+            },
+        )?;
+        let mut c = Check::default();
+        self.engine.scan(
+            COUNT,
+            KeyRange::all(),
+            Order::Forward,
+            usize::MAX,
+            &mut |k, v| {
+                c.pairs += 1;
+                if visible.remove(&(u64_at(k, 0), u64_at(k, 8))).unwrap_or(0) != u64_at(v, 0) {
+                    c.mismatches += 1;
+                }
+            },
+        )?;
+        // Visible links whose pair has no count row.
+        c.mismatches += visible.values().filter(|n| **n > 0).count() as u64;
+        c.pairs += visible.len() as u64;
+        Ok(c)
+    }
+}
+
+/// The engine's tables must be [`TABLES`], in that order.
+pub fn check_tables(names: &[String]) -> Result<()> {
+    if names.len() != TABLES.len() || names.iter().zip(TABLES).any(|(a, b)| a != b) {
+        return Err(anyhow!(
+            "linkbench: engine opened with tables {names:?}, expected {TABLES:?}"
+        ));
+    }
+    Ok(())
+}

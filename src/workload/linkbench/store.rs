@@ -1,0 +1,150 @@
+//! LinkBench's logical operations (the `LinkStore`), its rows, and the
+//! per-(id1, link_type) lock stripes the KV mapping uses to keep counts
+//! exact under concurrency.
+
+use std::sync::Mutex;
+
+use anyhow::Result;
+
+/// The first link type (`123456789 + k`).
+pub const LINK_TYPE_BASE: u64 = 123_456_789;
+/// Every node's type.
+pub const NODE_TYPE: u32 = 2048;
+/// GET_LINKS_LIST's row limit (`LinkStore.DEFAULT_LIMIT`).
+pub const LIST_LIMIT: usize = 10_000;
+
+/// A directed edge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Source.
+    pub id1: u64,
+    /// Type.
+    pub link_type: u64,
+    /// Destination.
+    pub id2: u64,
+    /// Visible (true) or hidden (soft-deleted).
+    pub visible: bool,
+    /// Payload (≤ 254 bytes).
+    pub data: Vec<u8>,
+    /// Time, epoch ms.
+    pub time: u64,
+    /// Version (the driver always writes 0).
+    pub version: u32,
+}
+
+/// A node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// Id.
+    pub id: u64,
+    /// Type (always 2048).
+    pub node_type: u32,
+    /// Version.
+    pub version: u64,
+    /// Time, epoch seconds.
+    pub time: u32,
+    /// Payload.
+    pub data: Vec<u8>,
+}
+
+/// A counttable row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Count {
+    /// id1.
+    pub id1: u64,
+    /// Link type.
+    pub link_type: u64,
+    /// Visible links of (id1, link_type).
+    pub count: u64,
+    /// Time of the last change, ms.
+    pub time: u64,
+    /// Changes.
+    pub version: u64,
+}
+
+/// What ADD_LINK found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Added {
+    /// A new link (count + 1).
+    New,
+    /// The link existed and was visible: its data and time were updated.
+    Updated,
+    /// The link existed hidden and is visible again (count + 1).
+    Revived,
+}
+
+/// The result of the consistency check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Check {
+    /// (id1, link_type) pairs compared.
+    pub pairs: u64,
+    /// Pairs whose count differs from their visible links.
+    pub mismatches: u64,
+}
+
+/// LinkBench's operations. One store per worker thread.
+pub trait LinkStore: Send {
+    /// ADD_LINK (and UPDATE_LINK, which the reference runs the same way):
+    /// insert, update a visible link, or revive a hidden one; the count
+    /// follows in the same transaction.
+    fn add_link(&mut self, l: &Link) -> Result<Added>;
+    /// DELETE_LINK: hide a visible link and decrement its count; returns
+    /// whether a visible link was hidden.
+    fn delete_link(&mut self, id1: u64, link_type: u64, id2: u64, now_ms: u64) -> Result<bool>;
+    /// COUNT_LINK.
+    fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64>;
+    /// MULTIGET_LINK: the links (visible or not) among `id2s`.
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>>;
+    /// GET_LINKS_LIST: visible links with time ≤ `max_time`, newest first,
+    /// skipping `offset`, at most `limit`.
+    fn get_links_list(
+        &mut self,
+        id1: u64,
+        link_type: u64,
+        max_time: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Link>>;
+    /// ADD_NODE (the id is given: one allocator, the workload's).
+    fn add_node(&mut self, n: &Node) -> Result<()>;
+    /// UPDATE_NODE; returns whether the node existed.
+    fn update_node(&mut self, n: &Node) -> Result<bool>;
+    /// DELETE_NODE; returns whether the node existed.
+    fn delete_node(&mut self, id: u64) -> Result<bool>;
+    /// GET_NODE.
+    fn get_node(&mut self, id: u64) -> Result<Option<Node>>;
+    /// Bulk load of nodes (one transaction).
+    fn load_nodes(&mut self, nodes: &[Node]) -> Result<()>;
+    /// Bulk load of new links (one transaction).
+    fn load_links(&mut self, links: &[Link]) -> Result<()>;
+    /// Bulk load of counts (one transaction).
+    fn load_counts(&mut self, counts: &[Count]) -> Result<()>;
+    /// Builds the id1_type index (the `index` step); returns rows indexed.
+    fn build_index(&mut self) -> Result<u64>;
+    /// Checks count == visible links for every (id1, link_type).
+    fn check(&mut self) -> Result<Check>;
+}
+
+/// Lock stripes by (id1, link_type): the KV mapping's per-pair locking, so
+/// a link change and its count change are one critical section.
+pub struct Stripes {
+    locks: Vec<Mutex<()>>,
+}
+
+impl Default for Stripes {
+    fn default() -> Self {
+        Stripes {
+            locks: (0..4096).map(|_| Mutex::new(())).collect(),
+        }
+    }
+}
+
+impl Stripes {
+    /// Runs `f` holding the lock of (id1, link_type).
+    pub fn with<R>(&self, id1: u64, link_type: u64, f: impl FnOnce() -> R) -> R {
+        let h = crate::workload::dist::scramble(id1 ^ link_type.rotate_left(32)) as usize
+            % self.locks.len();
+        let _g = self.locks[h].lock().unwrap_or_else(|p| p.into_inner());
+        f()
+    }
+}

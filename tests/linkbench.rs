@@ -1,0 +1,281 @@
+//! LinkBench's LinkStore on both mappings (KV on RocksDB and LMDB, SQL on
+//! MariaDB and PostgreSQL) against an in-memory model, and end to end.
+
+use std::collections::BTreeMap;
+
+use ampbench::engine::{self, EngineKind, EngineOptions, OpenSpec, Opened};
+use ampbench::workload::linkbench::store::{
+    Added, LINK_TYPE_BASE, Link, LinkStore, NODE_TYPE, Node,
+};
+use ampbench::workload::{Params, WorkloadKind};
+
+/// The model: links by (id1, type, id2).
+#[derive(Default)]
+struct Model {
+    links: BTreeMap<(u64, u64, u64), Link>,
+}
+
+impl Model {
+    fn count(&self, id1: u64, t: u64) -> u64 {
+        self.links
+            .values()
+            .filter(|l| l.id1 == id1 && l.link_type == t && l.visible)
+            .count() as u64
+    }
+    fn list(
+        &self,
+        id1: u64,
+        t: u64,
+        max_time: u64,
+        offset: usize,
+        limit: usize,
+    ) -> Vec<(u64, u64)> {
+        let mut v: Vec<&Link> = self
+            .links
+            .values()
+            .filter(|l| l.id1 == id1 && l.link_type == t && l.visible && l.time <= max_time)
+            .collect();
+        v.sort_by(|a, b| b.time.cmp(&a.time).then(b.id2.cmp(&a.id2)));
+        v.into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|l| (l.id2, l.time))
+            .collect()
+    }
+}
+
+fn link(id1: u64, id2: u64, time: u64, data: &[u8]) -> Link {
+    Link {
+        id1,
+        link_type: LINK_TYPE_BASE,
+        id2,
+        visible: true,
+        data: data.to_vec(),
+        time,
+        version: 0,
+    }
+}
+
+fn exercise(kind: EngineKind) {
+    let d = tempfile::tempdir().unwrap();
+    let p = Params::new(
+        "linkbench",
+        WorkloadKind::Linkbench.params(),
+        &[("maxid1".into(), "101".into())],
+    )
+    .unwrap();
+    let w = WorkloadKind::Linkbench.build(&p).unwrap();
+    let spec = OpenSpec {
+        dir: d.path().into(),
+        tables: w.tables(),
+        cache_bytes: 32 << 20,
+        options: EngineOptions::default(),
+    };
+    let opened = engine::open_any(kind, &spec).unwrap();
+    if let Opened::Sql(s) = &opened {
+        let mut c = s.connect().unwrap();
+        for q in w.sql_schema(s.dialect(), s.table_options()) {
+            c.batch(&q).unwrap();
+        }
+    }
+    let lb = ampbench::workload::linkbench::Linkbench::new(&p).unwrap();
+    let mut st = lb.store(opened.as_ref()).unwrap();
+    let t = LINK_TYPE_BASE;
+    let mut m = Model::default();
+    let add = |st: &mut Box<dyn LinkStore + '_>, m: &mut Model, l: Link| -> Added {
+        let r = st.add_link(&l).unwrap();
+        m.links
+            .insert((l.id1, l.link_type, l.id2), Link { visible: true, ..l });
+        r
+    };
+    // New links, listed newest first.
+    for (id2, time) in [(10u64, 1000u64), (11, 3000), (12, 2000), (13, 4000)] {
+        assert_eq!(
+            add(&mut st, &mut m, link(5, id2, time, b"x")),
+            Added::New,
+            "{kind}"
+        );
+    }
+    assert_eq!(st.count_links(5, t).unwrap(), 4, "{kind}");
+    let ids = |v: Vec<Link>| v.into_iter().map(|l| (l.id2, l.time)).collect::<Vec<_>>();
+    assert_eq!(
+        ids(st.get_links_list(5, t, u64::MAX >> 1, 0, 10_000).unwrap()),
+        m.list(5, t, u64::MAX >> 1, 0, 10_000),
+        "{kind}: order"
+    );
+    assert_eq!(
+        ids(st.get_links_list(5, t, u64::MAX >> 1, 1, 2).unwrap()),
+        m.list(5, t, u64::MAX >> 1, 1, 2),
+        "{kind}: offset+limit"
+    );
+    assert_eq!(
+        ids(st.get_links_list(5, t, 2500, 0, 10).unwrap()),
+        m.list(5, t, 2500, 0, 10),
+        "{kind}: max time"
+    );
+    // An existing visible link: updated, count unchanged.
+    assert_eq!(
+        add(&mut st, &mut m, link(5, 11, 5000, b"new data")),
+        Added::Updated,
+        "{kind}"
+    );
+    assert_eq!(st.count_links(5, t).unwrap(), 4, "{kind}");
+    // DELETE_LINK twice: the second finds it hidden.
+    assert!(st.delete_link(5, t, 12, 6000).unwrap(), "{kind}");
+    m.links.get_mut(&(5, t, 12)).unwrap().visible = false;
+    assert!(
+        !st.delete_link(5, t, 12, 6001).unwrap(),
+        "{kind}: second delete"
+    );
+    assert!(
+        !st.delete_link(5, t, 99, 6002).unwrap(),
+        "{kind}: missing link"
+    );
+    assert_eq!(st.count_links(5, t).unwrap(), 3, "{kind}");
+    // MULTIGET sees hidden links too.
+    let mut got = st.multiget_links(5, t, &[10, 12, 99]).unwrap();
+    got.sort_by_key(|l| l.id2);
+    assert_eq!(
+        got.iter().map(|l| (l.id2, l.visible)).collect::<Vec<_>>(),
+        vec![(10, true), (12, false)],
+        "{kind}"
+    );
+    // ADD_LINK on the hidden link revives it.
+    assert_eq!(
+        add(&mut st, &mut m, link(5, 12, 7000, b"back")),
+        Added::Revived,
+        "{kind}"
+    );
+    assert_eq!(st.count_links(5, t).unwrap(), m.count(5, t), "{kind}");
+    assert_eq!(
+        ids(st.get_links_list(5, t, u64::MAX >> 1, 0, 10_000).unwrap()),
+        m.list(5, t, u64::MAX >> 1, 0, 10_000),
+        "{kind}: after revive"
+    );
+    let l = st.multiget_links(5, t, &[11]).unwrap();
+    assert_eq!(l[0].data, b"new data", "{kind}");
+    // Nodes.
+    let n = Node {
+        id: 42,
+        node_type: NODE_TYPE,
+        version: 1,
+        time: 77,
+        data: vec![1, 2, 3],
+    };
+    st.add_node(&n).unwrap();
+    assert_eq!(st.get_node(42).unwrap(), Some(n.clone()), "{kind}");
+    assert!(
+        st.update_node(&Node {
+            version: 2,
+            data: vec![9],
+            ..n.clone()
+        })
+        .unwrap()
+    );
+    assert_eq!(st.get_node(42).unwrap().unwrap().data, vec![9], "{kind}");
+    assert!(st.delete_node(42).unwrap());
+    assert!(!st.delete_node(42).unwrap(), "{kind}: second node delete");
+    assert_eq!(st.get_node(42).unwrap(), None);
+    assert!(
+        !st.update_node(&n).unwrap(),
+        "{kind}: update of a missing node"
+    );
+    assert_eq!(st.check().unwrap().mismatches, 0, "{kind}");
+    drop(st);
+    // COUNT after concurrent adds and deletes from 4 threads on one (id1, type).
+    std::thread::scope(|s| {
+        for th in 0..4u64 {
+            let e = opened.as_ref();
+            let lb = &lb;
+            s.spawn(move || {
+                let mut st = lb.store(e).unwrap();
+                let mut r = ampbench::rng::Rng::new(th);
+                for i in 0..150u64 {
+                    let id2 = 100 + r.below(20);
+                    if r.chance(0.6) {
+                        st.add_link(&link(7, id2, 1000 + i, b"c")).unwrap();
+                    } else {
+                        st.delete_link(7, t, id2, 2000 + i).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let mut st = lb.store(opened.as_ref()).unwrap();
+    let visible = st
+        .get_links_list(7, t, u64::MAX >> 1, 0, 10_000)
+        .unwrap()
+        .len() as u64;
+    assert_eq!(
+        st.count_links(7, t).unwrap(),
+        visible,
+        "{kind}: count after concurrent changes"
+    );
+    assert_eq!(st.check().unwrap().mismatches, 0, "{kind}");
+    drop(st);
+    opened.close().unwrap();
+}
+
+#[test]
+fn kv_mapping_rocksdb() {
+    exercise(EngineKind::Rocksdb);
+}
+
+#[test]
+fn kv_mapping_lmdb() {
+    exercise(EngineKind::Lmdb);
+}
+
+#[test]
+fn sql_mapping_mariadb_innodb() {
+    exercise(EngineKind::MariadbInnodb);
+}
+
+#[test]
+fn sql_mapping_postgres() {
+    exercise(EngineKind::Postgres);
+}
+
+/// End to end with the index step, on a KV and a SQL engine: links per
+/// node printed, 0 mismatches.
+#[test]
+fn linkbench_end_to_end() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+        .args([
+            "run",
+            "-w",
+            "linkbench",
+            "-e",
+            "rocksdb,postgres",
+            "-p",
+            "maxid1=3001",
+            "--threads",
+            "2",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+        ])
+        .args([
+            "--results",
+            res.to_str().unwrap(),
+            "--dir",
+            d.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("links per node"), "{out}");
+    assert_eq!(
+        out.matches("consistency check: 0 mismatches").count(),
+        2,
+        "{out}"
+    );
+}
