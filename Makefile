@@ -26,6 +26,7 @@ lint: deps
 
 bench: build
 	./bench/vs-db_bench.sh
+	./bench/linkbench-null.sh
 
 clean:
 	$(CARGO) clean

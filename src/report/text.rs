@@ -158,6 +158,24 @@ pub fn render(run: &RunView) -> String {
             );
         }
     }
+    // 5. Workload figures (links per node, consistency check, found rates…).
+    if run.steps.iter().any(|s| !s.extras.is_empty()) {
+        let _ = writeln!(o, "\nworkload figures");
+        for s in run.steps.iter().filter(|s| !s.extras.is_empty()) {
+            let v: Vec<String> = s
+                .extras
+                .iter()
+                .map(|(k, v)| {
+                    if v.fract() == 0.0 {
+                        format!("{k}={v:.0}")
+                    } else {
+                        format!("{k}={v:.2}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
+        }
+    }
     let failed: Vec<String> = run
         .steps
         .iter()
