@@ -146,15 +146,15 @@ pub fn render(run: &RunView) -> String {
     let _ = writeln!(o, "\nresponse time per operation (µs)");
     let _ = writeln!(
         o,
-        "{:<15} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
-        "engine", "step", "op", "count", "p50", "p95", "p99", "p99.9", "max"
+        "{:<15} {:<18} {:<22} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "engine", "step", "op", "count", "mean", "p50", "p95", "p99", "p99.9", "max"
     );
     for s in &run.steps {
         for (op, l) in &s.latencies {
             let _ = writeln!(
                 o,
-                "{:<15} {:<18} {:<18} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9}",
-                s.engine, s.step, op, l.count, l.p50, l.p95, l.p99, l.p999, l.max
+                "{:<15} {:<18} {:<22} {:>10} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9}",
+                s.engine, s.step, op, l.count, l.mean, l.p50, l.p95, l.p99, l.p999, l.max
             );
         }
     }

@@ -111,7 +111,7 @@ impl Micro {
             seek_nexts: p.u64("seek_nexts")? as usize,
             writer_bps: p.f64("writer_bytes_per_sec")?,
             sync: Durability::from_sync(p.bool("sync")?),
-            live: Live::new(num),
+            live: Live::fixed(num, key_size as u64 + p.f64("value_size")?.max(1.0) as u64),
             reads: AtomicU64::new(0),
             found: AtomicU64::new(0),
         })

@@ -407,7 +407,12 @@ mod tests {
         }
         // Links per node with the split quirk, file vs the figures the
         // reference gives (small ranges are dominated by the huge nodes).
-        for (maxid1, want) in [(20_001u64, 51.7), (200_001, 8.98)] {
+        for (maxid1, want) in [
+            (20_001u64, 51.7),
+            (200_001, 8.98),
+            (2_000_001, 4.79),
+            (10_000_001, 4.45),
+        ] {
             let got = links_per_node(&real, maxid1, 2);
             assert!(
                 (got - want).abs() / want < 0.02,
