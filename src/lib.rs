@@ -6,6 +6,8 @@
 //! samples into figures; results persist them as the run goes; reports read
 //! only the results file.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod driver;
 pub mod engine;

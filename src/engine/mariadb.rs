@@ -262,6 +262,7 @@ impl SqlConn for MySqlConn {
         let rows: Vec<mysql::Row> = self.c.exec(sql, to_mysql(params))?;
         Ok(rows
             .into_iter()
+            // `Row::unwrap` returns the row's values (it cannot fail), not Option::unwrap.
             .map(|r| r.unwrap().into_iter().map(from_mysql).collect())
             .collect())
     }
