@@ -330,7 +330,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             });
             let step_id = results.begin_step(run_id, ordinal, kind.name(), step, &spec_json)?;
             ordinal += 1;
-            let bar = if std::io::stderr().is_terminal() {
+            let bar = if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
                 let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
                 b.set_style(
                     ProgressStyle::with_template("{spinner} {msg}")

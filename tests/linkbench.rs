@@ -279,3 +279,13 @@ fn linkbench_end_to_end() {
         "{out}"
     );
 }
+
+#[test]
+fn kv_mapping_wiredtiger() {
+    exercise(EngineKind::Wiredtiger);
+}
+
+#[test]
+fn sql_mapping_mariadb_myrocks() {
+    exercise(EngineKind::MariadbMyrocks);
+}

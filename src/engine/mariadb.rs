@@ -9,8 +9,9 @@
 //! Defaults (fair across engines): the engine cache is `--cache`
 //! (`innodb_buffer_pool_size`, or `rocksdb_block_cache_size` for MyRocks,
 //! whose InnoDB pool then only holds system tables: 64MB); binary logging
-//! off (`skip-log-bin`, as in the seeds' configs); everything else is the
-//! server's default. `--set mariadb-innodb.KEY=VALUE` adds `KEY=VALUE` to
+//! off (`skip-log-bin`, as in the seeds' configs); MyRocks detects deadlocks
+//! (`rocksdb_deadlock_detect=ON`, as InnoDB does by default); everything
+//! else is the server's default. `--set mariadb-innodb.KEY=VALUE` adds `KEY=VALUE` to
 //! my.cnf (a mistyped key stops the server at start-up, and the error
 //! names it); `mariadb-myrocks.default_cf_options=…` is
 //! `rocksdb_default_cf_options`.
@@ -45,6 +46,9 @@ pub fn default_settings(kind: EngineKind, cache_bytes: u64) -> Vec<(String, Stri
         v.push(("rocksdb_block_cache_size".into(), cache));
         v.push(("innodb_buffer_pool_size".into(), "64MB".into()));
         v.push(("default-storage-engine".into(), "rocksdb".into()));
+        // Detect deadlocks as InnoDB does, instead of waiting out
+        // rocksdb_lock_wait_timeout; the workload retries either way.
+        v.push(("rocksdb_deadlock_detect".into(), "ON".into()));
     } else {
         v.push(("innodb_buffer_pool_size".into(), cache));
     }
