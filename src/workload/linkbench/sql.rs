@@ -107,6 +107,22 @@ impl SqlLinks {
         self.d.ph(n)
     }
 
+    /// Placeholders for `rows` rows of `cols` columns: `(?, ?), (?, ?)`.
+    fn values(&self, rows: usize, cols: usize) -> String {
+        (0..rows)
+            .map(|i| {
+                format!(
+                    "({})",
+                    (1..=cols)
+                        .map(|j| self.p(cols * i + j))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Runs `f` in a transaction, retrying deadlocks and lock-wait timeouts.
     fn tx<R>(&mut self, f: impl Fn(&mut Self) -> Result<R>) -> Result<R> {
         loop {
@@ -182,17 +198,7 @@ impl SqlLinks {
     }
 
     fn insert_links(&mut self, links: &[Link], upsert: bool) -> Result<u64> {
-        let rows: Vec<String> = (0..links.len())
-            .map(|i| {
-                format!(
-                    "({})",
-                    (1..=7)
-                        .map(|j| self.p(7 * i + j))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
-            .collect();
+        let rows = self.values(links.len(), 7);
         let tail = match (self.d, upsert) {
             (Dialect::MySql, _) => " ON DUPLICATE KEY UPDATE visibility = VALUES(visibility)",
             (Dialect::Postgres, true) => {
@@ -200,10 +206,7 @@ impl SqlLinks {
             }
             (Dialect::Postgres, false) => " ON CONFLICT (link_type, id1, id2) DO NOTHING",
         };
-        let sql = format!(
-            "INSERT INTO linktable ({LINK_COLS}) VALUES {}{tail}",
-            rows.join(", ")
-        );
+        let sql = format!("INSERT INTO linktable ({LINK_COLS}) VALUES {}{tail}", rows);
         let mut params = Vec::with_capacity(links.len() * 7);
         for l in links {
             params.extend([
@@ -438,20 +441,10 @@ impl LinkStore for SqlLinks {
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {
         for chunk in nodes.chunks(1024) {
-            let rows: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    format!(
-                        "({})",
-                        (1..=5)
-                            .map(|j| self.p(5 * i + j))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })
-                .collect();
+            let rows = self.values(chunk.len(), 5);
             let sql = format!(
                 "INSERT INTO nodetable (id, type, version, time, data) VALUES {}",
-                rows.join(", ")
+                rows
             );
             let mut params = Vec::with_capacity(chunk.len() * 5);
             for n in chunk {
@@ -477,26 +470,16 @@ impl LinkStore for SqlLinks {
 
     fn load_counts(&mut self, counts: &[Count]) -> Result<()> {
         for chunk in counts.chunks(1024) {
-            let rows: Vec<String> = (0..chunk.len())
-                .map(|i| {
-                    format!(
-                        "({})",
-                        (1..=5)
-                            .map(|j| self.p(5 * i + j))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })
-                .collect();
+            let rows = self.values(chunk.len(), 5);
             let sql = match self.d {
                 Dialect::MySql => format!(
                     "REPLACE INTO counttable (id, link_type, count, time, version) VALUES {}",
-                    rows.join(", ")
+                    rows
                 ),
                 Dialect::Postgres => format!(
                     "INSERT INTO counttable (id, link_type, count, time, version) VALUES {} ON CONFLICT (id, link_type) DO UPDATE \
                      SET count = EXCLUDED.count, time = EXCLUDED.time, version = EXCLUDED.version",
-                    rows.join(", ")
+                    rows
                 ),
             };
             let mut params = Vec::with_capacity(chunk.len() * 5);
