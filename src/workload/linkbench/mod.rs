@@ -14,8 +14,13 @@
 
 pub mod dist;
 pub mod kv;
+mod load;
+mod payload;
+mod request;
 pub mod sql;
 pub mod store;
+
+pub use payload::Motif;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,12 +30,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 
-use crate::driver::{Arrival, Done, StepSpec, Stop, Worker};
+use crate::driver::{Arrival, StepSpec, Stop, Worker};
 use crate::engine::{Dialect, Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, StepCtx, StepNotes, Workload};
 use dist::{Access, Cdf, Degrees};
-use store::{LINK_TYPE_BASE, LIST_LIMIT, Link, LinkStore, NODE_TYPE, Node};
+use store::LinkStore;
 
 /// The steps, in order.
 pub const STEPS: &[&str] = &["load", "index", "request"];
@@ -133,54 +138,15 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Payload bytes: 128-byte chunks, each fresh random bytes in
-/// [start, end] with probability `uniqueness`, else a window of a per-worker
-/// motif buffer (LinkBench's MotifDataGenerator; links 32–100 at 0.225,
-/// nodes 50–220 at 0.63).
-pub struct Motif {
-    motif: Vec<u8>,
-    start: u8,
-    span: u64,
-    uniqueness: f64,
-}
-
-impl Motif {
-    /// A generator for bytes in [start, end].
-    pub fn new(r: &mut Rng, start: u8, end: u8, uniqueness: f64) -> Motif {
-        let span = u64::from(end - start) + 1;
-        let motif = (0..512).map(|_| start + r.below(span) as u8).collect();
-        Motif {
-            motif,
-            start,
-            span,
-            uniqueness,
-        }
-    }
-    /// `len` payload bytes.
-    pub fn fill(&self, r: &mut Rng, len: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(len);
-        while out.len() < len {
-            let n = (len - out.len()).min(128);
-            if r.chance(self.uniqueness) {
-                out.extend((0..n).map(|_| self.start + r.below(self.span) as u8));
-            } else {
-                let at = r.below((512 - n) as u64 + 1) as usize;
-                out.extend_from_slice(&self.motif[at..at + n]);
-            }
-        }
-        out
-    }
-}
-
 /// Access distributions of the request phase, built on first use (ζ(n) is
 /// O(n) to compute).
-struct Accesses {
-    uncorr: Access,
-    read_corr: Access,
-    write_corr: Access,
-    node_read: Access,
-    node_update: Access,
-    node_delete: Access,
+pub(crate) struct Accesses {
+    pub(crate) uncorr: Access,
+    pub(crate) read_corr: Access,
+    pub(crate) write_corr: Access,
+    pub(crate) node_read: Access,
+    pub(crate) node_update: Access,
+    pub(crate) node_delete: Access,
 }
 
 /// The LinkBench workload's state for one engine.
@@ -289,364 +255,6 @@ impl Linkbench {
     }
 }
 
-/// Loader: thread 0 loads nodes, the others links and counts.
-struct Loader<'a> {
-    wl: &'a Linkbench,
-    store: Box<dyn LinkStore + 'a>,
-    rng: Rng,
-    nodes: Option<u64>,
-    motif: Motif,
-    links: Vec<Link>,
-    counts: Vec<store::Count>,
-}
-
-impl Loader<'_> {
-    fn flush_links(&mut self) -> Result<u64> {
-        let mut w = 0;
-        if !self.links.is_empty() {
-            self.store.load_links(&self.links)?;
-            w += self
-                .links
-                .iter()
-                .map(|l| 37 + l.data.len() as u64)
-                .sum::<u64>();
-            self.wl
-                .links_loaded
-                .fetch_add(self.links.len() as u64, Ordering::Relaxed);
-            self.links.clear();
-        }
-        Ok(w)
-    }
-    fn flush_counts(&mut self) -> Result<u64> {
-        let n = self.counts.len() as u64;
-        if n > 0 {
-            self.store.load_counts(&self.counts)?;
-            self.counts.clear();
-        }
-        Ok(n * 40)
-    }
-}
-
-impl Worker for Loader<'_> {
-    fn op(&mut self) -> Result<Option<Done>> {
-        let wl = self.wl;
-        if let Some(next) = self.nodes {
-            let end = wl.start + wl.n;
-            if next >= end {
-                return Ok(None);
-            }
-            let to = (next + 1024).min(end);
-            let now_s = (now_ms() / 1000) as u32;
-            let nodes: Vec<Node> = (next..to)
-                .map(|id| {
-                    let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                    Node {
-                        id,
-                        node_type: NODE_TYPE,
-                        version: 1,
-                        time: now_s,
-                        data: self.motif.fill(&mut self.rng, len),
-                    }
-                })
-                .collect();
-            self.store.load_nodes(&nodes)?;
-            let written: u64 = nodes.iter().map(|n| 24 + n.data.len() as u64).sum();
-            wl.nodes_loaded
-                .fetch_add(nodes.len() as u64, Ordering::Relaxed);
-            wl.logical.fetch_add(written, Ordering::Relaxed);
-            self.nodes = Some(to);
-            return Ok(Some(Done {
-                kind: 0,
-                ops: nodes.len() as u64,
-                written,
-            }));
-        }
-        // Chunks are taken in reverse order, as the reference queues them.
-        let c = wl
-            .next_chunk
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
-        let Ok(c) = c else {
-            let w = self.flush_links()? + self.flush_counts()?;
-            if w == 0 {
-                return Ok(None);
-            }
-            wl.logical.fetch_add(w, Ordering::Relaxed);
-            return Ok(Some(Done {
-                kind: 1,
-                ops: 0,
-                written: w,
-            }));
-        };
-        let c = c - 1;
-        let first = wl.start + c * CHUNK;
-        let last = (first + CHUNK).min(wl.start + wl.n);
-        let base = now_ms().saturating_sub(1 << 31);
-        let mut written = 0;
-        for id1 in first..last {
-            for k in 0..wl.types {
-                let n = wl.degrees.of_type(id1, k, wl.types);
-                let link_type = LINK_TYPE_BASE + k;
-                let mut max_time = 0;
-                for j in 0..n {
-                    let time = base + self.rng.below(1 << 32);
-                    max_time = max_time.max(time);
-                    let len = dist::lognormal_len(&mut self.rng, wl.link_median, 254);
-                    let data = self.motif.fill(&mut self.rng, len);
-                    self.links.push(Link {
-                        id1,
-                        link_type,
-                        id2: id1 + j,
-                        visible: true,
-                        data,
-                        time,
-                        version: 0,
-                    });
-                    if self.links.len() >= 1024 {
-                        written += self.flush_links()?;
-                    }
-                }
-                if n > 0 {
-                    self.counts.push(store::Count {
-                        id1,
-                        link_type,
-                        count: n,
-                        time: max_time,
-                        version: 0,
-                    });
-                    if self.counts.len() >= 1024 {
-                        written += self.flush_counts()?;
-                    }
-                }
-            }
-        }
-        wl.logical.fetch_add(written, Ordering::Relaxed);
-        Ok(Some(Done {
-            kind: 1,
-            ops: 0,
-            written,
-        }))
-    }
-}
-
-/// Request worker.
-struct Requester<'a> {
-    wl: &'a Linkbench,
-    acc: &'a Accesses,
-    store: Box<dyn LinkStore + 'a>,
-    rng: Rng,
-    link_motif: Motif,
-    node_motif: Motif,
-    history: Vec<(u64, u64, u64)>,
-    rows: Vec<u64>,
-    found: (u64, u64),
-}
-
-impl Requester<'_> {
-    fn link_read_id(&mut self) -> u64 {
-        if self.rng.chance(0.995) {
-            self.acc.uncorr.pick(&mut self.rng)
-        } else {
-            self.acc.read_corr.pick(&mut self.rng)
-        }
-    }
-    /// Writes use the uncorrelated read distribution 99.5% of the time: the
-    /// reference's config key typo (`read_uncorr_` for `write_uncorr_`).
-    fn link_write_id(&mut self) -> u64 {
-        if self.rng.chance(0.995) {
-            self.acc.uncorr.pick(&mut self.rng)
-        } else {
-            self.acc.write_corr.pick(&mut self.rng)
-        }
-    }
-    fn link_type(&mut self) -> (u64, u64) {
-        let k = self.rng.below(self.wl.types);
-        (k, LINK_TYPE_BASE + k)
-    }
-    fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) -> Link {
-        let len = dist::lognormal_len(&mut self.rng, self.wl.link_median, 254);
-        Link {
-            id1,
-            link_type,
-            id2,
-            visible: true,
-            data: self.link_motif.fill(&mut self.rng, len),
-            time: now_ms(),
-            version: 0,
-        }
-    }
-}
-
-impl Drop for Requester<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut r) = self.wl.rows.lock() {
-            r.append(&mut self.rows);
-        }
-        if let Ok(mut m) = self.wl.multiget.lock() {
-            m.0 += self.found.0;
-            m.1 += self.found.1;
-        }
-    }
-}
-
-impl Worker for Requester<'_> {
-    fn op(&mut self) -> Result<Option<Done>> {
-        let wl = self.wl;
-        let kind = choose(&wl.mix, &mut self.rng);
-        let mut written = 0u64;
-        let kind = match kind {
-            0 | 2 => {
-                let id1 = self.link_write_id();
-                let (k, t) = self.link_type();
-                let p = if kind == 0 { 0.05 } else { 0.9 };
-                let id2 =
-                    dist::choose_id2(&mut self.rng, id1, wl.degrees.of_type(id1, k, wl.types), p);
-                let l = self.new_link(id1, t, id2);
-                written = 37 + l.data.len() as u64;
-                self.store.add_link(&l)?;
-                kind
-            }
-            1 => {
-                let id1 = self.link_write_id();
-                let (k, t) = self.link_type();
-                let id2 = dist::choose_id2(
-                    &mut self.rng,
-                    id1,
-                    wl.degrees.of_type(id1, k, wl.types),
-                    0.9,
-                );
-                self.store.delete_link(id1, t, id2, now_ms())?;
-                kind
-            }
-            3 => {
-                let id1 = self.link_read_id();
-                let (_, t) = self.link_type();
-                self.store.count_links(id1, t)?;
-                kind
-            }
-            4 => {
-                let id1 = self.link_read_id();
-                let (k, t) = self.link_type();
-                let want = dist::multiget_count(&mut self.rng);
-                let n0 = wl.degrees.of_type(id1, k, wl.types);
-                let range = ((n0 as f64 / 0.5).ceil() as u64).max(1);
-                let mut id2s: Vec<u64> = Vec::with_capacity(want);
-                if range <= want as u64 {
-                    id2s.extend((0..want as u64).map(|j| id1 + j));
-                } else {
-                    for _ in 0..100 {
-                        if id2s.len() >= want {
-                            break;
-                        }
-                        let id2 = id1 + self.rng.below(range);
-                        if !id2s.contains(&id2) {
-                            id2s.push(id2);
-                        }
-                    }
-                }
-                let got = self.store.multiget_links(id1, t, &id2s)?.len() as u64;
-                self.found.0 += got;
-                self.found.1 += id2s.len() as u64 - got;
-                kind
-            }
-            5 => {
-                if !self.history.is_empty() && self.rng.f64() * 100.0 < wl.history_pct {
-                    let i = self.rng.below(self.history.len() as u64) as usize;
-                    let (id1, t, time) = self.history[i];
-                    let rows = self.store.get_links_list(id1, t, time, 1, LIST_LIMIT)?;
-                    match rows.last() {
-                        Some(l) if rows.len() >= LIST_LIMIT => self.history[i].2 = l.time,
-                        _ => {
-                            self.history.swap_remove(i);
-                        }
-                    }
-                    10
-                } else {
-                    let id1 = self.link_read_id();
-                    let (_, t) = self.link_type();
-                    let rows = self
-                        .store
-                        .get_links_list(id1, t, i64::MAX as u64, 0, LIST_LIMIT)?;
-                    self.rows.push(rows.len() as u64);
-                    if rows.len() >= LIST_LIMIT {
-                        let last = rows.last().map_or(0, |l| l.time);
-                        if self.history.len() >= 2048 {
-                            let i = self.rng.below(2048) as usize;
-                            self.history[i] = (id1, t, last);
-                        } else {
-                            self.history.push((id1, t, last));
-                        }
-                    }
-                    5
-                }
-            }
-            6 => {
-                let id = wl.next_node.fetch_add(1, Ordering::Relaxed);
-                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                let data = self.node_motif.fill(&mut self.rng, len);
-                written = 24 + data.len() as u64;
-                self.store.add_node(&Node {
-                    id,
-                    node_type: NODE_TYPE,
-                    version: 1,
-                    time: (now_ms() / 1000) as u32,
-                    data,
-                })?;
-                kind
-            }
-            7 => {
-                let id = self.acc.node_update.pick(&mut self.rng);
-                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                let data = self.node_motif.fill(&mut self.rng, len);
-                written = 24 + data.len() as u64;
-                self.store.update_node(&Node {
-                    id,
-                    node_type: NODE_TYPE,
-                    version: 2,
-                    time: (now_ms() / 1000) as u32,
-                    data,
-                })?;
-                kind
-            }
-            8 => {
-                let id = self.acc.node_delete.pick(&mut self.rng);
-                self.store.delete_node(id)?;
-                kind
-            }
-            _ => {
-                let id = self.acc.node_read.pick(&mut self.rng);
-                self.store.get_node(id)?;
-                9
-            }
-        };
-        Ok(Some(Done {
-            kind,
-            ops: 1,
-            written,
-        }))
-    }
-}
-
-/// The index step: one call that builds id1_type.
-struct Indexer<'a> {
-    store: Box<dyn LinkStore + 'a>,
-    done: bool,
-}
-
-impl Worker for Indexer<'_> {
-    fn op(&mut self) -> Result<Option<Done>> {
-        if self.done {
-            return Ok(None);
-        }
-        self.done = true;
-        let n = self.store.build_index()?;
-        Ok(Some(Done {
-            kind: 0,
-            ops: n,
-            written: 0,
-        }))
-    }
-}
-
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -691,7 +299,7 @@ impl Workload for Linkbench {
                         } else {
                             Motif::new(&mut rng, 32, 100, 0.225)
                         };
-                        Ok(Box::new(Loader {
+                        Ok(Box::new(load::Loader {
                             wl: self,
                             store: self.store(engine)?,
                             rng,
@@ -720,7 +328,7 @@ impl Workload for Linkbench {
                             "linkbench: the index step needs the tables loaded without id1_type (include 'index' in --steps)"
                         );
                     }
-                    let w = Indexer {
+                    let w = load::Indexer {
                         store: self.store(engine)?,
                         done: false,
                     };
@@ -745,7 +353,7 @@ impl Workload for Linkbench {
                         let mut rng = Rng::new(derive_seed(seed, &[1, i as u64]));
                         let link_motif = Motif::new(&mut rng, 32, 100, 0.225);
                         let node_motif = Motif::new(&mut rng, 50, 220, 0.63);
-                        Ok(Box::new(Requester {
+                        Ok(Box::new(request::Requester {
                             wl: self,
                             acc,
                             store: self.store(engine)?,

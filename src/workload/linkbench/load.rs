@@ -1,0 +1,171 @@
+//! The load and index steps' workers.
+
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+
+use super::payload::Motif;
+use super::store::{self, LINK_TYPE_BASE, Link, LinkStore, NODE_TYPE, Node};
+use super::{CHUNK, Linkbench, dist, now_ms};
+use crate::driver::{Done, Worker};
+use crate::rng::Rng;
+
+/// Loader: thread 0 loads nodes, the others links and counts.
+pub(super) struct Loader<'a> {
+    pub(super) wl: &'a Linkbench,
+    pub(super) store: Box<dyn LinkStore + 'a>,
+    pub(super) rng: Rng,
+    pub(super) nodes: Option<u64>,
+    pub(super) motif: Motif,
+    pub(super) links: Vec<Link>,
+    pub(super) counts: Vec<store::Count>,
+}
+
+impl Loader<'_> {
+    fn flush_links(&mut self) -> Result<u64> {
+        let mut w = 0;
+        if !self.links.is_empty() {
+            self.store.load_links(&self.links)?;
+            w += self
+                .links
+                .iter()
+                .map(|l| 37 + l.data.len() as u64)
+                .sum::<u64>();
+            self.wl
+                .links_loaded
+                .fetch_add(self.links.len() as u64, Ordering::Relaxed);
+            self.links.clear();
+        }
+        Ok(w)
+    }
+    fn flush_counts(&mut self) -> Result<u64> {
+        let n = self.counts.len() as u64;
+        if n > 0 {
+            self.store.load_counts(&self.counts)?;
+            self.counts.clear();
+        }
+        Ok(n * 40)
+    }
+}
+
+impl Worker for Loader<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let wl = self.wl;
+        if let Some(next) = self.nodes {
+            let end = wl.start + wl.n;
+            if next >= end {
+                return Ok(None);
+            }
+            let to = (next + 1024).min(end);
+            let now_s = (now_ms() / 1000) as u32;
+            let nodes: Vec<Node> = (next..to)
+                .map(|id| {
+                    let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
+                    Node {
+                        id,
+                        node_type: NODE_TYPE,
+                        version: 1,
+                        time: now_s,
+                        data: self.motif.fill(&mut self.rng, len),
+                    }
+                })
+                .collect();
+            self.store.load_nodes(&nodes)?;
+            let written: u64 = nodes.iter().map(|n| 24 + n.data.len() as u64).sum();
+            wl.nodes_loaded
+                .fetch_add(nodes.len() as u64, Ordering::Relaxed);
+            wl.logical.fetch_add(written, Ordering::Relaxed);
+            self.nodes = Some(to);
+            return Ok(Some(Done {
+                kind: 0,
+                ops: nodes.len() as u64,
+                written,
+            }));
+        }
+        // Chunks are taken in reverse order, as the reference queues them.
+        let c = wl
+            .next_chunk
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+        let Ok(c) = c else {
+            let w = self.flush_links()? + self.flush_counts()?;
+            if w == 0 {
+                return Ok(None);
+            }
+            wl.logical.fetch_add(w, Ordering::Relaxed);
+            return Ok(Some(Done {
+                kind: 1,
+                ops: 0,
+                written: w,
+            }));
+        };
+        let c = c - 1;
+        let first = wl.start + c * CHUNK;
+        let last = (first + CHUNK).min(wl.start + wl.n);
+        let base = now_ms().saturating_sub(1 << 31);
+        let mut written = 0;
+        for id1 in first..last {
+            for k in 0..wl.types {
+                let n = wl.degrees.of_type(id1, k, wl.types);
+                let link_type = LINK_TYPE_BASE + k;
+                let mut max_time = 0;
+                for j in 0..n {
+                    let time = base + self.rng.below(1 << 32);
+                    max_time = max_time.max(time);
+                    let len = dist::lognormal_len(&mut self.rng, wl.link_median, 254);
+                    let data = self.motif.fill(&mut self.rng, len);
+                    self.links.push(Link {
+                        id1,
+                        link_type,
+                        id2: id1 + j,
+                        visible: true,
+                        data,
+                        time,
+                        version: 0,
+                    });
+                    if self.links.len() >= 1024 {
+                        written += self.flush_links()?;
+                    }
+                }
+                if n > 0 {
+                    self.counts.push(store::Count {
+                        id1,
+                        link_type,
+                        count: n,
+                        time: max_time,
+                        version: 0,
+                    });
+                    if self.counts.len() >= 1024 {
+                        written += self.flush_counts()?;
+                    }
+                }
+            }
+        }
+        wl.logical.fetch_add(written, Ordering::Relaxed);
+        Ok(Some(Done {
+            kind: 1,
+            ops: 0,
+            written,
+        }))
+    }
+}
+
+/// The index step: one call that builds id1_type.
+pub(super) struct Indexer<'a> {
+    pub(super) store: Box<dyn LinkStore + 'a>,
+    pub(super) done: bool,
+}
+
+impl Worker for Indexer<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        if self.done {
+            return Ok(None);
+        }
+        self.done = true;
+        let n = self.store.build_index()?;
+        Ok(Some(Done {
+            kind: 0,
+            ops: n,
+            written: 0,
+        }))
+    }
+}
