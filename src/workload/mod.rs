@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{Arrival, StepSpec, WorkerFactory};
+use crate::driver::{Arrival, StepSpec, Stop, WorkerFactory};
 use crate::engine::{Dialect, EngineRef};
 pub use params::{ParamDef, Params};
 
@@ -36,6 +36,29 @@ pub struct StepCtx {
     /// The step's seed (derived from the run seed and the step's position,
     /// the same for every engine).
     pub seed: u64,
+}
+
+impl StepCtx {
+    /// The driver spec of a step with no background writer. A `fill` step
+    /// (a load) runs closed loop, without warm-up, until its workers run out
+    /// of work; any other step uses the command line's warm-up, duration and
+    /// arrival process.
+    pub fn spec(&self, threads: usize, op_names: Vec<String>, fill: bool) -> StepSpec {
+        StepSpec {
+            threads,
+            op_names,
+            warmup: if fill { Duration::ZERO } else { self.warmup },
+            stop: if fill {
+                Stop::Exhausted
+            } else {
+                Stop::Duration(self.duration)
+            },
+            arrival: if fill { Arrival::Closed } else { self.arrival },
+            interval: self.interval,
+            background: None,
+            seed: self.seed,
+        }
+    }
 }
 
 /// A planned step: how to drive it and who does its operations.

@@ -16,13 +16,12 @@
 //! | `seekrandom` | seek to a random key, then `seek_nexts` (20) nexts |
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValueGen};
 use super::store::{DocStore, docs_store};
-use crate::driver::{Arrival, Background, Done, StepSpec, Stop, Worker, WorkerFactory};
+use crate::driver::{Background, Done, StepSpec, Worker, WorkerFactory};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
@@ -231,21 +230,11 @@ impl Workload for Micro {
         let writer = step == "readwhilewriting";
         let per_put = (self.key_size as f64 + self.values.median).max(1.0);
         let spec = StepSpec {
-            threads,
-            op_names: vec![op.to_string()],
-            warmup: if fill { Duration::ZERO } else { ctx.warmup },
-            stop: if fill {
-                Stop::Exhausted
-            } else {
-                Stop::Duration(ctx.duration)
-            },
-            arrival: if fill { Arrival::Closed } else { ctx.arrival },
-            interval: ctx.interval,
             background: writer.then(|| Background {
                 per_sec: self.writer_bps / per_put,
                 op_names: vec!["put".into()],
             }),
-            seed: ctx.seed,
+            ..ctx.spec(threads, vec![op.to_string()], fill)
         };
         let seed = ctx.seed;
         let num = self.num;

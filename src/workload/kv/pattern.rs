@@ -19,13 +19,12 @@
 //! buffer, overstating compression), and every thread has its own seed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValueGen, doc_key};
 use super::store::{DocStore, docs_store};
-use crate::driver::{Arrival, Background, Done, StepSpec, Stop, Worker};
+use crate::driver::{Background, Done, StepSpec, Worker};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::dist::KeyChooser;
@@ -270,25 +269,11 @@ impl Workload for Pattern {
         };
         let is_load = base == "load";
         let spec = StepSpec {
-            threads,
-            op_names: vec![op.to_string()],
-            warmup: if is_load { Duration::ZERO } else { ctx.warmup },
-            stop: if is_load {
-                Stop::Exhausted
-            } else {
-                Stop::Duration(ctx.duration)
-            },
-            arrival: if is_load {
-                Arrival::Closed
-            } else {
-                ctx.arrival
-            },
-            interval: ctx.interval,
             background: writer.then(|| Background {
                 per_sec: self.writer_rate,
                 op_names: vec!["overwrite".into()],
             }),
-            seed: ctx.seed,
+            ..ctx.spec(threads, vec![op.to_string()], is_load)
         };
         let seed = ctx.seed;
         let docs = self.docs;

@@ -19,13 +19,12 @@
 //! and E add new records up to twice `recordcount`; past that they update.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use anyhow::{Result, bail};
 
 use super::data::Live;
 use super::store::{DocStore, docs_store};
-use crate::driver::{Arrival, Done, StepSpec, Stop, Worker};
+use crate::driver::{Done, Worker};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::dist::{KeyChooser, scramble};
@@ -291,24 +290,11 @@ impl Workload for Ycsb {
             bail!("ycsb step '{step}' needs the records loaded first: include the 'load' step");
         }
         let threads = ctx.threads;
-        let spec = StepSpec {
+        let spec = ctx.spec(
             threads,
-            op_names: OPS.iter().map(|s| s.to_string()).collect(),
-            warmup: if is_load { Duration::ZERO } else { ctx.warmup },
-            stop: if is_load {
-                Stop::Exhausted
-            } else {
-                Stop::Duration(ctx.duration)
-            },
-            arrival: if is_load {
-                Arrival::Closed
-            } else {
-                ctx.arrival
-            },
-            interval: ctx.interval,
-            background: None,
-            seed: ctx.seed,
-        };
+            OPS.iter().map(|s| s.to_string()).collect(),
+            is_load,
+        );
         let dist = if step == "d" {
             "latest"
         } else {

@@ -26,11 +26,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Result, bail};
 
-use crate::driver::{Arrival, StepSpec, Stop, Worker};
+use crate::driver::{StepSpec, Worker};
 use crate::engine::{Dialect, Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, StepCtx, StepNotes, Workload};
@@ -282,16 +282,11 @@ impl Workload for Linkbench {
             "load" => {
                 let threads = self.loaders + 1;
                 (
-                    StepSpec {
+                    ctx.spec(
                         threads,
-                        op_names: vec!["LOAD_NODES_BULK".into(), "LOAD_LINKS_BULK".into()],
-                        warmup: Duration::ZERO,
-                        stop: Stop::Exhausted,
-                        arrival: Arrival::Closed,
-                        interval: ctx.interval,
-                        background: None,
-                        seed,
-                    },
+                        vec!["LOAD_NODES_BULK".into(), "LOAD_LINKS_BULK".into()],
+                        true,
+                    ),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
                         let mut rng = Rng::new(derive_seed(seed, &[0, i as u64]));
                         let motif = if i == 0 {
@@ -312,16 +307,7 @@ impl Workload for Linkbench {
                 )
             }
             "index" => (
-                StepSpec {
-                    threads: 1,
-                    op_names: vec!["CREATE_INDEX".into()],
-                    warmup: Duration::ZERO,
-                    stop: Stop::Exhausted,
-                    arrival: Arrival::Closed,
-                    interval: ctx.interval,
-                    background: None,
-                    seed,
-                },
+                ctx.spec(1, vec!["CREATE_INDEX".into()], true),
                 Box::new(move |_i: usize| -> Result<Box<dyn Worker + 'a>> {
                     if !self.index_step {
                         bail!(
@@ -339,16 +325,11 @@ impl Workload for Linkbench {
             "request" => {
                 let acc = self.accesses();
                 (
-                    StepSpec {
-                        threads: ctx.threads,
-                        op_names: OPS.iter().map(|s| s.to_string()).collect(),
-                        warmup: ctx.warmup,
-                        stop: Stop::Duration(ctx.duration),
-                        arrival: ctx.arrival,
-                        interval: ctx.interval,
-                        background: None,
-                        seed,
-                    },
+                    ctx.spec(
+                        ctx.threads,
+                        OPS.iter().map(|s| s.to_string()).collect(),
+                        false,
+                    ),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
                         let mut rng = Rng::new(derive_seed(seed, &[1, i as u64]));
                         let link_motif = Motif::new(&mut rng, 32, 100, 0.225);
