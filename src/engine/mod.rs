@@ -333,6 +333,13 @@ pub trait KvEngine: Send + Sync {
     /// Reads one key.
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>>;
 
+    /// Reads one key and returns only its value's length: an engine that can
+    /// look at the value in place (RocksDB pins it in the block cache) skips
+    /// the copy, as db_bench's readrandom does.
+    fn get_len(&self, table: Table, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.get(table, key)?.map(|v| v.len()))
+    }
+
     /// Visits up to `limit` entries of `range` in `order`, calling `visit`
     /// with each key and value; returns how many were visited.
     fn scan(

@@ -1,7 +1,10 @@
 //! RocksDB through its C API (Debian's librocksdb 7.8.3, bindings generated
 //! from its own header by build.rs).
 //!
-//! Tables are column families. Options are one RocksDB options string built
+//! Tables are column families; the first table is RocksDB's default column
+//! family (as in db_bench, whose writes it is compared with: a write to the
+//! default family skips the family lookup, and a one-table workload then
+//! has no second, empty family beside it). Options are one RocksDB options string built
 //! from our defaults and `--set rocksdb.KEY=VALUE` overrides and handed to
 //! `rocksdb_get_options_from_string`, so any RocksDB option works; keys
 //! starting with `table.` go into `block_based_table_factory={…}`. The same
@@ -13,7 +16,14 @@
 //! `level_compaction_dynamic_level_bytes=true`, `compression=kSnappyCompression`,
 //! `table.filter_policy=bloomfilter:10:false`, `table.block_cache=<cache>`.
 //! `statistics=true|false` (ours) turns RocksDB's tickers on (default) or off.
+//! `perf_level=N` (ours) is RocksDB's per-thread perf-context level, set in
+//! every thread that calls the engine: 1 (counting off, the default, as in
+//! db_bench) up to 5. RocksDB's own default, 2, counts into the thread's
+//! perf context on every operation, a thread-local lookup each time, which
+//! cost ampbench 10% of a fill against db_bench until it was set to 1; we
+//! never read the perf context.
 
+use std::cell::Cell;
 use std::ffi::{CStr, CString, c_void};
 use std::ops::Bound;
 use std::os::raw::{c_char, c_int};
@@ -55,6 +65,7 @@ pub struct RocksDb {
     version: String,
     settings: Vec<(String, String)>,
     statistics: bool,
+    perf_level: c_int,
 }
 
 // SAFETY: RocksDB's DB object, column-family handles, read/write options and
@@ -74,20 +85,39 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
         ("table.filter_policy", "bloomfilter:10:false".to_string()),
         ("table.block_cache", cache_bytes.to_string()),
         ("statistics", "true".to_string()),
+        ("perf_level", "1".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
 
-/// Builds the RocksDB options string from settings; `statistics` is ours
-/// and is returned apart.
-fn options_string(settings: &[(String, String)]) -> Result<(String, bool)> {
+/// Our settings, which are not RocksDB options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Ours {
+    statistics: bool,
+    perf_level: c_int,
+}
+
+/// Builds the RocksDB options string from settings; ours (`statistics`,
+/// `perf_level`) are returned apart.
+fn options_string(settings: &[(String, String)]) -> Result<(String, Ours)> {
     let mut db = Vec::new();
     let mut table = Vec::new();
     let mut statistics = true;
+    let mut perf_level = 1;
     for (k, v) in settings {
-        if k == "statistics" {
+        if k == "perf_level" {
+            perf_level = match v.parse::<c_int>() {
+                Ok(n @ 1..=5) => n,
+                _ => {
+                    return Err(UsageError(format!(
+                        "option 'rocksdb.perf_level={v}': expected 1 (off) to 5"
+                    ))
+                    .into());
+                }
+            };
+        } else if k == "statistics" {
             statistics = match v.as_str() {
                 "true" | "1" | "on" => true,
                 "false" | "0" | "off" => false,
@@ -107,7 +137,13 @@ fn options_string(settings: &[(String, String)]) -> Result<(String, bool)> {
     if !table.is_empty() {
         db.push(format!("block_based_table_factory={{{}}}", table.join(";")));
     }
-    Ok((db.join(";"), statistics))
+    Ok((
+        db.join(";"),
+        Ours {
+            statistics,
+            perf_level,
+        },
+    ))
 }
 
 /// Turns a RocksDB error string into an error, freeing it.
@@ -193,20 +229,72 @@ fn read_log_version(dir: &Path) -> String {
         .unwrap_or_else(|| "unknown (no version line in LOG)".into())
 }
 
+/// What each thread that calls RocksDB keeps: one write batch, cleared and
+/// reused for every write (as db_bench's writers reuse theirs, so a put
+/// costs no batch allocation), and the perf level last set in the thread.
+struct ThreadState {
+    batch: *mut sys::rocksdb_writebatch_t,
+    perf_level: Cell<c_int>,
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        // SAFETY: created once per thread below and destroyed once here; a
+        // batch is not tied to any database.
+        unsafe { sys::rocksdb_writebatch_destroy(self.batch) }
+    }
+}
+
+thread_local! {
+    static THREAD: ThreadState = ThreadState {
+        // SAFETY: a plain constructor.
+        batch: unsafe { sys::rocksdb_writebatch_create() },
+        perf_level: Cell::new(0),
+    };
+}
+
+/// Adds a put to a write batch (the slices are copied into it).
+///
+/// # Safety
+/// `wb` and `cf` must be live handles.
+unsafe fn batch_put(
+    wb: *mut sys::rocksdb_writebatch_t,
+    cf: *mut sys::rocksdb_column_family_handle_t,
+    key: &[u8],
+    value: &[u8],
+) {
+    // SAFETY: the caller's contract; the slices live for the call.
+    unsafe {
+        sys::rocksdb_writebatch_put_cf(
+            wb,
+            cf,
+            key.as_ptr() as *const c_char,
+            key.len(),
+            value.as_ptr() as *const c_char,
+            value.len(),
+        )
+    }
+}
+
 impl RocksDb {
     /// Opens (creating if needed) a database with a column family per table.
     pub fn open(spec: &OpenSpec) -> Result<RocksDb> {
         let settings = spec
             .options
             .merged_over(&default_settings(spec.cache_bytes));
-        let (s, statistics) = options_string(&settings)?;
+        let (s, ours) = options_string(&settings)?;
         let options = parse_options(&s)
             .with_context(|| format!("rocksdb options '{s}' for {}", spec.dir.display()))?;
         for t in &spec.tables {
             super::check_table_name(t)?;
         }
+        if spec.tables.iter().skip(1).any(|t| t == "default") {
+            bail!(
+                "rocksdb: only the first table can be named 'default' (it is the default column family)"
+            );
+        }
         let mut names: Vec<CString> = vec![CString::new("default").context("cf name")?];
-        for t in &spec.tables {
+        for t in spec.tables.iter().skip(1) {
             names.push(CString::new(t.as_str()).context("table name")?);
         }
         let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
@@ -221,7 +309,7 @@ impl RocksDb {
         let db = unsafe {
             sys::rocksdb_options_set_create_if_missing(options, 1);
             sys::rocksdb_options_set_create_missing_column_families(options, 1);
-            if statistics {
+            if ours.statistics {
                 sys::rocksdb_options_enable_statistics(options);
             }
             sys::rocksdb_open_column_families(
@@ -248,10 +336,17 @@ impl RocksDb {
             (r, ws, wn)
         };
         let default_cf = handles[0];
+        // Table i is handle i: the first table is the default family. With
+        // no tables the default family is still open (for `rocksdb.stats`).
+        let cfs = if spec.tables.is_empty() {
+            Vec::new()
+        } else {
+            handles.clone()
+        };
         Ok(RocksDb {
             db,
             options,
-            cfs: handles[1..].to_vec(),
+            cfs,
             default_cf,
             table_names: spec.tables.clone(),
             read,
@@ -260,8 +355,39 @@ impl RocksDb {
             dir: spec.dir.clone(),
             version: read_log_version(&spec.dir),
             settings,
-            statistics,
+            statistics: ours.statistics,
+            perf_level: ours.perf_level,
         })
+    }
+
+    /// Runs `f` in this thread's state, first setting the thread's perf
+    /// level to this database's (a per-thread RocksDB setting).
+    fn on_thread<T>(&self, f: impl FnOnce(&ThreadState) -> T) -> T {
+        THREAD.with(|t| {
+            if t.perf_level.get() != self.perf_level {
+                // SAFETY: sets a thread-local level; any value 1-5 is valid.
+                unsafe { sys::rocksdb_set_perf_level(self.perf_level) };
+                t.perf_level.set(self.perf_level);
+            }
+            f(t)
+        })
+    }
+
+    /// Runs `f` with this thread's write batch, cleared (capacity kept).
+    fn with_batch<T>(&self, f: impl FnOnce(*mut sys::rocksdb_writebatch_t) -> T) -> T {
+        self.on_thread(|t| {
+            // SAFETY: the batch belongs to this thread and is not in use (no
+            // write calls back into another).
+            unsafe { sys::rocksdb_writebatch_clear(t.batch) };
+            f(t.batch)
+        })
+    }
+
+    fn write_batch(&self, wb: *mut sys::rocksdb_writebatch_t, d: Durability) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: db is open; `wb` is a live batch.
+        unsafe { sys::rocksdb_write(self.db, self.wopts(d), wb, &mut err) };
+        check(err)
     }
 
     fn cf(&self, t: Table) -> Result<*mut sys::rocksdb_column_family_handle_t> {
@@ -318,6 +444,7 @@ impl KvEngine for RocksDb {
 
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let cf = self.cf(table)?;
+        self.on_thread(|_| ());
         let mut len: usize = 0;
         let mut err = ptr::null_mut();
         // SAFETY: key outlives the call; the value is malloc'd by RocksDB,
@@ -342,27 +469,44 @@ impl KvEngine for RocksDb {
         }
     }
 
-    fn put(&self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+    fn get_len(&self, table: Table, key: &[u8]) -> Result<Option<usize>> {
         let cf = self.cf(table)?;
+        self.on_thread(|_| ());
         let mut err = ptr::null_mut();
-        // SAFETY: key and value outlive the call.
+        // SAFETY: key outlives the call; the pinned slice is read, then
+        // destroyed once.
         unsafe {
-            sys::rocksdb_put_cf(
+            let p = sys::rocksdb_get_pinned_cf(
                 self.db,
-                self.wopts(d),
+                self.read,
                 cf,
                 key.as_ptr() as *const c_char,
                 key.len(),
-                value.as_ptr() as *const c_char,
-                value.len(),
                 &mut err,
-            )
-        };
-        check(err)
+            );
+            check(err)?;
+            if p.is_null() {
+                return Ok(None);
+            }
+            let mut len: usize = 0;
+            sys::rocksdb_pinnableslice_value(p, &mut len);
+            sys::rocksdb_pinnableslice_destroy(p);
+            Ok(Some(len))
+        }
+    }
+
+    fn put(&self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+        let cf = self.cf(table)?;
+        self.with_batch(|wb| {
+            // SAFETY: `wb` is this thread's cleared batch; cf is open.
+            unsafe { batch_put(wb, cf, key, value) };
+            self.write_batch(wb, d)
+        })
     }
 
     fn delete(&self, table: Table, key: &[u8], d: Durability) -> Result<()> {
         let cf = self.cf(table)?;
+        self.on_thread(|_| ());
         let mut err = ptr::null_mut();
         // SAFETY: key outlives the call.
         unsafe {
@@ -379,51 +523,31 @@ impl KvEngine for RocksDb {
     }
 
     fn write(&self, batch: &WriteBatch, d: Durability) -> Result<()> {
-        // SAFETY: the write batch is created, filled from live slices (copied
-        // by RocksDB), written and destroyed here.
-        unsafe {
-            let wb = sys::rocksdb_writebatch_create();
-            for op in &batch.ops {
-                match op {
-                    super::BatchOp::Put { table, key, value } => {
-                        let cf = match self.cf(*table) {
-                            Ok(cf) => cf,
-                            Err(e) => {
-                                sys::rocksdb_writebatch_destroy(wb);
-                                return Err(e);
-                            }
-                        };
-                        sys::rocksdb_writebatch_put_cf(
+        // Resolve every table first, so a bad one fails before anything is
+        // added to the batch.
+        let mut cfs = Vec::with_capacity(batch.ops.len());
+        for op in &batch.ops {
+            let (super::BatchOp::Put { table, .. } | super::BatchOp::Delete { table, .. }) = op;
+            cfs.push(self.cf(*table)?);
+        }
+        self.with_batch(|wb| {
+            for (op, cf) in batch.ops.iter().zip(cfs) {
+                // SAFETY: `wb` is this thread's cleared batch; the slices are
+                // copied into it.
+                unsafe {
+                    match op {
+                        super::BatchOp::Put { key, value, .. } => batch_put(wb, cf, key, value),
+                        super::BatchOp::Delete { key, .. } => sys::rocksdb_writebatch_delete_cf(
                             wb,
                             cf,
                             key.as_ptr() as *const c_char,
                             key.len(),
-                            value.as_ptr() as *const c_char,
-                            value.len(),
-                        );
-                    }
-                    super::BatchOp::Delete { table, key } => {
-                        let cf = match self.cf(*table) {
-                            Ok(cf) => cf,
-                            Err(e) => {
-                                sys::rocksdb_writebatch_destroy(wb);
-                                return Err(e);
-                            }
-                        };
-                        sys::rocksdb_writebatch_delete_cf(
-                            wb,
-                            cf,
-                            key.as_ptr() as *const c_char,
-                            key.len(),
-                        );
+                        ),
                     }
                 }
             }
-            let mut err = ptr::null_mut();
-            sys::rocksdb_write(self.db, self.wopts(d), wb, &mut err);
-            sys::rocksdb_writebatch_destroy(wb);
-            check(err)
-        }
+            self.write_batch(wb, d)
+        })
     }
 
     fn scan(
@@ -435,6 +559,7 @@ impl KvEngine for RocksDb {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         let cf = self.cf(table)?;
+        self.on_thread(|_| ());
         let mut n = 0;
         // SAFETY: the iterator is created and destroyed here; key/value
         // slices are used only before the iterator moves.
@@ -610,7 +735,7 @@ impl Drop for RocksDb {
         // SAFETY: every handle was created at open and is destroyed once,
         // column families before the database, options last.
         unsafe {
-            for cf in &self.cfs {
+            for cf in self.cfs.iter().filter(|cf| **cf != self.default_cf) {
                 sys::rocksdb_column_family_handle_destroy(*cf);
             }
             sys::rocksdb_column_family_handle_destroy(self.default_cf);
@@ -639,7 +764,19 @@ mod tests {
             s,
             "compaction_pri=kOldestSmallestSeqFirst;block_based_table_factory={block_size=8192}"
         );
-        assert!(!st);
+        assert!(!st.statistics);
+        assert_eq!(st.perf_level, 1, "perf context counting is off by default");
+    }
+
+    #[test]
+    fn perf_level_is_ours_and_checked() {
+        let (s, st) = options_string(&[("perf_level".into(), "3".into())]).unwrap();
+        assert_eq!(s, "", "perf_level is not a RocksDB options-string key");
+        assert_eq!(st.perf_level, 3);
+        for bad in ["0", "6", "x"] {
+            let e = options_string(&[("perf_level".into(), bad.into())]).unwrap_err();
+            assert!(e.to_string().contains("rocksdb.perf_level"), "{e}");
+        }
     }
 
     #[test]

@@ -95,7 +95,12 @@ impl Live {
         if self.fixed > 0 {
             if let Some(w) = self.bits.get((i / 64) as usize) {
                 let bit = 1u64 << (i % 64);
-                if w.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+                // A plain load first: an overwrite of a live document then
+                // costs no locked instruction (fetch_or stays the arbiter
+                // when the bit looks clear).
+                if w.load(Ordering::Relaxed) & bit == 0
+                    && w.fetch_or(bit, Ordering::Relaxed) & bit == 0
+                {
                     self.total.fetch_add(self.fixed, Ordering::Relaxed);
                 }
             }

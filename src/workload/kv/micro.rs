@@ -140,6 +140,17 @@ struct MicroWorker<'a> {
     mode: Mode,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// Gets done and found, kept here and added to the workload's totals
+    /// when the worker is dropped (no shared counter touched per get).
+    reads: u64,
+    found: u64,
+}
+
+impl Drop for MicroWorker<'_> {
+    fn drop(&mut self) {
+        self.wl.reads.fetch_add(self.reads, Ordering::Relaxed);
+        self.wl.found.fetch_add(self.found, Ordering::Relaxed);
+    }
 }
 
 impl MicroWorker<'_> {
@@ -186,10 +197,8 @@ impl Worker for MicroWorker<'_> {
                 let k = self.rng.below(wl.num);
                 wl.key(k, &mut self.key);
                 let hit = self.store.read(&self.key)?.is_some();
-                wl.reads.fetch_add(1, Ordering::Relaxed);
-                if hit {
-                    wl.found.fetch_add(1, Ordering::Relaxed);
-                }
+                self.reads += 1;
+                self.found += u64::from(hit);
                 Ok(Some(Done {
                     kind: 0,
                     ops: 1,
@@ -250,6 +259,8 @@ impl Workload for Micro {
                 mode,
                 key: Vec::new(),
                 value: Vec::new(),
+                reads: 0,
+                found: 0,
             })
         };
         let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {

@@ -38,7 +38,7 @@ impl DocStore for KvDocs<'_> {
         self.engine.write(&b, d)
     }
     fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.engine.get(self.table, key)?.map(|v| v.len()))
+        self.engine.get_len(self.table, key)
     }
     fn read_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.engine.get(self.table, key)

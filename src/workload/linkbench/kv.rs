@@ -283,7 +283,7 @@ impl LinkStore for KvLinks<'_> {
 
     fn delete_node(&mut self, id: u64) -> Result<bool> {
         let k = be(&[id]);
-        if self.engine.get(NODE, &k)?.is_none() {
+        if self.engine.get_len(NODE, &k)?.is_none() {
             return Ok(false);
         }
         self.engine.delete(NODE, &k, self.durability)?;
