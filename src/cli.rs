@@ -107,12 +107,17 @@ struct ReportArgs {
     /// Results file (SQLite).
     #[arg(long, default_value = "ampbench.db")]
     results: PathBuf,
-    /// Run id, or `latest`.
+    /// Run id, or `latest`; several ids separated by commas (`3,5`) merge
+    /// those runs into one report, engines labelled `RUN:ENGINE`.
     #[arg(long, default_value = "latest")]
     run: String,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// The engine the ratio table divides by (default: the first engine;
+    /// `RUN:ENGINE` when runs are merged).
+    #[arg(long)]
+    base: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -261,7 +266,7 @@ pub fn main() -> Result<i32> {
             let results = Results::open_existing(&cfg.results)?;
             let view = read::load(&results, read::RunSel::Id(id))?;
             writeln!(out)?;
-            write!(out, "{}", crate::report::render(&view, Format::Text))?;
+            write!(out, "{}", crate::report::render(&view, Format::Text, None))?;
             writeln!(
                 out,
                 "\nresults: {} (run {id}) · other reports: ampbench report --results {} --run {id} --format json|csv",
@@ -271,10 +276,27 @@ pub fn main() -> Result<i32> {
             Ok(if view.status == "done" { 0 } else { 1 })
         }
         Cmd::Report(a) => {
-            let sel = read::RunSel::parse(&a.run)?;
+            let sels = a
+                .run
+                .split(',')
+                .map(|r| read::RunSel::parse(r.trim()))
+                .collect::<Result<Vec<_>, _>>()?;
             let results = Results::open_existing(&a.results)?;
-            let view = read::load(&results, sel)?;
-            write!(out, "{}", crate::report::render(&view, a.format))?;
+            let mut views = Vec::new();
+            for sel in sels {
+                views.push(read::load(&results, sel)?);
+            }
+            let view = if views.len() == 1 {
+                views.remove(0)
+            } else {
+                crate::report::compare::merge(views)
+            };
+            let base = crate::report::compare::base_engine(&view, a.base.as_deref())?;
+            write!(
+                out,
+                "{}",
+                crate::report::render(&view, a.format, base.as_deref())
+            )?;
             Ok(0)
         }
         Cmd::List => {

@@ -371,3 +371,90 @@ fn shipped_plans_load() {
     assert_eq!(j["steps"].as_array().unwrap().len(), 2);
     assert_eq!(j["steps"][0]["ops"], 1000.0);
 }
+
+/// Two runs merged into one report: engines labelled by run, and the ratio
+/// table's ops column equals the two runs' ops/s divided by hand.
+#[test]
+fn merged_runs_report_ratios() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r.db");
+    let r = results.to_str().unwrap();
+    let d = t.path().to_str().unwrap();
+    for extra in [&[][..], &["--set", "rocksdb.perf_level=2"][..]] {
+        let mut a = vec![
+            "run",
+            "-w",
+            "micro",
+            "-e",
+            "rocksdb",
+            "--steps",
+            "fillseq,readrandom",
+            "-p",
+            "num=3000",
+            "--warmup",
+            "0",
+            "--duration",
+            "0.3",
+            "--results",
+            r,
+            "--dir",
+            d,
+        ];
+        a.extend_from_slice(extra);
+        ok(&a);
+    }
+    let ops = |run: &str, step: &str| -> f64 {
+        let j: serde_json::Value = serde_json::from_str(&ok(&[
+            "report",
+            "--results",
+            r,
+            "--run",
+            run,
+            "--format",
+            "json",
+        ]))
+        .unwrap();
+        j["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == step)
+            .unwrap()["ops_per_sec"]
+            .as_f64()
+            .unwrap()
+    };
+    let text = ok(&["report", "--results", r, "--run", "1,2"]);
+    assert!(text.starts_with("runs 1,2 merged"), "{text}");
+    assert!(
+        text.contains("1:rocksdb") && text.contains("2:rocksdb"),
+        "{text}"
+    );
+    for step in ["fillseq", "readrandom"] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("2:rocksdb") && l.split_whitespace().nth(1) == Some(step))
+            .unwrap_or_else(|| panic!("no ratio row for {step}: {text}"));
+        let printed: f64 = row.split_whitespace().nth(2).unwrap().parse().unwrap();
+        let want = ops("2", step) / ops("1", step);
+        assert!(
+            (printed - want).abs() < 0.006,
+            "{step}: {printed} vs {want}\n{text}"
+        );
+    }
+    let o = run(&[
+        "report",
+        "--results",
+        r,
+        "--run",
+        "1,2",
+        "--base",
+        "rocksdb",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--base 'rocksdb'") && err.contains("1:rocksdb"),
+        "{err}"
+    );
+}

@@ -1,6 +1,8 @@
-//! Reports read only the results file: seed-style text tables, JSON with
-//! every figure under stable names, and CSV.
+//! Reports read only the results file: seed-style text tables (with ratio
+//! tables when engines or runs are compared), JSON with every figure under
+//! stable names, and CSV.
 
+pub mod compare;
 pub mod json;
 pub mod text;
 
@@ -17,10 +19,11 @@ pub enum Format {
     Csv,
 }
 
-/// Renders a run.
-pub fn render(run: &RunView, f: Format) -> String {
+/// Renders a run; text adds ratios to `base` (an engine of the run, see
+/// [`compare::base_engine`]) when there are several engines.
+pub fn render(run: &RunView, f: Format, base: Option<&str>) -> String {
     match f {
-        Format::Text => text::render(run),
+        Format::Text => text::render(run, base),
         Format::Json => json::render(run),
         Format::Csv => json::csv(run),
     }

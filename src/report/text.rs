@@ -3,20 +3,11 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+use super::compare::{engines, render_ratios};
 use crate::results::{RunView, StepView};
 
 fn cell(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
-}
-
-fn engines(run: &RunView) -> Vec<String> {
-    let mut seen = Vec::new();
-    for s in &run.steps {
-        if !seen.contains(&s.engine) {
-            seen.push(s.engine.clone());
-        }
-    }
-    seen
 }
 
 fn steps(run: &RunView) -> Vec<String> {
@@ -39,15 +30,22 @@ fn gb(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.3}", v / 1e9))
 }
 
-/// Renders the run's tables.
-pub fn render(run: &RunView) -> String {
+/// Renders the run's tables; with several engines, a ratio table against
+/// `base` (default: the first engine) follows the efficiency table.
+pub fn render(run: &RunView, base: Option<&str>) -> String {
     let mut o = String::new();
     let es = engines(run);
     let ss = steps(run);
+    let which = if run.merged_from.is_empty() {
+        format!("run {}", run.id)
+    } else {
+        let ids: Vec<String> = run.merged_from.iter().map(i64::to_string).collect();
+        format!("runs {} merged", ids.join(","))
+    };
     let _ = writeln!(
         o,
-        "run {} · {} · {} · seed {} · {} · {}",
-        run.id, run.workload, run.engines, run.seed, run.started, run.status
+        "{which} · {} · {} · seed {} · {} · {}",
+        run.workload, run.engines, run.seed, run.started, run.status
     );
     let _ = writeln!(o);
     // 1. Throughput side by side.
@@ -141,6 +139,10 @@ pub fn render(run: &RunView) -> String {
             s.step,
             status
         );
+    }
+    // 3b. Ratios to the base engine.
+    if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
+        o.push_str(&render_ratios(run, &b));
     }
     // 4. Response time.
     let _ = writeln!(o, "\nresponse time per operation (µs)");

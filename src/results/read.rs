@@ -94,6 +94,30 @@ pub struct RunView {
     pub machine: serde_json::Value,
     /// Steps in order.
     pub steps: Vec<StepView>,
+    /// For a report merging several runs: their ids (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<i64>,
+}
+
+impl RunView {
+    /// A run with no steps, to build on (merged runs, tests).
+    pub fn empty() -> RunView {
+        RunView {
+            id: 0,
+            started: String::new(),
+            ended: None,
+            status: "done".into(),
+            command: String::new(),
+            workload: String::new(),
+            engines: String::new(),
+            seed: 0,
+            config: serde_json::Value::Null,
+            versions: serde_json::Value::Null,
+            machine: serde_json::Value::Null,
+            steps: Vec::new(),
+            merged_from: Vec::new(),
+        }
+    }
 }
 
 /// Which run to read.
@@ -169,6 +193,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     versions: js(row.get(9)?),
                     machine: js(row.get(10)?),
                     steps: Vec::new(),
+                    merged_from: Vec::new(),
                 })
             },
         )
