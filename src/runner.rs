@@ -162,6 +162,12 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             .into());
         }
     }
+    // A selection that reads data but loads none gets the load step first.
+    let mut steps = cfg.steps.clone();
+    let added = cfg.workload.load_first(&steps);
+    if let Some(load) = added {
+        steps.insert(0, load.to_string());
+    }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     let mut results = Results::open(&cfg.results)?;
@@ -172,6 +178,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     }
     let mut config = serde_json::to_value(cfg)?;
     config["params_effective"] = serde_json::to_value(params.effective())?;
+    config["steps_run"] = serde_json::to_value(&steps)?;
     let run_id = results.begin_run(&RunRecord {
         command: command.to_string(),
         workload: cfg.workload.name().into(),
@@ -208,6 +215,13 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             .collect::<Vec<_>>()
             .join(" ")
     )?;
+    if let Some(load) = added {
+        writeln!(
+            out,
+            "steps: {} ('{load}' added first: the selected steps read the data it loads)",
+            steps.join(",")
+        )?;
+    }
     let mut status = "done";
     let mut failures: Vec<String> = Vec::new();
     let mut ordinal = 0usize;
@@ -218,7 +232,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             .tempdir_in(&cfg.dir)
             .with_context(|| format!("cannot create a data directory in {}", cfg.dir.display()))?;
         let mut workload = cfg.workload.build(&params)?;
-        workload.configure(&cfg.steps);
+        workload.configure(&steps);
         let spec = OpenSpec {
             dir: tmp.path().to_path_buf(),
             tables: workload.tables(),
@@ -287,7 +301,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
         }
         let probe = Probe::with_paths(&eng.dir(), eng.data_paths(), eng.pid());
         let no_device = probe.device().as_ref().err().cloned();
-        for (si, step) in cfg.steps.iter().enumerate() {
+        for (si, step) in steps.iter().enumerate() {
             let ctx = StepCtx {
                 threads: cfg.threads.max(1),
                 warmup: Duration::from_secs_f64(cfg.warmup),

@@ -458,3 +458,58 @@ fn merged_runs_report_ratios() {
         "{err}"
     );
 }
+
+/// Steps that read data the selection does not load get the load step
+/// first: ycsb `--steps c` reads loaded records, micro `--steps readrandom`
+/// finds every key (fillseq added), and the added step is said and stored.
+#[test]
+fn selection_without_load_gets_it_first() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().to_str().unwrap();
+    for (w, steps, p, load) in [
+        ("ycsb", "c", "recordcount=2000", "load"),
+        ("micro", "readrandom", "num=2000", "fillseq"),
+    ] {
+        let results = t.path().join(format!("{w}.db"));
+        let r = results.to_str().unwrap();
+        let out = ok(&[
+            "run",
+            "-w",
+            w,
+            "-e",
+            "rocksdb",
+            "--steps",
+            steps,
+            "-p",
+            p,
+            "--warmup",
+            "0",
+            "--duration",
+            "0.3",
+            "--results",
+            r,
+            "--dir",
+            d,
+        ]);
+        assert!(
+            out.contains(&format!("steps: {load},{steps} ('{load}' added first")),
+            "{out}"
+        );
+        let j = report_json(&results);
+        let s = j["steps"].as_array().unwrap();
+        let names: Vec<&str> = s.iter().map(|s| s["step"].as_str().unwrap()).collect();
+        assert_eq!(names, [load, steps], "{w}");
+        assert_eq!(
+            s[0]["ops"].as_f64(),
+            Some(2000.0),
+            "{w}: the load wrote every record"
+        );
+        assert!(s[1]["ops"].as_f64().unwrap() > 0.0, "{w}");
+        assert_eq!(
+            j["run"]["config"]["steps_run"][0], load,
+            "{w}: stored with the run"
+        );
+    }
+    let j = report_json(&t.path().join("micro.db"));
+    assert_eq!(j["steps"][1]["extras"]["found_pct"].as_f64(), Some(100.0));
+}

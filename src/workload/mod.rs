@@ -171,6 +171,22 @@ impl WorkloadKind {
         }
     }
 
+    /// The step to run first when the selection reads or changes data but
+    /// loads none (`--steps a,b` on ycsb, `--steps pq.1` on pattern,
+    /// `--steps readrandom` on micro), so no step measures an empty
+    /// database; `None` when the selection loads its own data.
+    pub fn load_first(self, steps: &[String]) -> Option<&'static str> {
+        let has = |names: &[&str]| steps.iter().any(|s| names.contains(&s.as_str()));
+        match self {
+            WorkloadKind::Pattern | WorkloadKind::Ycsb | WorkloadKind::Linkbench => {
+                (!steps.is_empty() && !has(&["load"])).then_some("load")
+            }
+            WorkloadKind::Micro => (has(&["readrandom", "readwhilewriting", "seekrandom"])
+                && !has(&["fillseq", "fillrandom", "overwrite"]))
+            .then_some("fillseq"),
+        }
+    }
+
     /// Steps, in run order.
     pub fn steps(self) -> &'static [&'static str] {
         match self {
