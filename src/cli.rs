@@ -269,7 +269,7 @@ pub fn main() -> Result<i32> {
             write!(out, "{}", crate::report::render(&view, Format::Text, None))?;
             writeln!(
                 out,
-                "\nresults: {} (run {id}) · other reports: ampbench report --results {} --run {id} --format json|csv",
+                "\nresults: {} (run {id}) · other reports: ampbench report --results {} --run {id} --format json|csv|html",
                 cfg.results.display(),
                 cfg.results.display()
             )?;

@@ -441,6 +441,12 @@ fn merged_runs_report_ratios() {
             "{step}: {printed} vs {want}\n{text}"
         );
     }
+    let html = ok(&["report", "--results", r, "--run", "1,2", "--format", "html"]);
+    assert!(html.starts_with("<!doctype html>") && html.contains("Ratios to 1:rocksdb"));
+    assert!(!html.contains("<script"), "self-contained, no scripts");
+    // Throughput over time: a chart per step, a line per run's engine.
+    assert_eq!(html.matches("<svg").count(), 2, "{html}");
+    assert_eq!(html.matches("<path d=").count(), 4, "{html}");
     let o = run(&[
         "report",
         "--results",

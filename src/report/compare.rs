@@ -54,7 +54,41 @@ pub fn base_engine(run: &RunView, base: Option<&str>) -> Result<Option<String>, 
     }
 }
 
-fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepView> {
+/// "run 3", or "runs 3,5 merged" for a merged view.
+pub fn title(run: &RunView) -> String {
+    if run.merged_from.is_empty() {
+        format!("run {}", run.id)
+    } else {
+        let ids: Vec<String> = run.merged_from.iter().map(i64::to_string).collect();
+        format!("runs {} merged", ids.join(","))
+    }
+}
+
+/// "ENGINE STEP failed: ERROR" for every failed step.
+pub fn failures(run: &RunView) -> Vec<String> {
+    run.steps
+        .iter()
+        .filter_map(|s| {
+            s.error
+                .as_ref()
+                .map(|e| format!("{} {} failed: {e}", s.engine, s.step))
+        })
+        .collect()
+}
+
+/// The steps of a run in the order they first appear.
+pub fn steps(run: &RunView) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for s in &run.steps {
+        if !seen.contains(&s.step) {
+            seen.push(s.step.clone());
+        }
+    }
+    seen
+}
+
+/// One engine's record of one step.
+pub fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepView> {
     run.steps
         .iter()
         .find(|s| s.engine == engine && s.step == step)

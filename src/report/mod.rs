@@ -1,8 +1,9 @@
 //! Reports read only the results file: seed-style text tables (with ratio
 //! tables when engines or runs are compared), JSON with every figure under
-//! stable names, and CSV.
+//! stable names, CSV, and a self-contained HTML page with charts.
 
 pub mod compare;
+pub mod html;
 pub mod json;
 pub mod text;
 
@@ -17,6 +18,8 @@ pub enum Format {
     Json,
     /// One row per (engine, step).
     Csv,
+    /// A self-contained HTML page with charts.
+    Html,
 }
 
 /// Renders a run; text adds ratios to `base` (an engine of the run, see
@@ -26,5 +29,6 @@ pub fn render(run: &RunView, f: Format, base: Option<&str>) -> String {
         Format::Text => text::render(run, base),
         Format::Json => json::render(run),
         Format::Csv => json::csv(run),
+        Format::Html => html::render(run, base),
     }
 }

@@ -3,27 +3,11 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::compare::{engines, render_ratios};
-use crate::results::{RunView, StepView};
+use super::compare::{engines, failures, find, render_ratios, steps, title};
+use crate::results::RunView;
 
 fn cell(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
-}
-
-fn steps(run: &RunView) -> Vec<String> {
-    let mut seen = Vec::new();
-    for s in &run.steps {
-        if !seen.contains(&s.step) {
-            seen.push(s.step.clone());
-        }
-    }
-    seen
-}
-
-fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepView> {
-    run.steps
-        .iter()
-        .find(|s| s.engine == engine && s.step == step)
 }
 
 fn gb(v: Option<f64>) -> String {
@@ -36,12 +20,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     let mut o = String::new();
     let es = engines(run);
     let ss = steps(run);
-    let which = if run.merged_from.is_empty() {
-        format!("run {}", run.id)
-    } else {
-        let ids: Vec<String> = run.merged_from.iter().map(i64::to_string).collect();
-        format!("runs {} merged", ids.join(","))
-    };
+    let which = title(run);
     let _ = writeln!(
         o,
         "{which} · {} · {} · seed {} · {} · {}",
@@ -178,15 +157,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
         }
     }
-    let failed: Vec<String> = run
-        .steps
-        .iter()
-        .filter_map(|s| {
-            s.error
-                .as_ref()
-                .map(|e| format!("{} {} failed: {e}", s.engine, s.step))
-        })
-        .collect();
+    let failed = failures(run);
     if !failed.is_empty() || !notes.is_empty() {
         let _ = writeln!(o);
         for f in failed.iter().chain(notes.iter()) {
