@@ -18,11 +18,12 @@
 #   (when root), so no tool inherits the other's dirty pages.
 # - This machine is shared and noisy (the same fill varies by 30% from run to
 #   run), so the tools run alternately for ROUNDS rounds (even), the order
-#   swapped every round, and each round gives one ratio. The tool that runs
-#   second in a round measured slower in our runs (an order effect of up to
-#   10% on reads), so the verdict uses the geometric mean of the per-round
-#   ratios over both orders, in which that effect cancels; the median, the
-#   mean per order and the range are printed beside it.
+#   swapped every round, and each round gives one ratio. Order effects of up
+#   to 10% showed up, in either direction from one script run to the next,
+#   so the verdict uses the geometric mean of the per-round ratios over both
+#   orders, in which a consistent one cancels; the median, the mean per
+#   order and the range are printed beside it. Read the per-round table too:
+#   here one run's verdict is worth about +-3%.
 # Targets: ampbench >= 0.97x db_bench on readrandom, >= 0.95x on fillrandom.
 # Usage: bench/vs-db_bench.sh   (NUM=1000000 DURATION=10 ROUNDS=8 by default)
 set -euo pipefail
