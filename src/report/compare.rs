@@ -29,15 +29,20 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// The engines of a run in the order they first appear.
-pub fn engines(run: &RunView) -> Vec<String> {
+/// Distinct values of `key` over a run's steps, in first-seen order.
+fn first_seen(run: &RunView, key: impl Fn(&StepView) -> &String) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
     for s in &run.steps {
-        if !seen.contains(&s.engine) {
-            seen.push(s.engine.clone());
+        if !seen.contains(key(s)) {
+            seen.push(key(s).clone());
         }
     }
     seen
+}
+
+/// The engines of a run in the order they first appear.
+pub fn engines(run: &RunView) -> Vec<String> {
+    first_seen(run, |s| &s.engine)
 }
 
 /// Checks `--base`: it must name an engine of the run (or, for merged runs,
@@ -78,13 +83,7 @@ pub fn failures(run: &RunView) -> Vec<String> {
 
 /// The steps of a run in the order they first appear.
 pub fn steps(run: &RunView) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for s in &run.steps {
-        if !seen.contains(&s.step) {
-            seen.push(s.step.clone());
-        }
-    }
-    seen
+    first_seen(run, |s| &s.step)
 }
 
 /// One engine's record of one step.

@@ -37,7 +37,6 @@ use super::{
     Durability, EngineKind, EngineOptions, EngineStats, KeyRange, KvEngine, OpenSpec, Order, Table,
     WriteBatch,
 };
-use crate::UsageError;
 
 #[allow(
     non_camel_case_types,
@@ -50,6 +49,11 @@ use crate::UsageError;
 mod sys {
     include!(concat!(env!("OUT_DIR"), "/rocksdb_sys.rs"));
 }
+
+mod options;
+
+pub use options::{default_settings, validate};
+use options::{destroy_options, options_string, parse_options};
 
 /// A RocksDB database opened with one column family per table.
 pub struct RocksDb {
@@ -75,77 +79,6 @@ unsafe impl Send for RocksDb {}
 // SAFETY: see `Send` above.
 unsafe impl Sync for RocksDb {}
 
-/// The default settings for a cache size (see the module doc).
-pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
-    [
-        ("write_buffer_size", "67108864".to_string()),
-        ("max_background_jobs", "2".to_string()),
-        ("level_compaction_dynamic_level_bytes", "true".to_string()),
-        ("compression", "kSnappyCompression".to_string()),
-        ("table.filter_policy", "bloomfilter:10:false".to_string()),
-        ("table.block_cache", cache_bytes.to_string()),
-        ("statistics", "true".to_string()),
-        ("perf_level", "1".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-/// Our settings, which are not RocksDB options.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ours {
-    statistics: bool,
-    perf_level: c_int,
-}
-
-/// Builds the RocksDB options string from settings; ours (`statistics`,
-/// `perf_level`) are returned apart.
-fn options_string(settings: &[(String, String)]) -> Result<(String, Ours)> {
-    let mut db = Vec::new();
-    let mut table = Vec::new();
-    let mut statistics = true;
-    let mut perf_level = 1;
-    for (k, v) in settings {
-        if k == "perf_level" {
-            perf_level = match v.parse::<c_int>() {
-                Ok(n @ 1..=5) => n,
-                _ => {
-                    return Err(UsageError(format!(
-                        "option 'rocksdb.perf_level={v}': expected 1 (off) to 5"
-                    ))
-                    .into());
-                }
-            };
-        } else if k == "statistics" {
-            statistics = match v.as_str() {
-                "true" | "1" | "on" => true,
-                "false" | "0" | "off" => false,
-                _ => {
-                    return Err(UsageError(format!(
-                        "option 'rocksdb.statistics={v}': expected true or false"
-                    ))
-                    .into());
-                }
-            };
-        } else if let Some(t) = k.strip_prefix("table.") {
-            table.push(format!("{t}={v}"));
-        } else {
-            db.push(format!("{k}={v}"));
-        }
-    }
-    if !table.is_empty() {
-        db.push(format!("block_based_table_factory={{{}}}", table.join(";")));
-    }
-    Ok((
-        db.join(";"),
-        Ours {
-            statistics,
-            perf_level,
-        },
-    ))
-}
-
 /// Turns a RocksDB error string into an error, freeing it.
 fn check(err: *mut c_char) -> Result<()> {
     if err.is_null() {
@@ -158,49 +91,6 @@ fn check(err: *mut c_char) -> Result<()> {
     // SAFETY: `err` came from RocksDB and is not used again.
     unsafe { sys::rocksdb_free(err as *mut c_void) };
     Err(anyhow!("rocksdb: {msg}"))
-}
-
-/// Parses an options string into a new options object.
-fn parse_options(s: &str) -> Result<*mut sys::rocksdb_options_t> {
-    let c = CString::new(s).context("rocksdb options contain a NUL byte")?;
-    // SAFETY: plain C calls on objects we create and own.
-    unsafe {
-        let base = sys::rocksdb_options_create();
-        let out = sys::rocksdb_options_create();
-        let mut err = ptr::null_mut();
-        sys::rocksdb_get_options_from_string(base, c.as_ptr(), out, &mut err);
-        sys::rocksdb_options_destroy(base);
-        if let Err(e) = check(err) {
-            sys::rocksdb_options_destroy(out);
-            return Err(e);
-        }
-        Ok(out)
-    }
-}
-
-/// Checks `--set rocksdb.*` options by parsing them with RocksDB itself;
-/// the error names the first key RocksDB refuses.
-pub fn validate(options: &EngineOptions) -> Result<()> {
-    let settings = options.merged_over(&default_settings(8 << 20));
-    let (s, _) = options_string(&settings)?;
-    if parse_options(&s).map(destroy_options).is_ok() {
-        return Ok(());
-    }
-    for (k, v) in &options.pairs {
-        let (one, _) = options_string(&[(k.clone(), v.clone())])?;
-        if one.is_empty() {
-            continue;
-        }
-        if let Err(e) = parse_options(&one).map(destroy_options) {
-            return Err(UsageError(format!("invalid option 'rocksdb.{k}={v}': {e}")).into());
-        }
-    }
-    Err(UsageError(format!("rocksdb refused the options string '{s}'")).into())
-}
-
-fn destroy_options(o: *mut sys::rocksdb_options_t) {
-    // SAFETY: `o` was created by `parse_options` and is not used again.
-    unsafe { sys::rocksdb_options_destroy(o) }
 }
 
 /// The library version, read from the LOG of a scratch database (the 7.8 C
@@ -373,6 +263,12 @@ impl RocksDb {
         })
     }
 
+    /// Readies this thread for a call (its perf level), for calls that need
+    /// no batch.
+    fn enter_thread(&self) {
+        self.on_thread(|_| ());
+    }
+
     /// Runs `f` with this thread's write batch, cleared (capacity kept).
     fn with_batch<T>(&self, f: impl FnOnce(*mut sys::rocksdb_writebatch_t) -> T) -> T {
         self.on_thread(|t| {
@@ -444,7 +340,7 @@ impl KvEngine for RocksDb {
 
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let cf = self.cf(table)?;
-        self.on_thread(|_| ());
+        self.enter_thread();
         let mut len: usize = 0;
         let mut err = ptr::null_mut();
         // SAFETY: key outlives the call; the value is malloc'd by RocksDB,
@@ -471,7 +367,7 @@ impl KvEngine for RocksDb {
 
     fn get_len(&self, table: Table, key: &[u8]) -> Result<Option<usize>> {
         let cf = self.cf(table)?;
-        self.on_thread(|_| ());
+        self.enter_thread();
         let mut err = ptr::null_mut();
         // SAFETY: key outlives the call; the pinned slice is read, then
         // destroyed once.
@@ -506,7 +402,7 @@ impl KvEngine for RocksDb {
 
     fn delete(&self, table: Table, key: &[u8], d: Durability) -> Result<()> {
         let cf = self.cf(table)?;
-        self.on_thread(|_| ());
+        self.enter_thread();
         let mut err = ptr::null_mut();
         // SAFETY: key outlives the call.
         unsafe {
@@ -559,7 +455,7 @@ impl KvEngine for RocksDb {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         let cf = self.cf(table)?;
-        self.on_thread(|_| ());
+        self.enter_thread();
         let mut n = 0;
         // SAFETY: the iterator is created and destroyed here; key/value
         // slices are used only before the iterator moves.
@@ -745,50 +641,5 @@ impl Drop for RocksDb {
             sys::rocksdb_writeoptions_destroy(self.write_nosync);
             sys::rocksdb_options_destroy(self.options);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn options_string_groups_table_keys() {
-        let (s, st) = options_string(&[
-            ("compaction_pri".into(), "kOldestSmallestSeqFirst".into()),
-            ("table.block_size".into(), "8192".into()),
-            ("statistics".into(), "false".into()),
-        ])
-        .unwrap();
-        assert_eq!(
-            s,
-            "compaction_pri=kOldestSmallestSeqFirst;block_based_table_factory={block_size=8192}"
-        );
-        assert!(!st.statistics);
-        assert_eq!(st.perf_level, 1, "perf context counting is off by default");
-    }
-
-    #[test]
-    fn perf_level_is_ours_and_checked() {
-        let (s, st) = options_string(&[("perf_level".into(), "3".into())]).unwrap();
-        assert_eq!(s, "", "perf_level is not a RocksDB options-string key");
-        assert_eq!(st.perf_level, 3);
-        for bad in ["0", "6", "x"] {
-            let e = options_string(&[("perf_level".into(), bad.into())]).unwrap_err();
-            assert!(e.to_string().contains("rocksdb.perf_level"), "{e}");
-        }
-    }
-
-    #[test]
-    fn validate_names_bad_key() {
-        let bad = EngineOptions {
-            pairs: vec![("no_such_option".into(), "1".into())],
-        };
-        let e = validate(&bad).unwrap_err().to_string();
-        assert!(e.contains("rocksdb.no_such_option"), "{e}");
-        let good = EngineOptions {
-            pairs: vec![("compaction_pri".into(), "kOldestSmallestSeqFirst".into())],
-        };
-        validate(&good).unwrap();
     }
 }
