@@ -519,3 +519,41 @@ fn selection_without_load_gets_it_first() {
     let j = report_json(&t.path().join("micro.db"));
     assert_eq!(j["steps"][1]["extras"]["found_pct"].as_f64(), Some(100.0));
 }
+
+/// micro `-p reads=N` (db_bench's `--reads`): each read step does exactly N
+/// operations per thread, then ends.
+#[test]
+fn micro_counted_reads_and_live_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let res = t.path().join("r.db");
+    ok(&[
+        "run",
+        "-w",
+        "micro",
+        "-e",
+        "lmdb",
+        "--steps",
+        "fillseq,readrandom,seekrandom",
+        "-p",
+        "num=2000",
+        "-p",
+        "reads=1500",
+        "--threads",
+        "2",
+        "--duration",
+        "30",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        t.path().to_str().unwrap(),
+    ]);
+    let j = report_json(&res);
+    let s = j["steps"].as_array().unwrap();
+    assert_eq!(s[0]["ops"].as_f64(), Some(2000.0));
+    for step in &s[1..] {
+        assert_eq!(step["ops"].as_f64(), Some(3000.0), "{}", step["step"]);
+        // Counted, not timed: far less than the 30 s duration.
+        assert!(step["secs"].as_f64().unwrap() < 20.0, "{}", step["step"]);
+    }
+    assert_eq!(s[1]["extras"]["found_pct"].as_f64(), Some(100.0));
+}

@@ -23,12 +23,13 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::Latency;
+use crate::metrics::{Latency, Recorder};
 use crate::probe::{Probe, Sample};
 use crate::rng::Rng;
 
-/// Set by the Ctrl-C handler: every running step stops at its next
-/// operation and records what it measured.
+/// Set by the Ctrl-C handler: the running step's collector (which looks
+/// every 50 ms at most) stops its threads, and the step records what it
+/// measured.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// What one operation did, as told by the worker.
@@ -168,10 +169,21 @@ struct Slot {
     written: AtomicU64,
 }
 
-struct Shared {
+/// What every thread reads before each operation, alone in its cache line:
+/// the collector writes it a few times per step, so it stays in every
+/// core's cache and costs the measured path one line.
+#[repr(align(128))]
+struct Signals {
+    /// Foreground threads stop (end of the phase, an error, Ctrl-C).
     stop: AtomicBool,
+    /// The background writer stops.
     bg_stop: AtomicBool,
+    /// The current interval.
     epoch: AtomicU64,
+}
+
+struct Shared {
+    signals: Signals,
     fg_running: AtomicUsize,
     fg: Vec<Slot>,
     bg: Slot,
@@ -183,8 +195,8 @@ impl Shared {
         if let Ok(mut g) = self.error.lock() {
             g.get_or_insert(e);
         }
-        self.stop.store(true, Ordering::SeqCst);
-        self.bg_stop.store(true, Ordering::SeqCst);
+        self.signals.stop.store(true, Ordering::SeqCst);
+        self.signals.bg_stop.store(true, Ordering::SeqCst);
     }
     fn totals(&self) -> (u64, u64, u64) {
         let ops = self.fg.iter().map(|s| s.ops.load(Ordering::Relaxed)).sum();
@@ -238,25 +250,39 @@ impl Thread<'_> {
     /// (and any server connection it holds) outlives the end sample, and
     /// when its last operation ended.
     fn run<'w>(self, mut w: Box<dyn Worker + 'w>) -> Ran<'w> {
+        // Each operation is recorded once, by the interval's recorders
+        // (usually one counter of a flat array); their histograms are added
+        // to the step's when the interval is handed over, so the measured
+        // path touches one line for the response time, not a histogram's
+        // three for each of the interval and the step.
         let mut step = vec![Latency::new(); self.kinds];
-        let mut int = vec![Latency::new(); self.kinds];
+        let mut int = vec![Recorder::new(); self.kinds];
         let mut epoch = 0u64;
         let mut rng = Rng::new(self.seed);
         let mut next = self.origin;
+        let signals = &self.shared.signals;
+        // The collector turns Ctrl-C into `stop`, so one flag is read per
+        // operation.
         let stop = if self.fg {
-            &self.shared.stop
+            &signals.stop
         } else {
-            &self.shared.bg_stop
+            &signals.bg_stop
         };
+        // This thread's totals, published to its slot after each operation
+        // by plain stores (only this thread writes the slot).
+        let (mut ops, mut written) = (0u64, 0u64);
         // In closed loop an operation starts when the previous one ends, so
         // the previous end time is the next start: one clock read per
-        // operation, as db_bench does (clock reads are not free in a VM).
+        // operation (clock reads are not free in a VM). After work of the
+        // harness's own (an interval handed over) the clock is read again, so
+        // that work is not charged to the next operation.
         let mut last_end: Option<Instant> = None;
+        let mut reuse: Option<Instant> = None;
         loop {
-            if stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let now = match (self.rate, last_end) {
+            let now = match (self.rate, reuse) {
                 (None, Some(t)) => t,
                 _ => Instant::now(),
             };
@@ -285,6 +311,7 @@ impl Thread<'_> {
             let r = w.op();
             let done_at = Instant::now();
             last_end = Some(done_at);
+            reuse = last_end;
             match r {
                 Err(e) => {
                     self.shared.fail(format!("{e:#}"));
@@ -295,31 +322,28 @@ impl Thread<'_> {
                     if intended < self.start {
                         continue; // warm-up: run, do not record
                     }
-                    let e = self.shared.epoch.load(Ordering::Relaxed);
+                    let e = signals.epoch.load(Ordering::Relaxed);
                     if e != epoch {
-                        let snap = std::mem::replace(&mut int, vec![Latency::new(); self.kinds]);
+                        let snap: Vec<Latency> = int.iter_mut().map(Recorder::take).collect();
+                        merge_into(&mut step, &snap);
                         let _ = self.tx.send((epoch, self.fg, snap));
                         epoch = e;
+                        reuse = None;
                     }
                     let us = done_at.duration_since(intended).as_micros() as u64;
-                    let k = d.kind.min(self.kinds - 1);
-                    int[k].record(us);
-                    step[k].record(us);
-                    // Only this thread writes its slot: a load and a store, no
-                    // locked read-modify-write per operation.
-                    let slot = self.slot;
-                    slot.ops
-                        .store(slot.ops.load(Ordering::Relaxed) + d.ops, Ordering::Relaxed);
+                    int[d.kind.min(self.kinds - 1)].record(us);
+                    ops += d.ops;
+                    self.slot.ops.store(ops, Ordering::Relaxed);
                     if d.written > 0 {
-                        slot.written.store(
-                            slot.written.load(Ordering::Relaxed) + d.written,
-                            Ordering::Relaxed,
-                        );
+                        written += d.written;
+                        self.slot.written.store(written, Ordering::Relaxed);
                     }
                 }
             }
         }
-        let _ = self.tx.send((epoch, self.fg, int));
+        let snap: Vec<Latency> = int.iter_mut().map(Recorder::take).collect();
+        merge_into(&mut step, &snap);
+        let _ = self.tx.send((epoch, self.fg, snap));
         if self.fg {
             self.shared.fg_running.fetch_sub(1, Ordering::SeqCst);
         }
@@ -372,9 +396,11 @@ pub fn run_step(
 ) -> StepOutcome {
     let threads = spec.threads.max(1);
     let shared = Shared {
-        stop: AtomicBool::new(false),
-        bg_stop: AtomicBool::new(false),
-        epoch: AtomicU64::new(0),
+        signals: Signals {
+            stop: AtomicBool::new(false),
+            bg_stop: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
+        },
         fg_running: AtomicUsize::new(threads),
         fg: (0..threads).map(|_| Slot::default()).collect(),
         bg: Slot::default(),
@@ -446,8 +472,12 @@ pub fn run_step(
         };
         drop(tx);
 
-        // Warm-up: wait for the measured phase, unless the workers finish first.
-        while Instant::now() < start && shared.fg_running.load(Ordering::SeqCst) > 0 {
+        // Warm-up: wait for the measured phase, unless the workers finish
+        // first or Ctrl-C stops them.
+        while Instant::now() < start
+            && shared.fg_running.load(Ordering::SeqCst) > 0
+            && !INTERRUPTED.load(Ordering::Relaxed)
+        {
             std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
         }
         let t0 = Instant::now();
@@ -485,14 +515,14 @@ pub fn run_step(
             let now = Instant::now();
             let running = shared.fg_running.load(Ordering::SeqCst) > 0;
             let stopping =
-                shared.stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed);
+                shared.signals.stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed);
             if !running || stopping || end.is_some_and(|e| now >= e) {
                 break;
             }
             if now >= boundary {
                 let s = probe.sample(t0.elapsed().as_secs_f64());
                 let counts = shared.totals();
-                shared.epoch.store(idx as u64 + 1, Ordering::SeqCst);
+                shared.signals.epoch.store(idx as u64 + 1, Ordering::SeqCst);
                 if let Err(e) = close(idx, s, &last, counts, last_counts, sink) {
                     sink_error.get_or_insert(format!("{e:#}"));
                     shared.fail(format!("results: {e:#}"));
@@ -523,9 +553,9 @@ pub fn run_step(
             sink.progress(shared.totals().0, now.duration_since(t0).as_secs_f64());
             std::thread::sleep((boundary - now).min(Duration::from_millis(50)));
         }
-        // End of the measured phase: stop everyone, then sample.
-        shared.stop.store(true, Ordering::SeqCst);
-        shared.bg_stop.store(true, Ordering::SeqCst);
+        // End of the measured phase (or Ctrl-C): stop everyone, then sample.
+        shared.signals.stop.store(true, Ordering::SeqCst);
+        shared.signals.bg_stop.store(true, Ordering::SeqCst);
         let mut fg_hists: Vec<Latency> = Vec::new();
         let mut keep = Vec::new();
         let mut last_op: Option<Instant> = None;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::probe::Sample;
 
-pub use latency::{Latency, LatencySummary};
+pub use latency::{Latency, LatencySummary, Recorder};
 
 /// A measured value, or why it was not measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -3,8 +3,9 @@
 //! (`bench/vs-db_bench.sh`).
 //!
 //! Keys are db_bench's: the key number as 8 big-endian bytes, padded with
-//! `'0'` to `key_size` (16). Values are `value_size` (100) bytes, half
-//! random (fresh per value) and half filler (compression ratio 0.5).
+//! `'0'` to `key_size` (16). Values are db_bench's too: `value_size` (100)
+//! bytes taken in turn from a 1 MiB buffer of 100-byte pieces, each half
+//! random bytes repeated (compression ratio 0.5); see [`ValuePool`].
 //!
 //! | step | work |
 //! |---|---|
@@ -14,12 +15,15 @@
 //! | `readrandom` | gets of random keys; `found_pct` reports the share found |
 //! | `readwhilewriting` | readers plus one writer limited to `writer_bytes_per_sec` |
 //! | `seekrandom` | seek to a random key, then `seek_nexts` (20) nexts |
+//!
+//! The read steps run for `--duration`, or, with `-p reads=N` (db_bench
+//! `--reads`), exactly N operations per thread with no warm-up.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Result, bail};
 
-use super::data::{Live, ValueGen};
+use super::data::{Live, ValuePool};
 use super::store::{DocStore, docs_store};
 use crate::driver::{Background, Done, StepSpec, Worker, WorkerFactory};
 use crate::engine::{Durability, EngineRef};
@@ -59,6 +63,11 @@ pub const PARAMS: &[ParamDef] = &[
         help: "compressed/raw size of values (db_bench --compression_ratio)",
     },
     ParamDef {
+        key: "reads",
+        default: "0",
+        help: "gets (or seeks) per thread in readrandom, readwhilewriting and seekrandom, then stop; 0 = for --duration (db_bench --reads)",
+    },
+    ParamDef {
         key: "seek_nexts",
         default: "20",
         help: "nexts after each seek in seekrandom",
@@ -79,8 +88,10 @@ pub const PARAMS: &[ParamDef] = &[
 pub struct Micro {
     num: u64,
     key_size: usize,
-    values: ValueGen,
+    value_size: usize,
+    values: ValuePool,
     seek_nexts: usize,
+    reads_per_thread: u64,
     writer_bps: f64,
     sync: Durability,
     live: Live,
@@ -99,18 +110,17 @@ impl Micro {
             ));
         }
         let ratio = p.f64("compression_ratio")?;
+        let value_size = p.u64("value_size")? as usize;
         Ok(Micro {
             num,
             key_size,
-            values: ValueGen {
-                median: p.f64("value_size")?,
-                sd: 0.0,
-                compressibility: (1.0 - ratio.clamp(0.0, 1.0)) * 100.0,
-            },
+            value_size,
+            values: ValuePool::new(value_size, ratio),
             seek_nexts: p.u64("seek_nexts")? as usize,
+            reads_per_thread: p.u64("reads")?,
             writer_bps: p.f64("writer_bytes_per_sec")?,
             sync: Durability::from_sync(p.bool("sync")?),
-            live: Live::fixed(num, key_size as u64 + p.f64("value_size")?.max(1.0) as u64),
+            live: Live::fixed(num, (key_size + value_size) as u64),
             reads: AtomicU64::new(0),
             found: AtomicU64::new(0),
         })
@@ -126,11 +136,22 @@ impl Micro {
 
 #[derive(Clone, Copy)]
 enum Mode {
-    Seq { next: u64, end: u64 },
-    RandomFill { left: u64 },
+    Seq {
+        next: u64,
+        end: u64,
+    },
+    RandomFill {
+        left: u64,
+    },
     Write,
-    Read,
-    Seek,
+    /// Gets; `left` counts down (`u64::MAX`: until the step's time is up).
+    Read {
+        left: u64,
+    },
+    /// Seeks, counted down as reads.
+    Seek {
+        left: u64,
+    },
 }
 
 struct MicroWorker<'a> {
@@ -139,7 +160,8 @@ struct MicroWorker<'a> {
     rng: Rng,
     mode: Mode,
     key: Vec<u8>,
-    value: Vec<u8>,
+    /// Where this worker's next value starts in the pool.
+    value_pos: usize,
     /// Gets done and found, kept here and added to the workload's totals
     /// when the worker is dropped (no shared counter touched per get).
     reads: u64,
@@ -157,9 +179,9 @@ impl MicroWorker<'_> {
     fn put(&mut self, k: u64) -> Result<Done> {
         let wl = self.wl;
         wl.key(k, &mut self.key);
-        wl.values.fill(&mut self.rng, &mut self.value);
-        self.store.write(&self.key, &self.value, wl.sync)?;
-        let b = (self.key.len() + self.value.len()) as u64;
+        let value = wl.values.next(&mut self.value_pos, wl.value_size);
+        self.store.write(&self.key, value, wl.sync)?;
+        let b = (self.key.len() + value.len()) as u64;
         wl.live.set(k, b);
         Ok(Done {
             kind: 0,
@@ -193,7 +215,11 @@ impl Worker for MicroWorker<'_> {
                 let k = self.rng.below(wl.num);
                 self.put(k).map(Some)
             }
-            Mode::Read => {
+            Mode::Read { left } => {
+                if *left == 0 {
+                    return Ok(None);
+                }
+                *left = left.saturating_sub(u64::from(*left != u64::MAX));
                 let k = self.rng.below(wl.num);
                 wl.key(k, &mut self.key);
                 let hit = self.store.read(&self.key)?.is_some();
@@ -205,7 +231,11 @@ impl Worker for MicroWorker<'_> {
                     written: 0,
                 }))
             }
-            Mode::Seek => {
+            Mode::Seek { left } => {
+                if *left == 0 {
+                    return Ok(None);
+                }
+                *left = left.saturating_sub(u64::from(*left != u64::MAX));
                 let k = self.rng.below(wl.num);
                 wl.key(k, &mut self.key);
                 self.store.scan(&self.key, wl.seek_nexts + 1)?;
@@ -225,19 +255,27 @@ impl Workload for Micro {
     }
 
     fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+        // With `reads` set, a read step is counted like a fill: no warm-up,
+        // closed loop, done when every thread has done its reads.
+        let counted = self.reads_per_thread > 0;
+        let left = if counted {
+            self.reads_per_thread
+        } else {
+            u64::MAX
+        };
         let (mode, op, threads, fill) = match step {
             "fillseq" => (Mode::Seq { next: 0, end: 0 }, "put", 1, true),
             "fillrandom" => (Mode::RandomFill { left: self.num }, "put", 1, true),
             "overwrite" => (Mode::Write, "put", ctx.threads, false),
-            "readrandom" | "readwhilewriting" => (Mode::Read, "get", ctx.threads, false),
-            "seekrandom" => (Mode::Seek, "seek", ctx.threads, false),
+            "readrandom" | "readwhilewriting" => (Mode::Read { left }, "get", ctx.threads, counted),
+            "seekrandom" => (Mode::Seek { left }, "seek", ctx.threads, counted),
             _ => bail!(crate::UsageError(format!(
                 "unknown step '{step}' for workload micro (steps: {})",
                 STEPS.join(", ")
             ))),
         };
         let writer = step == "readwhilewriting";
-        let per_put = (self.key_size as f64 + self.values.median).max(1.0);
+        let per_put = (self.key_size + self.value_size).max(1) as f64;
         let spec = StepSpec {
             background: writer.then(|| Background {
                 per_sec: self.writer_bps / per_put,
@@ -258,7 +296,7 @@ impl Workload for Micro {
                 rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
                 mode,
                 key: Vec::new(),
-                value: Vec::new(),
+                value_pos: 0,
                 reads: 0,
                 found: 0,
             })
