@@ -7,29 +7,34 @@
 # - One set of options: ampbench's RocksDB defaults, with db_bench's flags set
 #   to match where its defaults differ (pipelined writes, table cache shards,
 #   delayed write rate, index shortening, top-level index pinning, pending
-#   compaction limit, FIFO settings). The
-#   OPTIONS files both tools write are compared and any difference printed.
-# - Both wait for compactions after the fill (db_bench waitforcompaction,
-#   ampbench --settle), so reads meet the same LSM shape.
-# - db_bench's readrandom runs with another seed than its fill: with the same
-#   seed its thread replays the fill's keys and finds them all; with another,
-#   both tools find the ~63% of keys a fill with replacement leaves.
+#   compaction limit, FIFO settings). The OPTIONS files both tools write are
+#   compared and any difference printed.
+# - The same life of the database in both: one process fills it, flushes
+#   the memtable and waits for compactions (db_bench
+#   fillrandom,flush,waitforcompaction; ampbench --settle), then reads it.
+#   So reads meet the same LSM shape, table cache and heap, not a reopened
+#   database in one tool and a warm one in the other.
+# - The same work: NUM puts, then READS gets (db_bench --reads, ampbench
+#   -p reads), counted, not timed. db_bench's readrandom thread gets another
+#   seed than its fill's, so both tools find the ~63% of keys a fill with
+#   replacement leaves.
 # - Before every run: the previous data removed, `sync`, page cache dropped
 #   (when root), so no tool inherits the other's dirty pages.
-# - This machine is shared and noisy (the same fill varies by 30% from run to
-#   run), so the tools run alternately for ROUNDS rounds (even), the order
-#   swapped every round, and each round gives one ratio. Order effects of up
-#   to 10% showed up, in either direction from one script run to the next,
-#   so the verdict uses the geometric mean of the per-round ratios over both
-#   orders, in which a consistent one cancels; the median, the mean per
-#   order and the range are printed beside it. Read the per-round table too:
-#   here one run's verdict is worth about +-3%.
+# - This machine is shared and noisy (the same fill varies by 15-30% from
+#   run to run, in CPU time as much as in elapsed time), so the tools run
+#   alternately for ROUNDS rounds (even), the order swapped every round, and
+#   each round gives one ratio. Order effects of up to 10% showed up, in
+#   either direction from one script run to the next, so the verdict uses
+#   the geometric mean of the per-round ratios over both orders, in which a
+#   consistent one cancels, with its 95% confidence interval (Student's t on
+#   the log ratios); the median, the mean per order and the range are
+#   printed beside it.
 # Targets: ampbench >= 0.97x db_bench on readrandom, >= 0.95x on fillrandom.
-# Usage: bench/vs-db_bench.sh   (NUM=1000000 DURATION=10 ROUNDS=8 by default)
+# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=8 by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUM=${NUM:-1000000}
-DURATION=${DURATION:-10}
+READS=${READS:-3000000}
 ROUNDS=${ROUNDS:-8}
 [ $((ROUNDS % 2)) -eq 0 ] || { echo "ROUNDS must be even (each order runs half the rounds)"; exit 1; }
 BIN=target/release/ampbench
@@ -55,25 +60,24 @@ fresh() {
 
 run_db_bench() {
   fresh
-  "$DB_BENCH" --benchmarks=fillrandom,waitforcompaction --num="$NUM" --db="$WORK/db_bench" --seed=1 $COMMON > "$WORK/fill.txt" 2>&1
-  "$DB_BENCH" --benchmarks=readrandom --use_existing_db=1 --num="$NUM" --duration="$DURATION" \
-    --db="$WORK/db_bench" --seed=2 $COMMON > "$WORK/read.txt" 2>&1
-  dbb_fill=$(awk '/^fillrandom/ {for (i=1;i<=NF;i++) if ($i=="ops/sec") print $(i-1)}' "$WORK/fill.txt")
-  dbb_read=$(awk '/^readrandom/ {for (i=1;i<=NF;i++) if ($i=="ops/sec") print $(i-1)}' "$WORK/read.txt")
-  dbb_found=$(grep -o '([0-9]* of [0-9]* found)' "$WORK/read.txt" | head -1 | tr -d '()' | awk '{printf "%.1f", 100*$1/$3}')
+  "$DB_BENCH" --benchmarks=fillrandom,flush,waitforcompaction,readrandom --num="$NUM" --reads="$READS" \
+    --db="$WORK/db_bench" --seed=1 $COMMON > "$WORK/db_bench.txt" 2>&1
+  dbb_fill=$(awk '/^fillrandom/ {for (i=1;i<=NF;i++) if ($i=="ops/sec") print $(i-1)}' "$WORK/db_bench.txt")
+  dbb_read=$(awk '/^readrandom/ {for (i=1;i<=NF;i++) if ($i=="ops/sec") print $(i-1)}' "$WORK/db_bench.txt")
+  dbb_found=$(grep -o '([0-9]* of [0-9]* found)' "$WORK/db_bench.txt" | head -1 | tr -d '()' | awk '{printf "%.1f", 100*$1/$3}')
   cp "$(ls "$WORK"/db_bench/OPTIONS-* | tail -1)" "$WORK/options.db_bench"
 }
 
 run_ampbench() {
   fresh
-  "$BIN" run -w micro -e rocksdb --steps fillrandom,readrandom -p num="$NUM" --threads 1 \
-    --warmup 0 --duration "$DURATION" --settle --set rocksdb.statistics=false --keep \
+  "$BIN" run -w micro -e rocksdb --steps fillrandom,readrandom -p num="$NUM" -p reads="$READS" \
+    --threads 1 --settle --set rocksdb.statistics=false --keep \
     --results "$WORK/r.db" --dir "$WORK" > "$WORK/amp.txt"
   "$BIN" report --results "$WORK/r.db" --format json > "$WORK/amp.json"
   cp "$(ls "$WORK"/ampbench-rocksdb-*/OPTIONS-* | tail -1)" "$WORK/options.ampbench"
 }
 
-echo "== $("$DB_BENCH" --version 2>/dev/null | head -1) vs ampbench micro: num=$NUM, readrandom ${DURATION}s, $ROUNDS rounds, one thread"
+echo "== $("$DB_BENCH" --version 2>/dev/null | head -1) vs ampbench micro: num=$NUM, reads=$READS, $ROUNDS rounds, one thread"
 : > "$WORK/rows"
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then run_db_bench; run_ampbench; order="d,a"; else run_ampbench; run_db_bench; order="a,d"; fi
@@ -88,7 +92,7 @@ PY
 done
 
 python3 - "$WORK/rows" "$WORK/options.db_bench" "$WORK/options.ampbench" <<'PY'
-import statistics, sys
+import math, statistics, sys
 
 rows = [l.split() for l in open(sys.argv[1])]
 print(f"\n{'round':<6} {'first':<9} {'fill db_bench':>14} {'fill ampbench':>14} {'ratio':>6} "
@@ -105,6 +109,20 @@ print(f"{'mean':<16} {mean(2):>14.0f} {mean(3):>14.0f} {mean(3)/mean(2):>6.3f} "
       f"{mean(4):>14.0f} {mean(5):>14.0f} {mean(5)/mean(4):>6.3f}")
 gm = statistics.geometric_mean
 print(f"{'geo-mean ratio':<16} {'':>14} {'':>14} {gm(fr):>6.3f} {'':>14} {'':>14} {gm(rr):>6.3f}")
+
+def ci95(ratios):
+    # Student's t, two-sided 95%, on the log ratios; df = rounds - 1.
+    t = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 11: 2.201, 13: 2.160, 15: 2.131, 19: 2.093, 23: 2.069}
+    logs = [math.log(x) for x in ratios]
+    df = len(logs) - 1
+    tv = t.get(df, t[max(k for k in t if k <= df)] if df > 1 else 12.71)
+    half = tv * statistics.stdev(logs) / math.sqrt(len(logs))
+    m = statistics.mean(logs)
+    return math.exp(m - half), math.exp(m + half)
+
+(flo, fhi), (rlo, rhi) = ci95(fr), ci95(rr)
+print(f"{'95% interval':<16} {'':>14} {'':>14} {flo:.2f}-{fhi:.2f} {'':>13} {'':>14} {rlo:.2f}-{rhi:.2f}")
 print(f"{'median ratio':<16} {'':>14} {'':>14} {statistics.median(fr):>6.3f} "
       f"{'':>14} {'':>14} {statistics.median(rr):>6.3f}")
 for first, tag in [("db_bench", "d,a"), ("ampbench", "a,d")]:
@@ -114,9 +132,14 @@ for first, tag in [("db_bench", "d,a"), ("ampbench", "a,d")]:
 print(f"{'ratio range':<16} {'':>14} {'':>14} {min(fr):.2f}-{max(fr):.2f} "
       f"{'':>13} {'':>14} {min(rr):.2f}-{max(rr):.2f}")
 print(f"readrandom found: db_bench {mean(6):.1f}%, ampbench {mean(7):.1f}% (fill with replacement leaves ~63%)")
-for name, got, want in [("fillrandom", gm(fr), 0.95), ("readrandom", gm(rr), 0.97)]:
+for name, got, (lo, hi), want in [("fillrandom", gm(fr), (flo, fhi), 0.95),
+                                  ("readrandom", gm(rr), (rlo, rhi), 0.97)]:
     verdict = "met" if got >= want else "NOT met"
-    print(f"{name}: geometric mean of the per-round ampbench/db_bench ratios {got:.3f}, target >= {want}: {verdict}")
+    sure = ("the whole 95% interval is above it" if lo >= want else
+            "the whole 95% interval is below it" if hi < want else
+            "the 95% interval straddles it: more rounds would tell")
+    print(f"{name}: geometric mean of the per-round ampbench/db_bench ratios {got:.3f} "
+          f"(95% interval {lo:.3f}-{hi:.3f}), target >= {want}: {verdict}; {sure}")
 
 def options(path):
     out, section = {}, ""
