@@ -30,12 +30,12 @@
 #   the log ratios); the median, the mean per order and the range are
 #   printed beside it.
 # Targets: ampbench >= 0.97x db_bench on readrandom, >= 0.95x on fillrandom.
-# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=8 by default)
+# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=16 by default, about 14 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUM=${NUM:-1000000}
 READS=${READS:-3000000}
-ROUNDS=${ROUNDS:-8}
+ROUNDS=${ROUNDS:-16}
 [ $((ROUNDS % 2)) -eq 0 ] || { echo "ROUNDS must be even (each order runs half the rounds)"; exit 1; }
 BIN=target/release/ampbench
 DB_BENCH=$(command -v db_bench || true)
