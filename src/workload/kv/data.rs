@@ -109,20 +109,28 @@ impl ValuePool {
 /// the flag's cache line (a read-modify-write would stall the writer on a
 /// line the engine has evicted, measured at 2% of a db_bench-style fill),
 /// and the total is counted from the flags when asked (at each interval).
-pub struct Live {
-    lens: Vec<AtomicU32>,
-    flags: Vec<AtomicU8>,
-    fixed: u64,
-    total: AtomicU64,
+pub enum Live {
+    /// A length per document, and their sum.
+    Varying {
+        /// Each document's key + value bytes (0: not live).
+        lens: Vec<AtomicU32>,
+        /// Their sum.
+        total: AtomicU64,
+    },
+    /// A flag per document, all of one size.
+    Fixed {
+        /// 1 when the document is live.
+        flags: Vec<AtomicU8>,
+        /// Key + value bytes of every document.
+        bytes: u64,
+    },
 }
 
 impl Live {
     /// Room for `n` documents of varying size, none live.
     pub fn new(n: u64) -> Live {
-        Live {
+        Live::Varying {
             lens: (0..n).map(|_| AtomicU32::new(0)).collect(),
-            flags: Vec::new(),
-            fixed: 0,
             total: AtomicU64::new(0),
         }
     }
@@ -130,11 +138,9 @@ impl Live {
     /// Room for `n` documents of `bytes` each (one byte of memory per
     /// document), none live.
     pub fn fixed(n: u64, bytes: u64) -> Live {
-        Live {
-            lens: Vec::new(),
+        Live::Fixed {
             flags: (0..n).map(|_| AtomicU8::new(0)).collect(),
-            fixed: bytes.max(1),
-            total: AtomicU64::new(0),
+            bytes,
         }
     }
 
@@ -142,41 +148,44 @@ impl Live {
     /// documents, the size given at creation).
     #[inline]
     pub fn set(&self, i: u64, bytes: u64) {
-        if self.fixed > 0 {
-            if let Some(f) = self.flags.get(i as usize) {
-                f.store(1, Ordering::Relaxed);
+        match self {
+            Live::Fixed { flags, .. } => {
+                if let Some(f) = flags.get(i as usize) {
+                    f.store(1, Ordering::Relaxed);
+                }
             }
-            return;
-        }
-        if let Some(slot) = self.lens.get(i as usize) {
-            let old = slot.swap(bytes as u32, Ordering::Relaxed) as u64;
-            if bytes >= old {
-                self.total.fetch_add(bytes - old, Ordering::Relaxed);
-            } else {
-                self.total.fetch_sub(old - bytes, Ordering::Relaxed);
+            Live::Varying { lens, total } => {
+                if let Some(slot) = lens.get(i as usize) {
+                    let old = slot.swap(bytes as u32, Ordering::Relaxed) as u64;
+                    if bytes >= old {
+                        total.fetch_add(bytes - old, Ordering::Relaxed);
+                    } else {
+                        total.fetch_sub(old - bytes, Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
 
     /// Total live bytes.
     pub fn total(&self) -> u64 {
-        if self.fixed > 0 {
-            let live = self
-                .flags
-                .iter()
-                .filter(|f| f.load(Ordering::Relaxed) != 0)
-                .count() as u64;
-            return live * self.fixed;
+        match self {
+            Live::Fixed { flags, bytes } => {
+                let live = flags
+                    .iter()
+                    .filter(|f| f.load(Ordering::Relaxed) != 0)
+                    .count() as u64;
+                live * bytes
+            }
+            Live::Varying { total, .. } => total.load(Ordering::Relaxed),
         }
-        self.total.load(Ordering::Relaxed)
     }
 
     /// Documents with room for a value.
     pub fn capacity(&self) -> u64 {
-        if self.fixed > 0 {
-            self.flags.len() as u64
-        } else {
-            self.lens.len() as u64
+        match self {
+            Live::Fixed { flags, .. } => flags.len() as u64,
+            Live::Varying { lens, .. } => lens.len() as u64,
         }
     }
 }

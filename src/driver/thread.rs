@@ -1,0 +1,224 @@
+//! The measured path: one worker thread of a step, and what it shares with
+//! the collector. Everything here runs per operation, so it touches as few
+//! cache lines as it can (docs/design.md, driver).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use super::Worker;
+use crate::metrics::{Latency, Recorder};
+use crate::rng::Rng;
+
+/// One thread's counters, alone in their cache line (only that thread
+/// writes them).
+#[repr(align(128))]
+#[derive(Default)]
+pub(super) struct Slot {
+    pub(super) ops: AtomicU64,
+    pub(super) written: AtomicU64,
+}
+
+/// What every thread reads before each operation, alone in its cache line:
+/// the collector writes it a few times per step, so it stays in every
+/// core's cache and costs the measured path one line.
+#[repr(align(128))]
+pub(super) struct Signals {
+    /// Foreground threads stop (end of the phase, an error, Ctrl-C).
+    pub(super) stop: AtomicBool,
+    /// The background writer stops.
+    pub(super) bg_stop: AtomicBool,
+    /// The current interval.
+    pub(super) epoch: AtomicU64,
+}
+
+/// What the collector and the threads of one step share.
+pub(super) struct Shared {
+    pub(super) signals: Signals,
+    pub(super) fg_running: AtomicUsize,
+    pub(super) fg: Vec<Slot>,
+    pub(super) bg: Slot,
+    pub(super) error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    /// Records the first error and stops every thread.
+    pub(super) fn fail(&self, e: String) {
+        if let Ok(mut g) = self.error.lock() {
+            g.get_or_insert(e);
+        }
+        self.signals.stop.store(true, Ordering::SeqCst);
+        self.signals.bg_stop.store(true, Ordering::SeqCst);
+    }
+    /// Foreground ops, background ops, and bytes written so far.
+    pub(super) fn totals(&self) -> (u64, u64, u64) {
+        let ops = self.fg.iter().map(|s| s.ops.load(Ordering::Relaxed)).sum();
+        let w: u64 = self
+            .fg
+            .iter()
+            .map(|s| s.written.load(Ordering::Relaxed))
+            .sum();
+        let bw = self.bg.written.load(Ordering::Relaxed);
+        (ops, self.bg.ops.load(Ordering::Relaxed), w + bw)
+    }
+}
+
+/// An interval's histograms from one thread: (epoch, foreground?, per kind).
+pub(super) type Snapshot = (u64, bool, Vec<Latency>);
+
+/// Sleeps until `t`: the OS sleep for most of the wait, a short spin for
+/// the last 30 µs so scheduled starts are kept closely.
+fn sleep_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(80) {
+            std::thread::sleep(left - Duration::from_micros(50));
+        } else if left > Duration::from_micros(30) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// One worker thread of a step: the measured path.
+pub(super) struct Thread<'s> {
+    pub(super) shared: &'s Shared,
+    pub(super) tx: mpsc::Sender<Snapshot>,
+    pub(super) fg: bool,
+    pub(super) slot: &'s Slot,
+    pub(super) kinds: usize,
+    pub(super) origin: Instant,
+    pub(super) start: Instant,
+    pub(super) end: Option<Instant>,
+    pub(super) rate: Option<(f64, bool)>,
+    pub(super) seed: u64,
+}
+
+impl Thread<'_> {
+    /// Runs the worker; returns its histograms, the worker itself, so it
+    /// (and any server connection it holds) outlives the end sample, and
+    /// when its last operation ended.
+    /// Sends interval `epoch`'s histograms to the collector and adds them
+    /// to the step's; the recorders start empty.
+    fn hand_over(&self, epoch: u64, int: &mut [Recorder], step: &mut Vec<Latency>) {
+        let snap: Vec<Latency> = int.iter_mut().map(Recorder::take).collect();
+        merge_into(step, &snap);
+        let _ = self.tx.send((epoch, self.fg, snap));
+    }
+
+    pub(super) fn run<'w>(self, mut w: Box<dyn Worker + 'w>) -> Ran<'w> {
+        // Each operation is recorded once, by the interval's recorders
+        // (usually one counter of a flat array); their histograms are added
+        // to the step's when the interval is handed over, so the measured
+        // path touches one line for the response time, not a histogram's
+        // three for each of the interval and the step.
+        let mut step = vec![Latency::new(); self.kinds];
+        let mut int = vec![Recorder::new(); self.kinds];
+        let mut epoch = 0u64;
+        let mut rng = Rng::new(self.seed);
+        let mut next = self.origin;
+        let signals = &self.shared.signals;
+        // The collector turns Ctrl-C into `stop`, so one flag is read per
+        // operation.
+        let stop = if self.fg {
+            &signals.stop
+        } else {
+            &signals.bg_stop
+        };
+        // This thread's totals, published to its slot after each operation
+        // by plain stores (only this thread writes the slot).
+        let (mut ops, mut written) = (0u64, 0u64);
+        // In closed loop an operation starts when the previous one ends, so
+        // the previous end time is the next start: one clock read per
+        // operation (clock reads are not free in a VM). After work of the
+        // harness's own (an interval handed over) the clock is read again, so
+        // that work is not charged to the next operation.
+        let mut last_end: Option<Instant> = None;
+        let mut reuse: Option<Instant> = None;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = match (self.rate, reuse) {
+                (None, Some(t)) => t,
+                _ => Instant::now(),
+            };
+            if self.end.is_some_and(|e| now >= e) {
+                break;
+            }
+            let intended = match self.rate {
+                None => now,
+                Some((per_sec, poisson)) => {
+                    let t = next;
+                    let gap = if poisson {
+                        rng.exponential(1.0 / per_sec)
+                    } else {
+                        1.0 / per_sec
+                    };
+                    next += Duration::from_secs_f64(gap);
+                    if t > now {
+                        if self.end.is_some_and(|e| t >= e) {
+                            break;
+                        }
+                        sleep_until(t);
+                    }
+                    t
+                }
+            };
+            let r = w.op();
+            let done_at = Instant::now();
+            last_end = Some(done_at);
+            reuse = last_end;
+            match r {
+                Err(e) => {
+                    self.shared.fail(format!("{e:#}"));
+                    break;
+                }
+                Ok(None) => break,
+                Ok(Some(d)) => {
+                    if intended < self.start {
+                        continue; // warm-up: run, do not record
+                    }
+                    let e = signals.epoch.load(Ordering::Relaxed);
+                    if e != epoch {
+                        self.hand_over(epoch, &mut int, &mut step);
+                        epoch = e;
+                        reuse = None;
+                    }
+                    let us = done_at.duration_since(intended).as_micros() as u64;
+                    int[d.kind.min(self.kinds - 1)].record(us);
+                    ops += d.ops;
+                    self.slot.ops.store(ops, Ordering::Relaxed);
+                    if d.written > 0 {
+                        written += d.written;
+                        self.slot.written.store(written, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        self.hand_over(epoch, &mut int, &mut step);
+        if self.fg {
+            self.shared.fg_running.fetch_sub(1, Ordering::SeqCst);
+        }
+        (step, Some(w), last_end)
+    }
+}
+
+/// What a thread hands back: its step histograms, its worker, and when its
+/// last operation ended.
+pub(super) type Ran<'w> = (Vec<Latency>, Option<Box<dyn Worker + 'w>>, Option<Instant>);
+
+/// Adds per-kind histograms into `acc`, growing it as needed.
+pub(super) fn merge_into(acc: &mut Vec<Latency>, add: &[Latency]) {
+    if acc.len() < add.len() {
+        acc.resize(add.len(), Latency::new());
+    }
+    for (a, b) in acc.iter_mut().zip(add) {
+        a.merge(b);
+    }
+}
