@@ -52,8 +52,13 @@ struct RunArgs {
     /// Workload to run [default: pattern].
     #[arg(short, long, value_enum)]
     workload: Option<WorkloadKind>,
-    /// Engines, comma-separated (rocksdb, wiredtiger, lmdb, leveldb, sqlite, null) [default: rocksdb,wiredtiger,lmdb].
-    #[arg(short, long, value_delimiter = ',')]
+    #[arg(
+        short,
+        long,
+        value_delimiter = ',',
+        help = crate::engine::registry::short_help(),
+        long_help = crate::engine::registry::help()
+    )]
     engine: Option<Vec<String>>,
     /// Steps to run, comma-separated, in the workload's order [default: all].
     #[arg(long, value_delimiter = ',')]
@@ -330,14 +335,14 @@ pub fn list() -> String {
         o,
         "engines (--set ENGINE.KEY=VALUE; defaults shown for --cache 256MB):"
     );
-    for e in EngineKind::ALL {
-        let s = crate::engine::default_settings(e, 256 << 20);
+    for e in EngineKind::all() {
+        let s = e.default_settings(256 << 20);
         let s: Vec<String> = s.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             o,
-            "  {:<11} {} — {}",
+            "  {:<16} {} — {}",
             e.name(),
-            e.structure(),
+            e.structure().name(),
             if s.is_empty() {
                 "no options".into()
             } else {

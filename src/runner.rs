@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::driver::{self, Arrival, IntervalRecord, StepSink};
-use crate::engine::{self, EngineKind, EngineOptions, OpenSpec};
+use crate::engine::{self, EngineKind, EngineOptions, EngineRef, OpenSpec};
 use crate::metrics::{self, Latency, WorkDone};
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
@@ -173,7 +173,9 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     let mut results = Results::open(&cfg.results)?;
     let mut versions = serde_json::Map::new();
     for e in &cfg.engines {
-        let v = engine::library_version(*e).unwrap_or_else(|err| format!("unavailable: {err:#}"));
+        let v = e
+            .library_version()
+            .unwrap_or_else(|err| format!("unavailable: {err:#}"));
         versions.insert(e.name().into(), v.into());
     }
     let mut config = serde_json::to_value(cfg)?;
@@ -238,8 +240,9 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             tables: workload.tables(),
             cache_bytes: cfg.cache_bytes,
             options: opts,
+            transactions: workload.transactions(),
         };
-        let eng = match engine::open_any(*kind, &spec) {
+        let eng = match engine::open(*kind, &spec) {
             Ok(e) => e,
             Err(e) => {
                 writeln!(out, "{kind}: cannot open: {e:#}")?;
@@ -263,7 +266,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 continue;
             }
         };
-        if let engine::Opened::Sql(s) = &eng {
+        if let EngineRef::Sql(s) = eng.face() {
             let ddl = workload.sql_schema(s.dialect(), s.table_options());
             let created = s
                 .connect()
@@ -299,7 +302,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                     .join(" ")
             )?;
         }
-        let probe = Probe::with_paths(&eng.dir(), eng.data_paths(), eng.pid());
+        let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
         let no_device = probe.device().as_ref().err().cloned();
         for (si, step) in steps.iter().enumerate() {
             let ctx = StepCtx {
@@ -316,7 +319,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 },
                 seed: derive_seed(cfg.seed, &[si as u64]),
             };
-            let planned = match workload.plan(step, eng.as_ref(), &ctx) {
+            let planned = match workload.plan(step, eng.face(), &ctx) {
                 Ok(p) => p,
                 Err(e)
                     if e.chain()
@@ -384,18 +387,17 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 no_device.as_deref(),
                 crate::probe::cpu::ticks_per_sec(),
             );
-            let notes = match workload.finish(step, eng.as_ref()) {
+            let mut notes = match workload.finish(step, eng.face()) {
                 Ok(n) => n,
                 Err(e) => crate::workload::StepNotes {
                     extras: Vec::new(),
                     lines: vec![format!("after {step}: {e:#}")],
                 },
             };
-            let mut extras = notes.extras;
             if o.bg_ops > 0 {
-                extras.push(("bg_ops".into(), o.bg_ops as f64));
+                notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
             }
-            results.add_step_figures(step_id, &figs, &extras, (&o.start, &o.end))?;
+            results.add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
             results.add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
             if let Ok(st) = eng.stats() {
                 results.add_engine_stats(step_id, &st)?;

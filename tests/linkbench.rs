@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ampbench::engine::{self, EngineKind, EngineOptions, OpenSpec, Opened};
+use ampbench::engine::{self, EngineKind, EngineOptions, EngineRef, OpenSpec};
 use ampbench::workload::linkbench::store::{
     Added, LINK_TYPE_BASE, Link, LinkStore, NODE_TYPE, Node,
 };
@@ -70,16 +70,17 @@ fn exercise(kind: EngineKind) {
         tables: w.tables(),
         cache_bytes: 32 << 20,
         options: EngineOptions::default(),
+        transactions: w.transactions(),
     };
-    let opened = engine::open_any(kind, &spec).unwrap();
-    if let Opened::Sql(s) = &opened {
+    let opened = engine::open(kind, &spec).unwrap();
+    if let EngineRef::Sql(s) = opened.face() {
         let mut c = s.connect().unwrap();
         for q in w.sql_schema(s.dialect(), s.table_options()) {
             c.batch(&q).unwrap();
         }
     }
     let lb = ampbench::workload::linkbench::Linkbench::new(&p).unwrap();
-    let mut st = lb.store(opened.as_ref()).unwrap();
+    let mut st = lb.store(opened.face()).unwrap();
     let t = LINK_TYPE_BASE;
     let mut m = Model::default();
     let add = |st: &mut Box<dyn LinkStore + '_>, m: &mut Model, l: Link| -> Added {
@@ -185,7 +186,7 @@ fn exercise(kind: EngineKind) {
     // COUNT after concurrent adds and deletes from 4 threads on one (id1, type).
     std::thread::scope(|s| {
         for th in 0..4u64 {
-            let e = opened.as_ref();
+            let e = opened.face();
             let lb = &lb;
             s.spawn(move || {
                 let mut st = lb.store(e).unwrap();
@@ -201,7 +202,7 @@ fn exercise(kind: EngineKind) {
             });
         }
     });
-    let mut st = lb.store(opened.as_ref()).unwrap();
+    let mut st = lb.store(opened.face()).unwrap();
     let visible = st
         .get_links_list(7, t, u64::MAX >> 1, 0, 10_000)
         .unwrap()
@@ -218,22 +219,22 @@ fn exercise(kind: EngineKind) {
 
 #[test]
 fn kv_mapping_rocksdb() {
-    exercise(EngineKind::Rocksdb);
+    exercise(EngineKind::parse("rocksdb").unwrap());
 }
 
 #[test]
 fn kv_mapping_lmdb() {
-    exercise(EngineKind::Lmdb);
+    exercise(EngineKind::parse("lmdb").unwrap());
 }
 
 #[test]
 fn sql_mapping_mariadb_innodb() {
-    exercise(EngineKind::MariadbInnodb);
+    exercise(EngineKind::parse("mariadb-innodb").unwrap());
 }
 
 #[test]
 fn sql_mapping_postgres() {
-    exercise(EngineKind::Postgres);
+    exercise(EngineKind::parse("postgres").unwrap());
 }
 
 /// End to end with the index step, on a KV and a SQL engine: links per
@@ -282,10 +283,10 @@ fn linkbench_end_to_end() {
 
 #[test]
 fn kv_mapping_wiredtiger() {
-    exercise(EngineKind::Wiredtiger);
+    exercise(EngineKind::parse("wiredtiger").unwrap());
 }
 
 #[test]
 fn sql_mapping_mariadb_myrocks() {
-    exercise(EngineKind::MariadbMyrocks);
+    exercise(EngineKind::parse("mariadb-myrocks").unwrap());
 }

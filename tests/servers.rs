@@ -6,23 +6,19 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ampbench::engine::sql::{Cell, Val};
-use ampbench::engine::{self, Durability, EngineKind, EngineOptions, OpenSpec, Opened};
+use ampbench::engine::{self, Durability, Engine, EngineKind, OpenSpec, SqlEngine};
 use ampbench::workload::kv::sql::{SqlDocs, schema};
 use ampbench::workload::kv::store::DocStore;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
 
-fn open(kind: EngineKind, dir: &std::path::Path) -> Box<dyn engine::SqlEngine> {
-    let spec = OpenSpec {
-        dir: dir.to_path_buf(),
-        tables: vec![],
-        cache_bytes: 64 << 20,
-        options: EngineOptions::default(),
-    };
-    match engine::open_any(kind, &spec).unwrap() {
-        Opened::Sql(s) => s,
-        Opened::Kv(_) => panic!("{kind} is not a server"),
-    }
+fn open(kind: EngineKind, dir: &std::path::Path) -> Box<dyn Engine> {
+    engine::open(kind, &OpenSpec::new(dir, vec![], 64 << 20)).unwrap()
+}
+
+/// The SQL face of a server engine.
+fn sql(e: &dyn Engine) -> &dyn SqlEngine {
+    e.face().sql().expect("a server engine")
 }
 
 fn gone(pid: u32) -> bool {
@@ -49,9 +45,9 @@ fn gone(pid: u32) -> bool {
 #[test]
 fn servers_roundtrip_stats_and_cleanup() {
     for kind in [
-        EngineKind::MariadbInnodb,
-        EngineKind::MariadbMyrocks,
-        EngineKind::Postgres,
+        EngineKind::parse("mariadb-innodb").unwrap(),
+        EngineKind::parse("mariadb-myrocks").unwrap(),
+        EngineKind::parse("postgres").unwrap(),
     ] {
         let d = tempfile::tempdir().unwrap();
         let t0 = Instant::now();
@@ -62,11 +58,11 @@ fn servers_roundtrip_stats_and_cleanup() {
             "{kind} took {started:?} to start"
         );
         let pid = s.pid();
-        let mut c = s.connect().unwrap();
-        for q in schema("docs", s.dialect(), s.table_options()) {
+        let mut c = sql(&*s).connect().unwrap();
+        for q in schema("docs", sql(&*s).dialect(), sql(&*s).table_options()) {
             c.batch(&q).unwrap();
         }
-        let mut docs = SqlDocs::new(s.connect().unwrap(), s.dialect(), "docs");
+        let mut docs = SqlDocs::new(sql(&*s).connect().unwrap(), sql(&*s).dialect(), "docs");
         let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..2500u32)
             .map(|i| {
                 (
@@ -96,7 +92,7 @@ fn servers_roundtrip_stats_and_cleanup() {
         s.settle().unwrap();
         let st = s.stats().unwrap();
         assert!(!st.values.is_empty(), "{kind}: no stats");
-        if kind == EngineKind::MariadbMyrocks {
+        if kind.name() == "mariadb-myrocks" {
             assert!(
                 st.values
                     .iter()
@@ -108,7 +104,7 @@ fn servers_roundtrip_stats_and_cleanup() {
                     .collect::<Vec<_>>()
             );
         }
-        if kind == EngineKind::Postgres {
+        if kind.name() == "postgres" {
             assert!(
                 st.values
                     .iter()
@@ -126,13 +122,16 @@ fn servers_roundtrip_stats_and_cleanup() {
 /// changed, 0 unchanged (LinkBench's ADD_LINK depends on it).
 #[test]
 fn mariadb_affected_rows() {
-    for kind in [EngineKind::MariadbInnodb, EngineKind::MariadbMyrocks] {
+    for kind in [
+        EngineKind::parse("mariadb-innodb").unwrap(),
+        EngineKind::parse("mariadb-myrocks").unwrap(),
+    ] {
         let d = tempfile::tempdir().unwrap();
         let s = open(kind, d.path());
-        let mut c = s.connect().unwrap();
+        let mut c = sql(&*s).connect().unwrap();
         c.batch(&format!(
             "CREATE TABLE t (id BIGINT PRIMARY KEY, v INT NOT NULL) {}",
-            s.table_options()
+            sql(&*s).table_options()
         ))
         .unwrap();
         let up = "INSERT INTO t (id, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)";

@@ -23,9 +23,9 @@ impl StepSink for Quiet {
 #[test]
 fn load_then_full_scan_counts_every_doc() {
     for kind in [
-        EngineKind::Rocksdb,
-        EngineKind::Wiredtiger,
-        EngineKind::Lmdb,
+        EngineKind::parse("rocksdb").unwrap(),
+        EngineKind::parse("wiredtiger").unwrap(),
+        EngineKind::parse("lmdb").unwrap(),
     ] {
         let d = tempfile::tempdir().unwrap();
         let p = Params::new(
@@ -44,6 +44,7 @@ fn load_then_full_scan_counts_every_doc() {
             tables: w.tables(),
             cache_bytes: 8 << 20,
             options: EngineOptions::default(),
+            transactions: false,
         };
         let e = engine::open(kind, &spec).unwrap();
         let ctx = StepCtx {
@@ -54,9 +55,7 @@ fn load_then_full_scan_counts_every_doc() {
             arrival: Arrival::Closed,
             seed: 1,
         };
-        let planned = w
-            .plan("load", ampbench::engine::EngineRef::Kv(&*e), &ctx)
-            .unwrap();
+        let planned = w.plan("load", e.face(), &ctx).unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,
@@ -67,7 +66,8 @@ fn load_then_full_scan_counts_every_doc() {
         drop(planned);
         assert_eq!(o.error, None);
         assert_eq!(o.ops, 20011);
-        let n = e
+        let mut session = e.face().kv().unwrap().session().unwrap();
+        let n = session
             .scan(
                 Table(0),
                 KeyRange::all(),
@@ -79,10 +79,12 @@ fn load_then_full_scan_counts_every_doc() {
         assert_eq!(n, 20011, "{kind}");
         // Keys were inserted in document order, which is not key order.
         let mut first = Vec::new();
-        e.scan(Table(0), KeyRange::all(), Order::Forward, 5, &mut |k, _| {
-            first.push(k.to_vec())
-        })
-        .unwrap();
+        session
+            .scan(Table(0), KeyRange::all(), Order::Forward, 5, &mut |k, _| {
+                first.push(k.to_vec())
+            })
+            .unwrap();
+        drop(session);
         let in_doc_order: Vec<Vec<u8>> = (0..5)
             .map(|i| {
                 let mut k = Vec::new();
@@ -92,9 +94,7 @@ fn load_then_full_scan_counts_every_doc() {
             .collect();
         assert_ne!(first, in_doc_order);
         // Point reads all hit afterwards.
-        let planned = w
-            .plan("pq.1", ampbench::engine::EngineRef::Kv(&*e), &ctx)
-            .unwrap();
+        let planned = w.plan("pq.1", e.face(), &ctx).unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,

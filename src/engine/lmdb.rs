@@ -1,11 +1,14 @@
-//! LMDB through its C API (Debian's liblmdb 0.9.24, bindings generated from
-//! `lmdb.h` by build.rs).
+//! LMDB through its C API (Debian's liblmdb 0.9.24, via the safe wrapper in
+//! `ffi/lmdb.rs`).
 //!
-//! Tables are named databases in one environment. Every read is a read-only
-//! transaction; every write a write transaction (LMDB serializes writers).
-//! The environment is opened with `MDB_NOSYNC`: a no-sync commit leaves the
-//! pages to the OS, and a sync write calls `mdb_env_sync(force)` after its
-//! commit, so it is durable on return.
+//! Tables are named databases in one environment. Each session keeps one
+//! read-only transaction that it renews for every read and resets after
+//! (LMDB's recommended pattern: no allocation, no lock per read); every
+//! write is a write transaction (LMDB runs one writer at a time, so its
+//! transactions are serial: they never conflict). The environment is
+//! opened with `MDB_NOSYNC`: a no-sync commit leaves the pages to the OS,
+//! and a sync write calls `mdb_env_sync(force)` after its commit, so it is
+//! durable on return.
 //!
 //! Options (`--set lmdb.KEY=VALUE`): `map_size` (default 64GB, address
 //! space only: the file grows as pages are used), `max_readers` (256),
@@ -13,31 +16,30 @@
 //! cache of its own: it reads through the OS page cache, so `--cache` does
 //! not apply.
 
-use std::ffi::{CStr, CString, c_void};
-use std::ops::Bound;
-use std::os::raw::{c_int, c_uint};
 use std::path::{Path, PathBuf};
-use std::ptr;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
+use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, RoTxn, RwTxn};
+use super::scan::bounded_scan;
 use super::{
-    BatchOp, Durability, EngineKind, EngineOptions, EngineStats, KeyRange, KvEngine, OpenSpec,
-    Order, Table, WriteBatch,
+    BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
+    KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
+    table_of,
 };
 use crate::UsageError;
 
-#[allow(
-    non_camel_case_types,
-    non_upper_case_globals,
-    non_snake_case,
-    dead_code,
-    unsafe_op_in_unsafe_fn,
-    clippy::all
-)]
-mod sys {
-    include!(concat!(env!("OUT_DIR"), "/lmdb_sys.rs"));
-}
+/// The registry entry.
+pub const ENGINES: &[EngineDef] = &[EngineDef {
+    name: "lmdb",
+    about: "LMDB (Debian's liblmdb, a copy-on-write B-Tree)",
+    structure: Structure::CopyOnWriteBTree,
+    server: false,
+    library_version: || Ok(ffi::version()),
+    default_settings,
+    validate,
+    open: |kind, spec| Ok(Box::new(Lmdb::open(kind, spec)?)),
+}];
 
 const KNOWN: &[&str] = &["map_size", "max_readers", "writemap", "nordahead"];
 
@@ -51,197 +53,80 @@ pub fn default_settings(_cache_bytes: u64) -> Vec<(String, String)> {
     ]
 }
 
-fn flag(settings: &[(String, String)], key: &str) -> Result<bool> {
-    match settings
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-    {
-        None | Some("false") | Some("0") | Some("off") => Ok(false),
-        Some("true") | Some("1") | Some("on") => Ok(true),
-        Some(v) => {
-            Err(UsageError(format!("option 'lmdb.{key}={v}': expected true or false")).into())
-        }
-    }
-}
-
-fn value<'a>(settings: &'a [(String, String)], key: &str) -> &'a str {
-    settings
-        .iter()
-        .rev()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("")
+/// The settings parsed into an environment configuration.
+fn parse(settings: &[(String, String)], tables: usize) -> Result<EnvConfig> {
+    let get = |key: &str| {
+        settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let flag = |key: &str| match get(key) {
+        "" | "false" | "0" | "off" => Ok(false),
+        "true" | "1" | "on" => Ok(true),
+        v => Err(UsageError(format!(
+            "option 'lmdb.{key}={v}': expected true or false"
+        ))),
+    };
+    Ok(EnvConfig {
+        map_size: super::options::parse_size(get("map_size"))
+            .map_err(|e| UsageError(format!("option 'lmdb.map_size': {e}")))?,
+        max_readers: get("max_readers").parse().map_err(|_| {
+            UsageError("option 'lmdb.max_readers': expected a whole number".into())
+        })?,
+        max_dbs: tables as u32 + 1,
+        writemap: flag("writemap")?,
+        nordahead: flag("nordahead")?,
+    })
 }
 
 /// Checks `--set lmdb.*` options.
-pub fn validate(options: &EngineOptions) -> Result<()> {
-    options.check_known(EngineKind::Lmdb, KNOWN)?;
-    let s = options.merged_over(&default_settings(0));
-    super::options::parse_size(value(&s, "map_size"))
-        .map_err(|e| UsageError(format!("option 'lmdb.map_size': {e}")))?;
-    value(&s, "max_readers")
-        .parse::<u32>()
-        .map_err(|_| UsageError("option 'lmdb.max_readers': expected a whole number".into()))?;
-    flag(&s, "writemap")?;
-    flag(&s, "nordahead")?;
-    Ok(())
-}
-
-/// The library's version string (`LMDB 0.9.24: (July 24, 2019)`).
-pub fn library_version() -> String {
-    let (mut a, mut b, mut c) = (0, 0, 0);
-    // SAFETY: returns a static string.
-    let s = unsafe { CStr::from_ptr(sys::mdb_version(&mut a, &mut b, &mut c)) };
-    s.to_string_lossy().into_owned()
-}
-
-fn check(rc: c_int, what: &str) -> Result<()> {
-    if rc == 0 {
-        return Ok(());
-    }
-    // SAFETY: mdb_strerror returns a static string.
-    let m = unsafe { CStr::from_ptr(sys::mdb_strerror(rc)) }
-        .to_string_lossy()
-        .into_owned();
-    Err(anyhow!("lmdb {what}: {m}"))
-}
-
-fn val(b: &[u8]) -> sys::MDB_val {
-    sys::MDB_val {
-        mv_size: b.len(),
-        mv_data: b.as_ptr() as *mut c_void,
-    }
-}
-
-/// # Safety
-/// `v` must have been filled by LMDB within a live transaction.
-unsafe fn bytes<'a>(v: &sys::MDB_val) -> &'a [u8] {
-    if v.mv_size == 0 {
-        &[]
-    } else {
-        // SAFETY: per the function contract.
-        unsafe { std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size) }
-    }
+pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
+    options.check_known(kind, KNOWN)?;
+    parse(&options.merged_over(&default_settings(0)), 0).map(|_| ())
 }
 
 /// An LMDB environment with one named database per table.
 pub struct Lmdb {
-    env: *mut sys::MDB_env,
-    dbis: Vec<sys::MDB_dbi>,
+    kind: EngineKind,
+    env: Env,
+    dbis: Vec<Dbi>,
     names: Vec<String>,
     dir: PathBuf,
     settings: Vec<(String, String)>,
 }
 
-// SAFETY: an MDB_env is thread-safe; with MDB_NOTLS read transactions are
-// not bound to threads, and every transaction here lives within one call.
-unsafe impl Send for Lmdb {}
-// SAFETY: see `Send` above.
-unsafe impl Sync for Lmdb {}
-
 impl Lmdb {
     /// Opens (creating if needed) an environment and its named databases.
-    pub fn open(spec: &OpenSpec) -> Result<Lmdb> {
-        validate(&spec.options)?;
+    pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Lmdb> {
+        validate(kind, &spec.options)?;
         let settings = spec
             .options
             .merged_over(&default_settings(spec.cache_bytes));
-        let map_size =
-            super::options::parse_size(value(&settings, "map_size")).map_err(|e| anyhow!(e))?;
-        let readers: c_uint = value(&settings, "max_readers")
-            .parse()
-            .context("max_readers")?;
-        let mut flags = sys::MDB_NOSYNC | sys::MDB_NOTLS;
-        if flag(&settings, "writemap")? {
-            flags |= sys::MDB_WRITEMAP;
-        }
-        if flag(&settings, "nordahead")? {
-            flags |= sys::MDB_NORDAHEAD;
-        }
-        for t in &spec.tables {
-            super::check_table_name(t)?;
-        }
-        let path = CString::new(spec.dir.to_string_lossy().as_bytes()).context("path")?;
-        let mut env: *mut sys::MDB_env = ptr::null_mut();
-        // SAFETY: plain C calls on an environment we create; it is closed on
-        // every error path below.
-        unsafe {
-            check(sys::mdb_env_create(&mut env), "env_create")?;
-            let r = (|| -> Result<Vec<sys::MDB_dbi>> {
-                check(
-                    sys::mdb_env_set_mapsize(env, map_size as usize),
-                    "set_mapsize",
-                )?;
-                check(sys::mdb_env_set_maxreaders(env, readers), "set_maxreaders")?;
-                check(
-                    sys::mdb_env_set_maxdbs(env, (spec.tables.len() + 1) as sys::MDB_dbi),
-                    "set_maxdbs",
-                )?;
-                check(
-                    sys::mdb_env_open(env, path.as_ptr(), flags, 0o644),
-                    &format!("open {}", spec.dir.display()),
-                )?;
-                let mut txn: *mut sys::MDB_txn = ptr::null_mut();
-                check(
-                    sys::mdb_txn_begin(env, ptr::null_mut(), 0, &mut txn),
-                    "txn_begin",
-                )?;
-                let mut dbis = Vec::new();
-                for t in &spec.tables {
-                    let name = CString::new(t.as_str()).context("table name")?;
-                    let mut dbi: sys::MDB_dbi = 0;
-                    let rc = sys::mdb_dbi_open(txn, name.as_ptr(), sys::MDB_CREATE, &mut dbi);
-                    if rc != 0 {
-                        sys::mdb_txn_abort(txn);
-                        check(rc, "dbi_open")?;
-                    }
-                    dbis.push(dbi);
-                }
-                check(sys::mdb_txn_commit(txn), "commit")?;
-                Ok(dbis)
-            })();
-            match r {
-                Ok(dbis) => Ok(Lmdb {
-                    env,
-                    dbis,
-                    names: spec.tables.clone(),
-                    dir: spec.dir.clone(),
-                    settings,
-                }),
-                Err(e) => {
-                    sys::mdb_env_close(env);
-                    Err(e)
-                }
-            }
-        }
+        let env = Env::open(&spec.dir, parse(&settings, spec.tables.len())?)?;
+        let dbis = env.open_dbs(&spec.tables)?;
+        Ok(Lmdb {
+            kind,
+            env,
+            dbis,
+            names: spec.tables.clone(),
+            dir: spec.dir.clone(),
+            settings,
+        })
     }
 
-    fn dbi(&self, t: Table) -> Result<sys::MDB_dbi> {
-        self.dbis
-            .get(t.0)
-            .copied()
-            .ok_or_else(|| super::no_table(t))
-    }
-
-    fn read_txn(&self) -> Result<*mut sys::MDB_txn> {
-        let mut txn = ptr::null_mut();
-        // SAFETY: the environment is open.
-        check(
-            unsafe { sys::mdb_txn_begin(self.env, ptr::null_mut(), sys::MDB_RDONLY, &mut txn) },
-            "read txn",
-        )?;
-        Ok(txn)
+    fn dbi(&self, t: Table) -> Result<Dbi> {
+        table_of(&self.dbis, t).copied()
     }
 }
 
-impl KvEngine for Lmdb {
+impl Engine for Lmdb {
     fn kind(&self) -> EngineKind {
-        EngineKind::Lmdb
+        self.kind
     }
     fn version(&self) -> String {
-        library_version()
+        ffi::version()
     }
     fn settings(&self) -> Vec<(String, String)> {
         self.settings.clone()
@@ -249,219 +134,173 @@ impl KvEngine for Lmdb {
     fn dir(&self) -> &Path {
         &self.dir
     }
-
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let dbi = self.dbi(table)?;
-        let txn = self.read_txn()?;
-        let mut k = val(key);
-        let mut v = val(&[]);
-        // SAFETY: the value is copied before the transaction ends.
-        unsafe {
-            let rc = sys::mdb_get(txn, dbi, &mut k, &mut v);
-            let out = match rc {
-                0 => Some(bytes(&v).to_vec()),
-                sys::MDB_NOTFOUND => None,
-                _ => {
-                    sys::mdb_txn_abort(txn);
-                    return check(rc, "get").map(|_| None);
-                }
-            };
-            sys::mdb_txn_abort(txn);
-            Ok(out)
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Kv(self)
+    }
+    fn stats(&self) -> Result<EngineStats> {
+        let mut st = EngineStats::default();
+        let i = self.env.info()?;
+        for (k, v) in [
+            ("env.map_size", i.map_size as f64),
+            ("env.last_pgno", i.last_pgno as f64),
+            ("env.last_txnid", i.last_txnid as f64),
+            ("env.num_readers", i.num_readers as f64),
+            ("env.page_size", i.page_size as f64),
+        ] {
+            st.values.push((k.into(), v));
         }
+        let txn = self.env.read_txn()?;
+        for (dbi, name) in self.dbis.iter().zip(&self.names) {
+            if let Ok(s) = txn.stat(*dbi) {
+                for (k, v) in [
+                    ("depth", s.depth as f64),
+                    ("branch_pages", s.branch_pages as f64),
+                    ("leaf_pages", s.leaf_pages as f64),
+                    ("overflow_pages", s.overflow_pages as f64),
+                    ("entries", s.entries as f64),
+                ] {
+                    st.values.push((format!("{name}.{k}"), v));
+                }
+            }
+        }
+        Ok(st)
+    }
+    fn settle(&self) -> Result<String> {
+        self.env.sync()?;
+        Ok("mdb_env_sync: dirty pages written and synced (LMDB has no background work)".into())
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl KvEngine for Lmdb {
+    fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+        Ok(Box::new(Session {
+            e: self,
+            ro: None,
+            txn: None,
+        }))
+    }
+    fn transactions(&self) -> Transactions {
+        Transactions::Serial
+    }
+}
+
+/// A thread's session: a reusable read transaction, and the open write
+/// transaction with its commit's durability.
+struct Session<'e> {
+    e: &'e Lmdb,
+    ro: Option<RoTxn<'e>>,
+    txn: Option<(RwTxn<'e>, Durability)>,
+}
+
+impl<'e> Session<'e> {
+    /// Runs `f` on a fresh snapshot: the kept read transaction, renewed,
+    /// and reset afterwards.
+    fn read<R>(&mut self, f: impl FnOnce(&RoTxn<'e>) -> Result<R>) -> Result<R> {
+        let mut t = match self.ro.take() {
+            Some(mut t) => {
+                t.renew()?;
+                t
+            }
+            None => self.e.env.read_txn()?,
+        };
+        let r = f(&t);
+        t.reset();
+        self.ro = Some(t);
+        r
     }
 
-    fn write(&self, batch: &WriteBatch, d: Durability) -> Result<()> {
-        let mut txn = ptr::null_mut();
-        // SAFETY: one write transaction, committed or aborted here; key and
-        // value slices live across each call (LMDB copies them).
-        unsafe {
-            check(
-                sys::mdb_txn_begin(self.env, ptr::null_mut(), 0, &mut txn),
-                "write txn",
-            )?;
-            for op in &batch.ops {
-                let rc = match op {
-                    BatchOp::Put { table, key, value } => match self.dbi(*table) {
-                        Ok(dbi) => sys::mdb_put(txn, dbi, &mut val(key), &mut val(value), 0),
-                        Err(e) => {
-                            sys::mdb_txn_abort(txn);
-                            return Err(e);
-                        }
-                    },
-                    BatchOp::Delete { table, key } => match self.dbi(*table) {
-                        Ok(dbi) => match sys::mdb_del(txn, dbi, &mut val(key), ptr::null_mut()) {
-                            sys::MDB_NOTFOUND => 0,
-                            rc => rc,
-                        },
-                        Err(e) => {
-                            sys::mdb_txn_abort(txn);
-                            return Err(e);
-                        }
-                    },
-                };
-                if rc != 0 {
-                    sys::mdb_txn_abort(txn);
-                    return check(rc, "write");
-                }
-            }
-            check(sys::mdb_txn_commit(txn), "commit")?;
-            if d == Durability::Sync {
-                check(sys::mdb_env_sync(self.env, 1), "env_sync")?;
-            }
+    /// Commits a write transaction, syncing when asked.
+    fn commit(&self, t: RwTxn<'_>, d: Durability) -> Result<()> {
+        t.commit()?;
+        if d == Durability::Sync {
+            self.e.env.sync()?;
         }
         Ok(())
     }
 
+    /// A write transaction for one write outside `begin`/`commit`.
+    fn writer(&self) -> Result<RwTxn<'e>> {
+        if self.txn.is_some() {
+            bail!("lmdb: a write outside the open transaction would wait for it forever");
+        }
+        self.e.env.write_txn()
+    }
+
+    fn open_txn(&mut self) -> Result<&mut RwTxn<'e>> {
+        self.txn
+            .as_mut()
+            .map(|(t, _)| t)
+            .ok_or_else(|| anyhow!("lmdb: no transaction is open"))
+    }
+}
+
+impl KvSession for Session<'_> {
+    fn get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let dbi = self.e.dbi(table)?;
+        self.read(|t| Ok(t.get(dbi, key)?.map(|v| v.to_vec())))
+    }
+    fn get_len(&mut self, table: Table, key: &[u8]) -> Result<Option<usize>> {
+        let dbi = self.e.dbi(table)?;
+        self.read(|t| Ok(t.get(dbi, key)?.map(|v| v.len())))
+    }
+    fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
+        let mut t = self.writer()?;
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put { table, key, value } => t.put(self.e.dbi(*table)?, key, value)?,
+                BatchOp::Delete { table, key } => t.delete(self.e.dbi(*table)?, key)?,
+            }
+        }
+        self.commit(t, d)
+    }
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+        let mut t = self.writer()?;
+        t.put(self.e.dbi(table)?, key, value)?;
+        self.commit(t, d)
+    }
     fn scan(
-        &self,
+        &mut self,
         table: Table,
         range: KeyRange<'_>,
         order: Order,
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        let dbi = self.dbi(table)?;
-        let txn = self.read_txn()?;
-        let mut n = 0;
-        // SAFETY: cursor and transaction are closed here; slices are used
-        // before the cursor moves.
-        unsafe {
-            let mut cur: *mut sys::MDB_cursor = ptr::null_mut();
-            let rc = sys::mdb_cursor_open(txn, dbi, &mut cur);
-            if rc != 0 {
-                sys::mdb_txn_abort(txn);
-                return check(rc, "cursor_open").map(|_| 0);
-            }
-            let mut k = val(&[]);
-            let mut v = val(&[]);
-            let mut rc = match order {
-                Order::Forward => match range.start {
-                    Bound::Included(s) | Bound::Excluded(s) => {
-                        k = val(s);
-                        sys::mdb_cursor_get(cur, &mut k, &mut v, sys::MDB_cursor_op_MDB_SET_RANGE)
-                    }
-                    Bound::Unbounded => {
-                        sys::mdb_cursor_get(cur, &mut k, &mut v, sys::MDB_cursor_op_MDB_FIRST)
-                    }
-                },
-                Order::Reverse => match range.end {
-                    Bound::Included(e) | Bound::Excluded(e) => {
-                        k = val(e);
-                        match sys::mdb_cursor_get(
-                            cur,
-                            &mut k,
-                            &mut v,
-                            sys::MDB_cursor_op_MDB_SET_RANGE,
-                        ) {
-                            // Landed at or after the end: step back if past it.
-                            0 if !range.below_end(bytes(&k)) => sys::mdb_cursor_get(
-                                cur,
-                                &mut k,
-                                &mut v,
-                                sys::MDB_cursor_op_MDB_PREV,
-                            ),
-                            sys::MDB_NOTFOUND => sys::mdb_cursor_get(
-                                cur,
-                                &mut k,
-                                &mut v,
-                                sys::MDB_cursor_op_MDB_LAST,
-                            ),
-                            rc => rc,
-                        }
-                    }
-                    Bound::Unbounded => {
-                        sys::mdb_cursor_get(cur, &mut k, &mut v, sys::MDB_cursor_op_MDB_LAST)
-                    }
-                },
-            };
-            let next = match order {
-                Order::Forward => sys::MDB_cursor_op_MDB_NEXT,
-                Order::Reverse => sys::MDB_cursor_op_MDB_PREV,
-            };
-            let result = loop {
-                if rc == sys::MDB_NOTFOUND || n >= limit {
-                    break Ok(n);
-                }
-                if rc != 0 {
-                    break check(rc, "cursor_get").map(|_| n);
-                }
-                let kb = bytes(&k);
-                let (inside, skip) = match order {
-                    Order::Forward => (range.below_end(kb), !range.above_start(kb)),
-                    Order::Reverse => (range.above_start(kb), !range.below_end(kb)),
-                };
-                if !inside {
-                    break Ok(n);
-                }
-                if !skip {
-                    visit(kb, bytes(&v));
-                    n += 1;
-                }
-                rc = sys::mdb_cursor_get(cur, &mut k, &mut v, next);
-            };
-            sys::mdb_cursor_close(cur);
-            sys::mdb_txn_abort(txn);
-            result
+        let dbi = self.e.dbi(table)?;
+        self.read(|t| bounded_scan(&mut t.cursor(dbi)?, range, order, limit, visit))
+    }
+
+    fn txn_begin(&mut self, d: Durability) -> Result<()> {
+        if self.txn.is_some() {
+            bail!("lmdb: a transaction is already open in this session");
         }
-    }
-
-    fn stats(&self) -> Result<EngineStats> {
-        let mut st = EngineStats::default();
-        // SAFETY: plain reads of environment and database statistics.
-        unsafe {
-            let mut info: sys::MDB_envinfo = std::mem::zeroed();
-            check(sys::mdb_env_info(self.env, &mut info), "env_info")?;
-            st.values
-                .push(("env.map_size".into(), info.me_mapsize as f64));
-            st.values
-                .push(("env.last_pgno".into(), info.me_last_pgno as f64));
-            st.values
-                .push(("env.last_txnid".into(), info.me_last_txnid as f64));
-            st.values
-                .push(("env.num_readers".into(), info.me_numreaders as f64));
-            let mut es: sys::MDB_stat = std::mem::zeroed();
-            check(sys::mdb_env_stat(self.env, &mut es), "env_stat")?;
-            st.values.push(("env.page_size".into(), es.ms_psize as f64));
-            let txn = self.read_txn()?;
-            for (dbi, name) in self.dbis.iter().zip(&self.names) {
-                let mut s: sys::MDB_stat = std::mem::zeroed();
-                if sys::mdb_stat(txn, *dbi, &mut s) == 0 {
-                    for (k, v) in [
-                        ("depth", s.ms_depth as f64),
-                        ("branch_pages", s.ms_branch_pages as f64),
-                        ("leaf_pages", s.ms_leaf_pages as f64),
-                        ("overflow_pages", s.ms_overflow_pages as f64),
-                        ("entries", s.ms_entries as f64),
-                    ] {
-                        st.values.push((format!("{name}.{k}"), v));
-                    }
-                }
-            }
-            sys::mdb_txn_abort(txn);
-        }
-        Ok(st)
-    }
-
-    fn settle(&self) -> Result<String> {
-        // SAFETY: the environment is open.
-        check(unsafe { sys::mdb_env_sync(self.env, 1) }, "env_sync")?;
-        Ok("mdb_env_sync: dirty pages written and synced (LMDB has no background work)".into())
-    }
-
-    fn close(self: Box<Self>) -> Result<()> {
-        drop(self);
+        self.txn = Some((self.e.env.write_txn().context("lmdb: begin")?, d));
         Ok(())
     }
-}
-
-impl Drop for Lmdb {
-    fn drop(&mut self) {
-        // SAFETY: closes the environment once; no transaction is open (every
-        // call ends its own). A final sync makes no-sync commits durable.
-        unsafe {
-            sys::mdb_env_sync(self.env, 1);
-            sys::mdb_env_close(self.env);
-        }
+    fn txn_get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let dbi = self.e.dbi(table)?;
+        Ok(self.open_txn()?.get(dbi, key)?.map(|v| v.to_vec()))
+    }
+    fn txn_put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        let dbi = self.e.dbi(table)?;
+        self.open_txn()?.put(dbi, key, value)
+    }
+    fn txn_delete(&mut self, table: Table, key: &[u8]) -> Result<()> {
+        let dbi = self.e.dbi(table)?;
+        self.open_txn()?.delete(dbi, key)
+    }
+    fn txn_commit(&mut self) -> Result<()> {
+        let (t, d) = self
+            .txn
+            .take()
+            .ok_or_else(|| anyhow!("lmdb: no transaction is open"))?;
+        self.commit(t, d)
+    }
+    fn txn_rollback(&mut self) -> Result<()> {
+        self.txn = None;
+        Ok(())
     }
 }

@@ -31,17 +31,49 @@ use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
-use super::{Durability, EngineKind, EngineOptions, EngineStats, OpenSpec};
+use super::{
+    Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
+    Structure,
+};
 use crate::setup::server::{ServerProcess, free_port, managed, tail};
 
+/// The registry entries: one server, two storage engines.
+pub const ENGINES: &[EngineDef] = &[
+    EngineDef {
+        name: "mariadb-innodb",
+        about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
+        structure: Structure::UpdateInPlaceBTree,
+        server: true,
+        library_version,
+        default_settings: |cache| default_settings(false, cache),
+        validate,
+        open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
+    },
+    EngineDef {
+        name: "mariadb-myrocks",
+        about: "MariaDB with MyRocks (a server ampbench starts; a leveled LSM)",
+        structure: Structure::LeveledLsm,
+        server: true,
+        library_version,
+        default_settings: |cache| default_settings(true, cache),
+        validate,
+        open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
+    },
+];
+
+/// True for the MyRocks profile.
+fn is_myrocks(kind: EngineKind) -> bool {
+    kind.name() == "mariadb-myrocks"
+}
+
 /// The default my.cnf settings of a profile.
-pub fn default_settings(kind: EngineKind, cache_bytes: u64) -> Vec<(String, String)> {
+pub fn default_settings(myrocks: bool, cache_bytes: u64) -> Vec<(String, String)> {
     let cache = super::options::format_size(cache_bytes);
     let mut v: Vec<(String, String)> = vec![
         ("skip-log-bin".into(), String::new()),
         ("max_connections".into(), "500".into()),
     ];
-    if kind == EngineKind::MariadbMyrocks {
+    if myrocks {
         v.push(("plugin-load-add".into(), "ha_rocksdb.so".into()));
         v.push(("rocksdb_block_cache_size".into(), cache));
         v.push(("innodb_buffer_pool_size".into(), "64MB".into()));
@@ -75,6 +107,10 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
 
 /// The server binary's version.
 pub fn library_version() -> Result<String> {
+    server_version().map(|v| format!("MariaDB {v}"))
+}
+
+fn server_version() -> Result<String> {
     let o = Command::new("mariadbd")
         .arg("--version")
         .output()
@@ -90,6 +126,7 @@ pub fn library_version() -> Result<String> {
 /// A MariaDB server with the benchmark database `ampbench`.
 pub struct MariaDb {
     kind: EngineKind,
+    myrocks: bool,
     server: Mutex<ServerProcess>,
     pid: u32,
     root: PathBuf,
@@ -135,7 +172,7 @@ impl MariaDb {
         }
         let mut settings = spec
             .options
-            .merged_over(&default_settings(kind, spec.cache_bytes));
+            .merged_over(&(kind.def().default_settings)(spec.cache_bytes));
         for (k, _) in settings.iter_mut() {
             if k == "default_cf_options" {
                 *k = "rocksdb_default_cf_options".into();
@@ -181,7 +218,8 @@ impl MariaDb {
         )
         .context("creating the benchmark user and database")?;
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
-        if kind == EngineKind::MariadbMyrocks {
+        let myrocks = is_myrocks(kind);
+        if myrocks {
             let engines: Vec<String> = c.query(
                 "SELECT engine FROM information_schema.engines WHERE support IN ('YES','DEFAULT')",
             )?;
@@ -194,6 +232,7 @@ impl MariaDb {
         }
         Ok(MariaDb {
             kind,
+            myrocks,
             server: Mutex::new(server),
             pid,
             root,
@@ -202,7 +241,7 @@ impl MariaDb {
             port,
             version: format!("MariaDB {version}"),
             settings,
-            table_options: if kind == EngineKind::MariadbMyrocks {
+            table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
             } else {
                 "ENGINE=InnoDB".into()
@@ -289,15 +328,6 @@ impl SqlConn for MySqlConn {
 }
 
 impl SqlEngine for MariaDb {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
     fn dialect(&self) -> Dialect {
         Dialect::MySql
     }
@@ -322,7 +352,7 @@ impl SqlEngine for MariaDb {
         })?;
         Ok(Box::new(MySqlConn {
             c,
-            durability_var: if self.kind == EngineKind::MariadbMyrocks {
+            durability_var: if self.myrocks {
                 "rocksdb_flush_log_at_trx_commit"
             } else {
                 "innodb_flush_log_at_trx_commit"
@@ -330,11 +360,26 @@ impl SqlEngine for MariaDb {
             durability: None,
         }))
     }
-    fn dir(&self) -> PathBuf {
-        self.datadir.clone()
+}
+
+impl Engine for MariaDb {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Sql(self)
+    }
+    fn dir(&self) -> &Path {
+        &self.datadir
     }
     fn data_paths(&self) -> Vec<PathBuf> {
-        let names: &[&str] = if self.kind == EngineKind::MariadbMyrocks {
+        let names: &[&str] = if self.myrocks {
             &["#rocksdb", "ampbench"]
         } else {
             &[
@@ -364,7 +409,7 @@ impl SqlEngine for MariaDb {
                 st.values.push((k, x));
             }
         }
-        if self.kind == EngineKind::MariadbMyrocks {
+        if self.myrocks {
             let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE ROCKSDB STATUS")?;
             for (typ, name, status) in rows {
                 if typ == "CF_COMPACTION" {
@@ -386,7 +431,7 @@ impl SqlEngine for MariaDb {
     fn settle(&self) -> Result<String> {
         let mut c = self.admin()?;
         let t = Instant::now();
-        if self.kind == EngineKind::MariadbMyrocks {
+        if self.myrocks {
             c.query_drop("SET GLOBAL rocksdb_force_flush_memtable_now=1")?;
             return Ok(format!(
                 "flushed MyRocks memtables: {:.1}s",

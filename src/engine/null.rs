@@ -5,29 +5,41 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{Durability, EngineKind, KeyRange, KvEngine, OpenSpec, Order, Table, WriteBatch};
+use super::{
+    Durability, Engine, EngineDef, EngineKind, EngineRef, KeyRange, KvEngine, KvSession, Order,
+    Structure, Table, WriteBatch,
+};
 
 /// The version string the null engine reports.
 pub const VERSION: &str = "null (ampbench built-in)";
 
+/// The registry entry.
+pub const ENGINES: &[EngineDef] = &[EngineDef {
+    name: "null",
+    about: "does nothing: measures the harness itself",
+    structure: Structure::None,
+    server: false,
+    library_version: || Ok(VERSION.into()),
+    default_settings: |_| Vec::new(),
+    validate: |kind, options| options.reject_all(kind),
+    open: |kind, spec| {
+        spec.options.reject_all(kind)?;
+        Ok(Box::new(Null {
+            kind,
+            dir: spec.dir.clone(),
+        }))
+    },
+}];
+
 /// An engine that stores nothing: every get misses, every scan is empty.
 pub struct Null {
+    kind: EngineKind,
     dir: PathBuf,
 }
 
-impl Null {
-    /// Opens the null engine; it only checks its (empty) options.
-    pub fn open(spec: &OpenSpec) -> Result<Null> {
-        spec.options.reject_all(EngineKind::Null)?;
-        Ok(Null {
-            dir: spec.dir.clone(),
-        })
-    }
-}
-
-impl KvEngine for Null {
+impl Engine for Null {
     fn kind(&self) -> EngineKind {
-        EngineKind::Null
+        self.kind
     }
     fn version(&self) -> String {
         VERSION.into()
@@ -38,11 +50,29 @@ impl KvEngine for Null {
     fn dir(&self) -> &Path {
         &self.dir
     }
-    fn get(&self, _table: Table, _key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Kv(self)
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl KvEngine for Null {
+    fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+        Ok(Box::new(NullSession))
+    }
+}
+
+/// A session of the null engine.
+struct NullSession;
+
+impl KvSession for NullSession {
+    fn get(&mut self, _table: Table, _key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(None)
     }
     fn scan(
-        &self,
+        &mut self,
         _table: Table,
         _range: KeyRange<'_>,
         _order: Order,
@@ -51,13 +81,10 @@ impl KvEngine for Null {
     ) -> Result<usize> {
         Ok(0)
     }
-    fn write(&self, _batch: &WriteBatch, _durability: Durability) -> Result<()> {
+    fn write(&mut self, _batch: &WriteBatch, _durability: Durability) -> Result<()> {
         Ok(())
     }
-    fn put(&self, _t: Table, _k: &[u8], _v: &[u8], _d: Durability) -> Result<()> {
-        Ok(())
-    }
-    fn close(self: Box<Self>) -> Result<()> {
+    fn put(&mut self, _t: Table, _k: &[u8], _v: &[u8], _d: Durability) -> Result<()> {
         Ok(())
     }
 }

@@ -147,7 +147,7 @@ mod tests {
             "rocksdb.table.block_size=8192".into(),
         ])
         .unwrap();
-        let r = &m[&EngineKind::Rocksdb];
+        let r = &m[&EngineKind::parse("rocksdb").unwrap()];
         assert_eq!(r.get("compaction_pri"), Some("kOldestSmallestSeqFirst"));
         assert_eq!(r.get("table.block_size"), Some("8192"));
         assert!(
@@ -174,7 +174,9 @@ mod tests {
                 ("c".into(), "3".into())
             ]
         );
-        let err = o.check_known(EngineKind::Lmdb, &["a"]).unwrap_err();
+        let err = o
+            .check_known(EngineKind::parse("lmdb").unwrap(), &["a"])
+            .unwrap_err();
         assert!(err.to_string().contains("lmdb.c"), "{err}");
     }
 }

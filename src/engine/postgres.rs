@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,7 +24,10 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
-use super::{Durability, EngineKind, EngineOptions, EngineStats, OpenSpec};
+use super::{
+    Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
+    Structure,
+};
 use crate::setup::server::{ServerProcess, free_port, managed, tail};
 
 /// The newest installed PostgreSQL's bin directory.
@@ -62,7 +65,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
 }
 
 /// Checks option keys are configuration words (the server checks the rest).
-pub fn validate(options: &EngineOptions) -> Result<()> {
+pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     for (k, v) in &options.pairs {
         if k.is_empty()
             || !k
@@ -101,8 +104,21 @@ fn chown_tree(p: &std::path::Path, uid: u32, gid: u32) -> Result<()> {
     Ok(())
 }
 
+/// The registry entry.
+pub const ENGINES: &[EngineDef] = &[EngineDef {
+    name: "postgres",
+    about: "PostgreSQL (a server ampbench starts; an update-in-place B-Tree heap)",
+    structure: Structure::UpdateInPlaceBTree,
+    server: true,
+    library_version,
+    default_settings,
+    validate,
+    open: |kind, spec| Ok(Box::new(Postgres::open(kind, spec)?)),
+}];
+
 /// A PostgreSQL server with the benchmark database `ampbench`.
 pub struct Postgres {
+    kind: EngineKind,
     server: Mutex<ServerProcess>,
     pid: u32,
     datadir: PathBuf,
@@ -122,8 +138,8 @@ fn connect(port: u16, user: &str, db: &str) -> Result<Client, postgres::Error> {
 impl Postgres {
     /// Creates a cluster, starts the server and creates the benchmark role
     /// and database.
-    pub fn open(spec: &OpenSpec) -> Result<Postgres> {
-        validate(&spec.options)?;
+    pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Postgres> {
+        validate(kind, &spec.options)?;
         let (uid, gid) = postgres_ids()?;
         let bin = bin_dir()?;
         let root = spec.dir.clone();
@@ -181,6 +197,7 @@ impl Postgres {
             )?
             .get(0);
         Ok(Postgres {
+            kind,
             server: Mutex::new(server),
             pid,
             datadir,
@@ -310,15 +327,6 @@ impl SqlConn for PgConn {
 }
 
 impl SqlEngine for Postgres {
-    fn kind(&self) -> EngineKind {
-        EngineKind::Postgres
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
@@ -334,8 +342,23 @@ impl SqlEngine for Postgres {
             durability: None,
         }))
     }
-    fn dir(&self) -> PathBuf {
-        self.datadir.clone()
+}
+
+impl Engine for Postgres {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn settings(&self) -> Vec<(String, String)> {
+        self.settings.clone()
+    }
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Sql(self)
+    }
+    fn dir(&self) -> &Path {
+        &self.datadir
     }
     fn data_paths(&self) -> Vec<PathBuf> {
         vec![

@@ -2,11 +2,9 @@
 //! per worker thread, with prepared statements (cached by the drivers) and
 //! transactions. Workloads write their SQL once per dialect.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
-use super::{Durability, EngineKind, EngineStats};
+use super::{Durability, Engine};
 
 /// The SQL dialect differences workloads care about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,31 +112,13 @@ pub trait SqlConn: Send {
 }
 
 /// A SQL engine: a server ampbench started, with a benchmark database.
-pub trait SqlEngine: Send + Sync {
-    /// Which engine.
-    fn kind(&self) -> EngineKind;
-    /// The server's version (`SELECT version()`).
-    fn version(&self) -> String;
-    /// Effective server settings.
-    fn settings(&self) -> Vec<(String, String)>;
+/// What every engine has (version, settings, data paths, pid, stats,
+/// settle, close) is its [`Engine`] side.
+pub trait SqlEngine: Engine {
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
     /// The table options clause for CREATE TABLE (e.g. `ENGINE=ROCKSDB`).
     fn table_options(&self) -> &str;
-    /// A new connection to the benchmark database.
+    /// A new connection to the benchmark database, for one thread.
     fn connect(&self) -> Result<Box<dyn SqlConn>>;
-    /// The server's data directory.
-    fn dir(&self) -> PathBuf;
-    /// The files and directories that hold the benchmark database (what
-    /// db.gb measures).
-    fn data_paths(&self) -> Vec<PathBuf>;
-    /// The server process (CPU, IO, context switches and RSS are charged to
-    /// it and its children).
-    fn pid(&self) -> u32;
-    /// The engine's own counters.
-    fn stats(&self) -> Result<EngineStats>;
-    /// Waits for (or forces) background work: flushing, checkpoints.
-    fn settle(&self) -> Result<String>;
-    /// Stops the server.
-    fn close(self: Box<Self>) -> Result<()>;
 }

@@ -2,27 +2,42 @@
 //! libsqlite3), in WAL mode.
 //!
 //! Tables are `WITHOUT ROWID` tables `(k BLOB PRIMARY KEY, v BLOB)`: a
-//! clustered B-Tree, like the other engines' tables. A connection serves one
-//! thread at a time, so the adapter keeps a pool. A sync write runs with
+//! clustered B-Tree, like the other engines' tables. Each session is its
+//! own connection (SQLite's unit of concurrency). A sync write runs with
 //! `PRAGMA synchronous=FULL` (the WAL is synced at commit), a no-sync write
-//! with `NORMAL` (synced only at checkpoints).
+//! with `NORMAL` (synced only at checkpoints). Transactions are `BEGIN
+//! IMMEDIATE`: the writer lock is taken at begin, so writers run one at a
+//! time and never conflict (a writer that waits past `busy_timeout` gets a
+//! conflict and retries).
 //!
 //! Options (`--set sqlite.KEY=VALUE`) are PRAGMAs, checked against SQLite's
 //! own `pragma_list`: defaults `journal_mode=WAL`, `page_size=4096`,
 //! `cache_size=-<cache KiB>` (per connection), `busy_timeout=10000`.
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use anyhow::{Context, Result, anyhow};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    BatchOp, Durability, EngineKind, EngineOptions, EngineStats, KeyRange, KvEngine, OpenSpec,
-    Order, Table, WriteBatch,
+    BatchOp, Conflict, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef,
+    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
+    WriteBatch, table_of,
 };
 use crate::UsageError;
-use std::ops::Bound;
+
+/// The registry entry.
+pub const ENGINES: &[EngineDef] = &[EngineDef {
+    name: "sqlite",
+    about: "SQLite (the system library, a B-Tree, WAL mode)",
+    structure: Structure::UpdateInPlaceBTree,
+    server: false,
+    library_version: || Ok(library_version()),
+    default_settings,
+    validate,
+    open: |kind, spec| Ok(Box::new(Sqlite::open(kind, spec)?)),
+}];
 
 /// The default settings for a cache size (see the module doc).
 pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
@@ -38,7 +53,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
 }
 
 /// Checks `--set sqlite.*` keys against SQLite's list of PRAGMAs.
-pub fn validate(options: &EngineOptions) -> Result<()> {
+pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     if options.pairs.is_empty() {
         return Ok(());
     }
@@ -77,52 +92,40 @@ pub fn library_version() -> String {
     format!("SQLite {}", rusqlite::version())
 }
 
-/// One pooled connection, with the synchronous mode it is in.
-struct Conn {
-    c: Connection,
-    sync: Option<Durability>,
-}
-
-/// A SQLite database file with a pool of connections.
+/// A SQLite database file.
 pub struct Sqlite {
+    kind: EngineKind,
     path: PathBuf,
     dir: PathBuf,
     tables: Vec<String>,
-    pool: Mutex<Vec<Conn>>,
     settings: Vec<(String, String)>,
 }
 
 impl Sqlite {
     /// Opens (creating if needed) `DIR/db.sqlite` and its tables.
-    pub fn open(spec: &OpenSpec) -> Result<Sqlite> {
-        validate(&spec.options)?;
+    pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Sqlite> {
+        validate(kind, &spec.options)?;
         let settings = spec
             .options
             .merged_over(&default_settings(spec.cache_bytes));
-        let mut tables = Vec::new();
-        for t in &spec.tables {
-            super::check_table_name(t)?;
-            tables.push(format!("t_{t}"));
-        }
         let s = Sqlite {
+            kind,
             path: spec.dir.join("db.sqlite"),
             dir: spec.dir.clone(),
-            tables,
-            pool: Mutex::new(Vec::new()),
+            tables: spec.tables.iter().map(|t| format!("t_{t}")).collect(),
             settings,
         };
         let c = s.connect()?;
         for t in &s.tables {
-            c.c.execute_batch(&format!(
+            c.execute_batch(&format!(
                 "CREATE TABLE IF NOT EXISTS {t} (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID"
             ))
             .with_context(|| format!("sqlite: creating table {t}"))?;
         }
-        s.give(c);
         Ok(s)
     }
 
-    fn connect(&self) -> Result<Conn> {
+    fn connect(&self) -> Result<Connection> {
         let c = Connection::open(&self.path)
             .with_context(|| format!("sqlite: opening {}", self.path.display()))?;
         for (k, v) in &self.settings {
@@ -132,57 +135,13 @@ impl Sqlite {
                 .optional()
                 .with_context(|| format!("sqlite: PRAGMA {k}={v}"))?;
         }
-        Ok(Conn { c, sync: None })
-    }
-
-    fn take(&self) -> Result<Conn> {
-        if let Some(c) = self
-            .pool
-            .lock()
-            .map_err(|_| anyhow!("pool poisoned"))?
-            .pop()
-        {
-            return Ok(c);
-        }
-        self.connect()
-    }
-
-    fn give(&self, c: Conn) {
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(c);
-        }
-    }
-
-    fn with<R>(&self, f: impl FnOnce(&Self, &mut Conn) -> Result<R>) -> Result<R> {
-        let mut c = self.take()?;
-        let r = f(self, &mut c);
-        self.give(c);
-        r
-    }
-
-    fn table(&self, t: Table) -> Result<&str> {
-        self.tables
-            .get(t.0)
-            .map(|s| s.as_str())
-            .ok_or_else(|| super::no_table(t))
+        Ok(c)
     }
 }
 
-fn set_sync(c: &mut Conn, d: Durability) -> Result<()> {
-    if c.sync != Some(d) {
-        let mode = match d {
-            Durability::Sync => "FULL",
-            Durability::NoSync => "NORMAL",
-        };
-        c.c.execute_batch(&format!("PRAGMA synchronous={mode}"))?;
-        c.sync = Some(d);
-    }
-    Ok(())
-}
-
-impl KvEngine for Sqlite {
+impl Engine for Sqlite {
     fn kind(&self) -> EngineKind {
-        EngineKind::Sqlite
+        self.kind
     }
     fn version(&self) -> String {
         library_version()
@@ -193,141 +152,211 @@ impl KvEngine for Sqlite {
     fn dir(&self) -> &Path {
         &self.dir
     }
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Kv(self)
+    }
+    fn stats(&self) -> Result<EngineStats> {
+        let c = self.connect()?;
+        let mut st = EngineStats::default();
+        for p in ["page_count", "freelist_count", "page_size"] {
+            let v: i64 = c.query_row(&format!("PRAGMA {p}"), [], |r| r.get(0))?;
+            st.values.push((p.into(), v as f64));
+        }
+        Ok(st)
+    }
+    fn settle(&self) -> Result<String> {
+        let c = self.connect()?;
+        let (busy, log, done): (i64, i64, i64) =
+            c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        Ok(format!(
+            "wal_checkpoint(PASSIVE): busy={busy}, {done} of {log} WAL frames checkpointed"
+        ))
+    }
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
 
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.with(|me, c| {
-            let t = me.table(table)?;
-            let mut st =
-                c.c.prepare_cached(&format!("SELECT v FROM {t} WHERE k = ?1"))?;
-            Ok(st
-                .query_row(params![key], |r| r.get::<_, Vec<u8>>(0))
-                .optional()?)
-        })
+impl KvEngine for Sqlite {
+    fn session(&self) -> Result<Box<dyn KvSession + '_>> {
+        Ok(Box::new(Session {
+            e: self,
+            c: self.connect()?,
+            sync: None,
+            in_txn: false,
+        }))
+    }
+    fn transactions(&self) -> Transactions {
+        Transactions::Serial
+    }
+}
+
+/// A thread's connection, with the synchronous mode it is in.
+struct Session<'e> {
+    e: &'e Sqlite,
+    c: Connection,
+    sync: Option<Durability>,
+    in_txn: bool,
+}
+
+/// SQLITE_BUSY past the busy timeout is a conflict (retry); other errors
+/// pass through.
+fn busy_is_conflict(e: rusqlite::Error) -> anyhow::Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy) => Conflict(format!("sqlite: {e}")).into(),
+        _ => e.into(),
+    }
+}
+
+impl Session<'_> {
+    fn table(&self, t: Table) -> Result<&str> {
+        table_of(&self.e.tables, t).map(|s| s.as_str())
     }
 
-    fn put(&self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
-        self.with(|me, c| {
-            let t = me.table(table)?;
-            set_sync(c, d)?;
-            let mut st = c.c.prepare_cached(&format!(
-                "INSERT OR REPLACE INTO {t} (k, v) VALUES (?1, ?2)"
-            ))?;
-            st.execute(params![key, value])?;
-            Ok(())
-        })
+    fn set_sync(&mut self, d: Durability) -> Result<()> {
+        if self.sync != Some(d) {
+            let mode = match d {
+                Durability::Sync => "FULL",
+                Durability::NoSync => "NORMAL",
+            };
+            self.c
+                .execute_batch(&format!("PRAGMA synchronous={mode}"))?;
+            self.sync = Some(d);
+        }
+        Ok(())
     }
 
-    fn write(&self, batch: &WriteBatch, d: Durability) -> Result<()> {
-        self.with(|me, c| {
-            set_sync(c, d)?;
-            let tx =
-                c.c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            for op in &batch.ops {
-                match op {
-                    BatchOp::Put { table, key, value } => {
-                        let t = me.table(*table)?;
-                        let mut st = tx.prepare_cached(&format!(
-                            "INSERT OR REPLACE INTO {t} (k, v) VALUES (?1, ?2)"
-                        ))?;
-                        st.execute(params![key, value])?;
-                    }
-                    BatchOp::Delete { table, key } => {
-                        let t = me.table(*table)?;
-                        let mut st = tx.prepare_cached(&format!("DELETE FROM {t} WHERE k = ?1"))?;
-                        st.execute(params![key])?;
-                    }
-                }
-            }
-            tx.commit()?;
-            Ok(())
-        })
+    fn upsert(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        let t = self.table(table)?;
+        let mut st = self
+            .c
+            .prepare_cached(&format!("INSERT OR REPLACE INTO {t} (k, v) VALUES (?1, ?2)"))?;
+        st.execute(params![key, value]).map_err(busy_is_conflict)?;
+        Ok(())
+    }
+
+    fn remove(&self, table: Table, key: &[u8]) -> Result<()> {
+        let t = self.table(table)?;
+        let mut st = self
+            .c
+            .prepare_cached(&format!("DELETE FROM {t} WHERE k = ?1"))?;
+        st.execute(params![key]).map_err(busy_is_conflict)?;
+        Ok(())
+    }
+}
+
+impl KvSession for Session<'_> {
+    fn get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let t = self.table(table)?;
+        let mut st = self
+            .c
+            .prepare_cached(&format!("SELECT v FROM {t} WHERE k = ?1"))?;
+        Ok(st
+            .query_row(params![key], |r| r.get::<_, Vec<u8>>(0))
+            .optional()?)
+    }
+
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
+        self.set_sync(d)?;
+        self.upsert(table, key, value)
+    }
+
+    fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
+        self.set_sync(d)?;
+        self.c
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(busy_is_conflict)?;
+        let r = batch
+            .ops
+            .iter()
+            .try_for_each(|op| match op {
+                BatchOp::Put { table, key, value } => self.upsert(*table, key, value),
+                BatchOp::Delete { table, key } => self.remove(*table, key),
+            })
+            .and_then(|()| self.c.execute_batch("COMMIT").map_err(busy_is_conflict));
+        if r.is_err() && !self.c.is_autocommit() {
+            let _ = self.c.execute_batch("ROLLBACK");
+        }
+        r
     }
 
     fn scan(
-        &self,
+        &mut self,
         table: Table,
         range: KeyRange<'_>,
         order: Order,
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        self.with(|me, c| {
-            let t = me.table(table)?;
-            let mut conds = Vec::new();
-            let mut args: Vec<&[u8]> = Vec::new();
-            match range.start {
-                Bound::Included(s) => {
-                    args.push(s);
-                    conds.push(format!("k >= ?{}", args.len()));
+        let t = self.table(table)?;
+        let mut conds = Vec::new();
+        let mut args: Vec<&[u8]> = Vec::new();
+        for (b, incl, excl) in [(range.start, ">=", ">"), (range.end, "<=", "<")] {
+            match b {
+                Bound::Included(k) => {
+                    args.push(k);
+                    conds.push(format!("k {incl} ?{}", args.len()));
                 }
-                Bound::Excluded(s) => {
-                    args.push(s);
-                    conds.push(format!("k > ?{}", args.len()));
-                }
-                Bound::Unbounded => {}
-            }
-            match range.end {
-                Bound::Included(e) => {
-                    args.push(e);
-                    conds.push(format!("k <= ?{}", args.len()));
-                }
-                Bound::Excluded(e) => {
-                    args.push(e);
-                    conds.push(format!("k < ?{}", args.len()));
+                Bound::Excluded(k) => {
+                    args.push(k);
+                    conds.push(format!("k {excl} ?{}", args.len()));
                 }
                 Bound::Unbounded => {}
             }
-            let where_ = if conds.is_empty() {
-                String::new()
-            } else {
-                format!("WHERE {}", conds.join(" AND "))
-            };
-            let dir = match order {
-                Order::Forward => "ASC",
-                Order::Reverse => "DESC",
-            };
-            let lim = i64::try_from(limit).unwrap_or(i64::MAX);
-            let sql = format!("SELECT k, v FROM {t} {where_} ORDER BY k {dir} LIMIT {lim}");
-            let mut st = c.c.prepare_cached(&sql)?;
-            let mut rows = st.query(rusqlite::params_from_iter(args.iter()))?;
-            let mut n = 0;
-            while let Some(r) = rows.next()? {
-                let k = r.get_ref(0)?.as_blob()?;
-                let v = r.get_ref(1)?.as_blob()?;
-                visit(k, v);
-                n += 1;
-            }
-            Ok(n)
-        })
+        }
+        let where_ = if conds.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conds.join(" AND "))
+        };
+        let dir = match order {
+            Order::Forward => "ASC",
+            Order::Reverse => "DESC",
+        };
+        let lim = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sql = format!("SELECT k, v FROM {t} {where_} ORDER BY k {dir} LIMIT {lim}");
+        let mut st = self.c.prepare_cached(&sql)?;
+        let mut rows = st.query(rusqlite::params_from_iter(args.iter()))?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            visit(r.get_ref(0)?.as_blob()?, r.get_ref(1)?.as_blob()?);
+            n += 1;
+        }
+        Ok(n)
     }
 
-    fn stats(&self) -> Result<EngineStats> {
-        self.with(|_, c| {
-            let mut st = EngineStats::default();
-            for p in ["page_count", "freelist_count", "page_size"] {
-                let v: i64 = c.c.query_row(&format!("PRAGMA {p}"), [], |r| r.get(0))?;
-                st.values.push((p.into(), v as f64));
-            }
-            Ok(st)
-        })
+    fn txn_begin(&mut self, d: Durability) -> Result<()> {
+        self.set_sync(d)?;
+        self.c
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(busy_is_conflict)?;
+        self.in_txn = true;
+        Ok(())
     }
-
-    fn settle(&self) -> Result<String> {
-        self.with(|_, c| {
-            let (busy, log, done): (i64, i64, i64) =
-                c.c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?;
-            Ok(format!(
-                "wal_checkpoint(PASSIVE): busy={busy}, {done} of {log} WAL frames checkpointed"
-            ))
-        })
+    fn txn_get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get(table, key)
     }
-
-    fn close(self: Box<Self>) -> Result<()> {
-        let conns = std::mem::take(&mut *self.pool.lock().map_err(|_| anyhow!("pool poisoned"))?);
-        for c in conns {
-            c.c.close().map_err(|(_, e)| anyhow!("sqlite close: {e}"))?;
+    fn txn_put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        self.upsert(table, key, value)
+    }
+    fn txn_delete(&mut self, table: Table, key: &[u8]) -> Result<()> {
+        self.remove(table, key)
+    }
+    fn txn_commit(&mut self) -> Result<()> {
+        if !self.in_txn {
+            return Err(anyhow!("sqlite: no transaction is open"));
+        }
+        // On failure the transaction stays open for the rollback that follows.
+        self.c.execute_batch("COMMIT").map_err(busy_is_conflict)?;
+        self.in_txn = false;
+        Ok(())
+    }
+    fn txn_rollback(&mut self) -> Result<()> {
+        // After a failed COMMIT SQLite may have rolled back already.
+        if std::mem::take(&mut self.in_txn) && !self.c.is_autocommit() {
+            self.c.execute_batch("ROLLBACK")?;
         }
         Ok(())
     }

@@ -187,6 +187,7 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             latencies: Vec::new(),
             extras: Vec::new(),
+            notes: Vec::new(),
             intervals: Vec::new(),
         }
     }

@@ -337,6 +337,7 @@ mod tests {
             figures: fig(ops.iter().sum::<f64>() / ops.len() as f64),
             latencies: Vec::new(),
             extras: Vec::new(),
+            notes: Vec::new(),
             intervals: ops
                 .iter()
                 .enumerate()

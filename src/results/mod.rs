@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS engine_stats (
 CREATE TABLE IF NOT EXISTS extras (
   step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY (step_id, name));
+CREATE TABLE IF NOT EXISTS step_notes (
+  step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, line TEXT NOT NULL,
+  PRIMARY KEY (step_id, idx));
 ";
 
 /// `interval_idx` used for whole-step rows.
@@ -220,20 +223,28 @@ impl Results {
         Ok(())
     }
 
-    /// Records the whole step's figures, extras and end samples.
+    /// Records the whole step's figures, the workload's figures and notes
+    /// (what it says of the step: a consistency check, how concurrent
+    /// changes were serialised), and the end samples.
     pub fn add_step_figures(
         &mut self,
         step: i64,
         figures: &[(&str, Figure)],
-        extras: &[(String, f64)],
+        notes: &crate::workload::StepNotes,
         samples: (&Sample, &Sample),
     ) -> Result<()> {
         let tx = self.c.transaction()?;
         write_figures(&tx, step, WHOLE_STEP, figures)?;
-        for (n, v) in extras {
+        for (n, v) in &notes.extras {
             tx.execute(
                 "INSERT OR REPLACE INTO extras (step_id, name, value) VALUES (?1, ?2, ?3)",
                 params![step, n, v],
+            )?;
+        }
+        for (i, line) in notes.lines.iter().enumerate() {
+            tx.execute(
+                "INSERT OR REPLACE INTO step_notes (step_id, idx, line) VALUES (?1, ?2, ?3)",
+                params![step, i as i64, line],
             )?;
         }
         for (at, s) in [("start", samples.0), ("end", samples.1)] {

@@ -56,6 +56,8 @@ pub struct StepView {
     pub latencies: Vec<(String, LatencySummary)>,
     /// Workload-specific figures (e.g. background ops).
     pub extras: Vec<(String, f64)>,
+    /// What the workload said of the step (e.g. its consistency check).
+    pub notes: Vec<String>,
     /// The intervals.
     pub intervals: Vec<IntervalView>,
 }
@@ -216,6 +218,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
                 extras: Vec::new(),
+                notes: Vec::new(),
                 intervals: Vec::new(),
             })
         })?
@@ -245,6 +248,11 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
             c.prepare_cached("SELECT name, value FROM extras WHERE step_id = ?1 ORDER BY name")?;
         s.extras = eq
             .query_map(params![s.id], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut nq =
+            c.prepare_cached("SELECT line FROM step_notes WHERE step_id = ?1 ORDER BY idx")?;
+        s.notes = nq
+            .query_map(params![s.id], |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let mut iq = c.prepare_cached(
             "SELECT idx, t0, t1, ops, bg_ops FROM intervals WHERE step_id = ?1 ORDER BY idx",

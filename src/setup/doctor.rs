@@ -1,45 +1,40 @@
-//! `ampbench doctor`: which engines are usable here and what the machine can
-//! do for a run.
+//! `ampbench doctor`: which engines of the registry are usable here (each
+//! opened, written and read back; servers started and stopped) and what the
+//! machine can do for a run.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::engine::{self, Durability, EngineKind, EngineOptions, OpenSpec, Table};
+use crate::engine::{self, Durability, EngineKind, EngineRef, OpenSpec, Structure, Table};
 
-/// Opens the engine in a scratch directory, writes, reads back and closes.
+/// Opens the engine in a scratch directory, writes, reads back (or, for a
+/// server, runs `SELECT 1`) and closes. Returns what to show: the version.
 pub fn engine_usable(kind: EngineKind) -> Result<String, String> {
-    let version = engine::library_version(kind).map_err(|e| format!("{e:#}"))?;
+    let fail = |e: anyhow::Error| format!("{e:#}");
+    let version = kind.library_version().map_err(fail)?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let spec = OpenSpec {
-        dir: dir.path().to_path_buf(),
-        tables: vec!["t".into()],
-        cache_bytes: 8 << 20,
-        options: EngineOptions::default(),
+    let spec = OpenSpec::new(dir.path(), vec!["t".into()], 8 << 20);
+    let e = engine::open(kind, &spec).map_err(fail)?;
+    let checked = match e.face() {
+        EngineRef::Kv(kv) => kv.session().and_then(|mut s| {
+            s.put(Table(0), b"doctor", b"ok", Durability::Sync)?;
+            let got = s.get(Table(0), b"doctor")?;
+            if kind.structure() != Structure::None && got.as_deref() != Some(b"ok") {
+                anyhow::bail!("wrote a key and could not read it back");
+            }
+            Ok(version)
+        }),
+        EngineRef::Sql(sql) => sql.connect().and_then(|mut c| {
+            if c.query("SELECT 1", &[])?.len() != 1 {
+                anyhow::bail!("SELECT 1 returned no row");
+            }
+            Ok(format!("{} (started and stopped)", sql.version()))
+        }),
     };
-    match engine::open_any(kind, &spec).map_err(|e| format!("{e:#}"))? {
-        engine::Opened::Kv(e) => {
-            e.put(Table(0), b"doctor", b"ok", Durability::Sync)
-                .map_err(|e| format!("{e:#}"))?;
-            let got = e.get(Table(0), b"doctor").map_err(|e| format!("{e:#}"))?;
-            e.close().map_err(|e| format!("{e:#}"))?;
-            if kind != EngineKind::Null && got.as_deref() != Some(b"ok") {
-                return Err("wrote a key and could not read it back".into());
-            }
-        }
-        engine::Opened::Sql(s) => {
-            let r = s.connect().and_then(|mut c| c.query("SELECT 1", &[]));
-            let v = s.version();
-            s.close().map_err(|e| format!("{e:#}"))?;
-            let rows = r.map_err(|e| format!("{e:#}"))?;
-            if rows.len() != 1 {
-                return Err("SELECT 1 returned no row".into());
-            }
-            return Ok(format!("{v} (started and stopped)"));
-        }
-    }
-    Ok(version)
+    e.close().map_err(fail)?;
+    checked.map_err(fail)
 }
 
 /// The cgroup version and which controllers a child group can be made in.
@@ -116,56 +111,25 @@ pub fn o_direct(dir: &Path) -> String {
     }
 }
 
-fn version_of(bin: &Path) -> String {
-    std::process::Command::new(bin)
-        .arg("--version")
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default()
-}
-
-/// The server binaries found.
-pub fn servers() -> Vec<(String, Option<PathBuf>)> {
-    let mariadbd = [
-        "/usr/sbin/mariadbd",
-        "/usr/bin/mariadbd",
-        "/usr/local/bin/mariadbd",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists());
-    let mut pg: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path().join("bin/postgres"))
-                .filter(|p| p.exists())
-                .collect()
-        })
-        .unwrap_or_default();
-    pg.sort();
-    vec![("mariadbd".into(), mariadbd), ("postgres".into(), pg.pop())]
-}
-
 /// The doctor's report and whether any real engine is usable.
 pub fn report(dir: &Path) -> (String, bool) {
     let mut o = String::new();
     let mut any = false;
     let _ = writeln!(o, "engines");
-    for kind in EngineKind::ALL {
+    for kind in EngineKind::all() {
         match engine_usable(kind) {
             Ok(v) => {
-                any |= kind != EngineKind::Null;
+                any |= kind.structure() != Structure::None;
                 let _ = writeln!(
                     o,
-                    "  {:<11} {:<44} usable ({})",
+                    "  {:<16} {:<44} usable ({})",
                     kind.name(),
                     v,
-                    kind.structure()
+                    kind.structure().name()
                 );
             }
             Err(e) => {
-                let _ = writeln!(o, "  {:<11} {:<44} NOT usable: {e}", kind.name(), "-");
+                let _ = writeln!(o, "  {:<16} {:<44} NOT usable: {e}", kind.name(), "-");
             }
         }
     }
@@ -179,23 +143,5 @@ pub fn report(dir: &Path) -> (String, bool) {
     let _ = writeln!(o, "cgroups         {}", cgroups());
     let _ = writeln!(o, "drop_caches     {}", drop_caches());
     let _ = writeln!(o, "O_DIRECT        {}", o_direct(dir));
-    for (name, path) in servers() {
-        match path {
-            Some(p) => {
-                let _ = writeln!(
-                    o,
-                    "server          {name}: {} ({})",
-                    p.display(),
-                    version_of(&p)
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "server          {name}: not installed (make deps installs it)"
-                );
-            }
-        }
-    }
     (o, any)
 }

@@ -90,6 +90,11 @@ pub trait Workload: Send + Sync {
     fn extras(&self, _step: &str) -> Vec<(String, f64)> {
         Vec::new()
     }
+    /// True when the workload makes multi-key read-modify-write changes,
+    /// so engines open with transactions (see `OpenSpec::transactions`).
+    fn transactions(&self) -> bool {
+        false
+    }
     /// Tells the workload which steps will run, before any does.
     fn configure(&mut self, _steps: &[String]) {}
     /// After a step: its workload figures and lines to print (e.g. a

@@ -2,15 +2,13 @@
 //! `--set rocksdb.KEY=VALUE` overrides, our own settings (`statistics`,
 //! `perf_level`), and validation by RocksDB's own parser.
 
-use std::ffi::CString;
 use std::os::raw::c_int;
-use std::ptr;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::{check, sys};
 use crate::UsageError;
-use crate::engine::EngineOptions;
+use crate::engine::ffi::rocksdb::Options;
+use crate::engine::{EngineKind, EngineOptions};
 
 /// The default settings for a cache size (see the engine's module doc).
 pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
@@ -83,30 +81,12 @@ pub(super) fn options_string(settings: &[(String, String)]) -> Result<(String, O
     ))
 }
 
-/// Parses an options string into a new options object.
-pub(super) fn parse_options(s: &str) -> Result<*mut sys::rocksdb_options_t> {
-    let c = CString::new(s).context("rocksdb options contain a NUL byte")?;
-    // SAFETY: plain C calls on objects we create and own.
-    unsafe {
-        let base = sys::rocksdb_options_create();
-        let out = sys::rocksdb_options_create();
-        let mut err = ptr::null_mut();
-        sys::rocksdb_get_options_from_string(base, c.as_ptr(), out, &mut err);
-        sys::rocksdb_options_destroy(base);
-        if let Err(e) = check(err) {
-            sys::rocksdb_options_destroy(out);
-            return Err(e);
-        }
-        Ok(out)
-    }
-}
-
 /// Checks `--set rocksdb.*` options by parsing them with RocksDB itself;
 /// the error names the first key RocksDB refuses.
-pub fn validate(options: &EngineOptions) -> Result<()> {
+pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     let settings = options.merged_over(&default_settings(8 << 20));
     let (s, _) = options_string(&settings)?;
-    if parse_options(&s).map(destroy_options).is_ok() {
+    if Options::from_string(&s).is_ok() {
         return Ok(());
     }
     for (k, v) in &options.pairs {
@@ -114,16 +94,11 @@ pub fn validate(options: &EngineOptions) -> Result<()> {
         if one.is_empty() {
             continue;
         }
-        if let Err(e) = parse_options(&one).map(destroy_options) {
+        if let Err(e) = Options::from_string(&one) {
             return Err(UsageError(format!("invalid option 'rocksdb.{k}={v}': {e}")).into());
         }
     }
     Err(UsageError(format!("rocksdb refused the options string '{s}'")).into())
-}
-
-pub(super) fn destroy_options(o: *mut sys::rocksdb_options_t) {
-    // SAFETY: `o` was created by `parse_options` and is not used again.
-    unsafe { sys::rocksdb_options_destroy(o) }
 }
 
 #[cfg(test)]
@@ -162,11 +137,12 @@ mod tests {
         let bad = EngineOptions {
             pairs: vec![("no_such_option".into(), "1".into())],
         };
-        let e = validate(&bad).unwrap_err().to_string();
+        let kind = EngineKind::parse("rocksdb").unwrap();
+        let e = validate(kind, &bad).unwrap_err().to_string();
         assert!(e.contains("rocksdb.no_such_option"), "{e}");
         let good = EngineOptions {
             pairs: vec![("compaction_pri".into(), "kOldestSmallestSeqFirst".into())],
         };
-        validate(&good).unwrap();
+        validate(kind, &good).unwrap();
     }
 }

@@ -1,10 +1,10 @@
 //! The Store of the KV workloads: their logical operations on documents,
-//! the mapping onto any [`KvEngine`] (one table) here, and onto any SQL
+//! the mapping onto any [`crate::engine::KvEngine`] (one table) here, and onto any SQL
 //! engine (a `(k, v)` table) in `sql.rs`. Each worker has its own store.
 
 use anyhow::Result;
 
-use crate::engine::{Durability, EngineRef, KeyRange, KvEngine, Order, Table, WriteBatch};
+use crate::engine::{Durability, EngineRef, KeyRange, KvSession, Order, Table, WriteBatch};
 
 /// The logical operations of the KV workloads.
 pub trait DocStore: Send {
@@ -20,11 +20,11 @@ pub trait DocStore: Send {
     fn scan(&mut self, start: &[u8], n: usize) -> Result<usize>;
 }
 
-/// The KV mapping: documents are the rows of one engine table.
-#[derive(Clone, Copy)]
+/// The KV mapping: documents are the rows of one engine table, reached
+/// through the worker's own session.
 pub struct KvDocs<'a> {
-    /// The engine.
-    pub engine: &'a dyn KvEngine,
+    /// The worker's session.
+    pub session: Box<dyn KvSession + 'a>,
     /// The table holding the documents.
     pub table: Table,
 }
@@ -35,19 +35,19 @@ impl DocStore for KvDocs<'_> {
         for (k, v) in docs {
             b.put(self.table, k, v);
         }
-        self.engine.write(&b, d)
+        self.session.write(&b, d)
     }
     fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        self.engine.get_len(self.table, key)
+        self.session.get_len(self.table, key)
     }
     fn read_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.engine.get(self.table, key)
+        self.session.get(self.table, key)
     }
     fn write(&mut self, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
-        self.engine.put(self.table, key, value, d)
+        self.session.put(self.table, key, value, d)
     }
     fn scan(&mut self, start: &[u8], n: usize) -> Result<usize> {
-        self.engine.scan(
+        self.session.scan(
             self.table,
             KeyRange::from(start),
             Order::Forward,
@@ -62,7 +62,7 @@ impl DocStore for KvDocs<'_> {
 pub fn docs_store<'a>(engine: EngineRef<'a>, table: &str) -> Result<Box<dyn DocStore + 'a>> {
     Ok(match engine {
         EngineRef::Kv(e) => Box::new(KvDocs {
-            engine: e,
+            session: e.session()?,
             table: Table(0),
         }),
         EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(e.connect()?, e.dialect(), table)),

@@ -31,7 +31,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Result, bail};
 
 use crate::driver::{StepSpec, Worker};
-use crate::engine::{Dialect, Durability, EngineRef};
+use crate::engine::{Dialect, Durability, EngineRef, Transactions};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, StepCtx, StepNotes, Workload};
 use dist::{Access, Cdf, Degrees};
@@ -172,7 +172,12 @@ pub struct Linkbench {
     accesses: OnceLock<Accesses>,
     rows: Mutex<Vec<u64>>,
     multiget: Mutex<(u64, u64)>,
+    retries: Mutex<Retries>,
 }
+
+/// Transactions run again after a conflict, per operation kind ([`OPS`]
+/// order): (operations that were retried, retries).
+pub(crate) type Retries = [(u64, u64); 11];
 
 /// Ids per loader chunk.
 const CHUNK: u64 = 2048;
@@ -223,18 +228,19 @@ impl Linkbench {
             accesses: OnceLock::new(),
             rows: Mutex::new(Vec::new()),
             multiget: Mutex::new((0, 0)),
+            retries: Mutex::new([(0, 0); 11]),
         })
     }
 
     /// A store for one worker.
     pub fn store<'a>(&'a self, engine: EngineRef<'a>) -> Result<Box<dyn LinkStore + 'a>> {
         Ok(match engine {
-            EngineRef::Kv(e) => Box::new(kv::KvLinks {
-                engine: e,
-                stripes: &self.stripes,
-                with_index: self.with_index.load(Ordering::SeqCst),
-                durability: self.durability,
-            }),
+            EngineRef::Kv(e) => Box::new(kv::KvLinks::new(
+                e,
+                &self.stripes,
+                self.with_index.load(Ordering::SeqCst),
+                self.durability,
+            )?),
             EngineRef::Sql(e) => Box::new(sql::SqlLinks::new(
                 e.connect()?,
                 e.dialect(),
@@ -265,6 +271,10 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 impl Workload for Linkbench {
     fn tables(&self) -> Vec<String> {
         kv::TABLES.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn transactions(&self) -> bool {
+        true
     }
 
     fn configure(&mut self, steps: &[String]) {
@@ -344,6 +354,7 @@ impl Workload for Linkbench {
                             history: Vec::new(),
                             rows: Vec::new(),
                             found: (0, 0),
+                            retries: [(0, 0); 11],
                         }))
                     }),
                 )
@@ -392,6 +403,8 @@ impl Workload for Linkbench {
                 let (p50, p99) = (percentile(&rows, 0.5), percentile(&rows, 0.99));
                 let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
                 let check = self.store(engine)?.check()?;
+                let retries =
+                    std::mem::take(&mut *self.retries.lock().unwrap_or_else(|p| p.into_inner()));
                 notes.extras = vec![
                     ("getlinkslist_rows_mean".into(), mean),
                     ("getlinkslist_rows_p50".into(), p50),
@@ -401,15 +414,50 @@ impl Workload for Linkbench {
                     ("consistency_pairs".into(), check.pairs as f64),
                     ("consistency_mismatches".into(), check.mismatches as f64),
                 ];
+                let mut said = Vec::new();
+                for (i, (ops, n)) in retries.iter().enumerate() {
+                    // The link writes always (a 0 is a finding too); others when retried.
+                    if i <= 2 || *n > 0 {
+                        notes
+                            .extras
+                            .push((format!("retried_ops.{}", OPS[i]), *ops as f64));
+                        notes
+                            .extras
+                            .push((format!("retries.{}", OPS[i]), *n as f64));
+                        said.push(format!("{} {n} in {ops} ops", OPS[i]));
+                    }
+                }
                 notes.lines.push(format!("GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"));
                 notes.lines.push(format!(
                     "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
                     check.mismatches, check.pairs
                 ));
+                notes.lines.push(format!(
+                    "concurrency: {}; retries after conflicts: {}",
+                    concurrency(engine),
+                    said.join(", ")
+                ));
             }
             _ => {}
         }
         Ok(notes)
+    }
+}
+
+/// How a link and its count are changed together on `engine`.
+pub fn concurrency(engine: EngineRef<'_>) -> String {
+    match engine {
+        EngineRef::Sql(e) => format!(
+            "{} transactions (deadlocks and lock-wait timeouts retried)",
+            e.kind()
+        ),
+        EngineRef::Kv(e) => match e.transactions() {
+            Transactions::None => format!(
+                "harness lock stripes per (id1, link_type): {} has no transactions",
+                e.kind()
+            ),
+            t => format!("{} transactions, {}", e.kind(), t.describe()),
+        },
     }
 }
 

@@ -21,6 +21,7 @@ pub(super) struct Requester<'a> {
     pub(super) history: Vec<(u64, u64, u64)>,
     pub(super) rows: Vec<u64>,
     pub(super) found: (u64, u64),
+    pub(super) retries: super::Retries,
 }
 
 impl Requester<'_> {
@@ -66,6 +67,12 @@ impl Drop for Requester<'_> {
         if let Ok(mut m) = self.wl.multiget.lock() {
             m.0 += self.found.0;
             m.1 += self.found.1;
+        }
+        if let Ok(mut r) = self.wl.retries.lock() {
+            for (total, mine) in r.iter_mut().zip(self.retries) {
+                total.0 += mine.0;
+                total.1 += mine.1;
+            }
         }
     }
 }
@@ -200,6 +207,11 @@ impl Worker for Requester<'_> {
                 9
             }
         };
+        let retried = self.store.retries();
+        if retried > 0 {
+            self.retries[kind].0 += 1;
+            self.retries[kind].1 += retried;
+        }
         Ok(Some(Done {
             kind,
             ops: 1,

@@ -78,6 +78,7 @@ const LINK_COLS: &str = "id1, id2, link_type, visibility, data, time, version";
 pub struct SqlLinks {
     c: Box<dyn SqlConn>,
     d: Dialect,
+    retries: u64,
 }
 
 fn int(c: &Cell) -> u64 {
@@ -100,7 +101,7 @@ impl SqlLinks {
     /// The mapping over `c`; writes commit with `durability`.
     pub fn new(mut c: Box<dyn SqlConn>, d: Dialect, durability: Durability) -> Result<SqlLinks> {
         c.set_durability(durability)?;
-        Ok(SqlLinks { c, d })
+        Ok(SqlLinks { c, d, retries: 0 })
     }
 
     fn p(&self, n: usize) -> String {
@@ -135,6 +136,7 @@ impl SqlLinks {
                     if !retry {
                         return Err(e);
                     }
+                    self.retries += 1;
                 }
             }
         }
@@ -521,6 +523,10 @@ impl LinkStore for SqlLinks {
             pairs: first(&pairs) + first(&missing),
             mismatches: first(&bad_counts) + first(&missing),
         })
+    }
+
+    fn retries(&mut self) -> u64 {
+        std::mem::take(&mut self.retries)
     }
 }
 

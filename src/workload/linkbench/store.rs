@@ -1,6 +1,6 @@
 //! LinkBench's logical operations (the `LinkStore`), its rows, and the
-//! per-(id1, link_type) lock stripes the KV mapping uses to keep counts
-//! exact under concurrency.
+//! per-(id1, link_type) lock stripes the KV mapping uses, on an engine
+//! without transactions, to keep counts exact under concurrency.
 
 use std::sync::Mutex;
 
@@ -123,6 +123,12 @@ pub trait LinkStore: Send {
     fn build_index(&mut self) -> Result<u64>;
     /// Checks count == visible links for every (id1, link_type).
     fn check(&mut self) -> Result<Check>;
+    /// Transactions run again, since the last call, because they lost a
+    /// conflict (a deadlock or lock-wait timeout on a server, a write
+    /// conflict in an engine transaction).
+    fn retries(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Lock stripes by (id1, link_type): the KV mapping's per-pair locking, so

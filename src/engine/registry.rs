@@ -1,0 +1,170 @@
+//! The engine registry: one [`EngineDef`] per engine, declared in the
+//! engine's own file. The command line, `list`, `doctor`, `--help` and the
+//! plan template all read this table, so adding an engine is its file plus
+//! one line in `engine/mod.rs`.
+
+use anyhow::Result;
+use serde::{Serialize, Serializer};
+
+use super::{Engine, EngineOptions, OpenSpec};
+use crate::UsageError;
+
+/// How an engine stores data: what the model predicts for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Structure {
+    /// A log-structured merge tree with leveled compaction.
+    LeveledLsm,
+    /// A B-Tree updated in place (pages written back after changes).
+    UpdateInPlaceBTree,
+    /// A copy-on-write B-Tree (a changed page is written to a new place).
+    CopyOnWriteBTree,
+    /// Stores nothing.
+    None,
+}
+
+impl Structure {
+    /// How it is shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Structure::LeveledLsm => "leveled LSM",
+            Structure::UpdateInPlaceBTree => "update-in-place B-Tree",
+            Structure::CopyOnWriteBTree => "copy-on-write B-Tree",
+            Structure::None => "none",
+        }
+    }
+}
+
+/// One engine: its name and what it is, and the functions that describe,
+/// validate and open it.
+pub struct EngineDef {
+    /// The command-line name (`rocksdb`, `mariadb-innodb`, …).
+    pub name: &'static str,
+    /// One line on what it is (shown by `--help`, `list`, `doctor`).
+    pub about: &'static str,
+    /// How it stores data.
+    pub structure: Structure,
+    /// True for a server ampbench starts and reaches through SQL.
+    pub server: bool,
+    /// The real version of the library or server installed here.
+    pub library_version: fn() -> Result<String>,
+    /// The default settings for a cache size in bytes (`--cache`).
+    pub default_settings: fn(u64) -> Vec<(String, String)>,
+    /// Checks `--set` options without opening anything; the error names
+    /// the first bad key.
+    pub validate: fn(EngineKind, &EngineOptions) -> Result<()>,
+    /// Opens (creating if needed) the engine in `spec.dir`, which exists.
+    pub open: fn(EngineKind, &OpenSpec) -> Result<Box<dyn Engine>>,
+}
+
+/// An engine, by its registry entry. Compared, ordered and serialized by
+/// name.
+#[derive(Clone, Copy)]
+pub struct EngineKind(&'static EngineDef);
+
+impl EngineKind {
+    /// Every engine compiled into this binary, in registry order.
+    pub fn all() -> impl Iterator<Item = EngineKind> {
+        super::MODULES.iter().flat_map(|m| m.iter()).map(EngineKind)
+    }
+
+    /// Parses a command-line name; the error lists the valid names.
+    pub fn parse(name: &str) -> Result<EngineKind, UsageError> {
+        EngineKind::all()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| UsageError(format!("unknown engine '{name}' (known: {})", names())))
+    }
+
+    /// The registry entry.
+    pub fn def(self) -> &'static EngineDef {
+        self.0
+    }
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// True for a server engine.
+    pub fn is_server(self) -> bool {
+        self.0.server
+    }
+
+    /// How it stores data.
+    pub fn structure(self) -> Structure {
+        self.0.structure
+    }
+
+    /// The real version installed here, or why it is not usable.
+    pub fn library_version(self) -> Result<String> {
+        (self.0.library_version)()
+    }
+
+    /// The default settings for a cache size.
+    pub fn default_settings(self, cache_bytes: u64) -> Vec<(String, String)> {
+        (self.0.default_settings)(cache_bytes)
+    }
+}
+
+/// Every engine's name, comma-separated.
+pub fn names() -> String {
+    EngineKind::all()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The `--engine` short help: every engine's name.
+pub fn short_help() -> String {
+    format!(
+        "Engines, comma-separated: {} [default: rocksdb,wiredtiger,lmdb]",
+        names()
+    )
+}
+
+/// The `--engine` long help: every engine with what it is.
+pub fn help() -> String {
+    let mut s =
+        String::from("Engines, comma-separated [default: rocksdb,wiredtiger,lmdb]. Known engines:");
+    for k in EngineKind::all() {
+        s.push_str(&format!("\n  {:<16} {}", k.name(), k.def().about));
+    }
+    s
+}
+
+impl PartialEq for EngineKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+impl Eq for EngineKind {}
+impl PartialOrd for EngineKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for EngineKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
+    }
+}
+impl std::hash::Hash for EngineKind {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name().hash(h)
+    }
+}
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+impl std::fmt::Debug for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+impl Serialize for EngineKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
