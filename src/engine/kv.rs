@@ -183,6 +183,56 @@ pub fn is_conflict(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.is::<Conflict>())
 }
 
+/// Waits between attempts of a transaction that keeps losing conflicts:
+/// the first retry only yields, later ones sleep 10 µs, 20 µs, … up to
+/// 10 ms, so a writer whose conflicting update belongs to a transaction
+/// still committing (a WiredTiger update stays uncommitted through its
+/// commit's fsync) waits for it instead of spinning. Gives up after
+/// `limit` of retrying (a livelock, not contention).
+#[derive(Debug)]
+pub struct Backoff {
+    attempts: u32,
+    started: Option<std::time::Instant>,
+    limit: std::time::Duration,
+}
+
+impl Backoff {
+    /// A backoff that gives up after `limit` of retries in a row.
+    pub fn new(limit: std::time::Duration) -> Backoff {
+        Backoff {
+            attempts: 0,
+            started: None,
+            limit,
+        }
+    }
+
+    /// Retries so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Waits before the next attempt; fails when retrying has lasted past
+    /// the limit.
+    pub fn wait(&mut self, what: &dyn std::fmt::Display) -> Result<()> {
+        let started = *self.started.get_or_insert_with(std::time::Instant::now);
+        if started.elapsed() > self.limit {
+            anyhow::bail!(
+                "{what}: still losing conflicts after {} retries in {:.1}s",
+                self.attempts,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        self.attempts += 1;
+        match self.attempts {
+            1 => std::thread::yield_now(),
+            n => std::thread::sleep(std::time::Duration::from_micros(
+                (10u64 << (n - 2).min(10)).min(10_000),
+            )),
+        }
+        Ok(())
+    }
+}
+
 /// A storage engine with named tables, point and range reads, atomic
 /// batches and, where it has them, transactions. Work is done through
 /// sessions, one per thread.
@@ -281,6 +331,7 @@ impl<'a> dyn KvSession + 'a {
         Ok(Txn {
             s: self,
             open: true,
+            wrote: false,
         })
     }
 }
@@ -288,9 +339,14 @@ impl<'a> dyn KvSession + 'a {
 /// An open transaction on a session; see [`KvSession::txn_get`] for what
 /// its reads see. Any call may fail with a [`Conflict`]: drop the
 /// transaction (it rolls back) and run it again.
+///
+/// A transaction that wrote nothing ends with a rollback, not a commit: it
+/// has nothing to make durable, and no engine then syncs its log for it
+/// (RocksDB and LMDB would).
 pub struct Txn<'s, 'a> {
     s: &'s mut (dyn KvSession + 'a),
     open: bool,
+    wrote: bool,
 }
 
 impl Txn<'_, '_> {
@@ -300,15 +356,21 @@ impl Txn<'_, '_> {
     }
     /// Writes a key.
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        self.wrote = true;
         self.s.txn_put(table, key, value)
     }
     /// Removes a key.
     pub fn delete(&mut self, table: Table, key: &[u8]) -> Result<()> {
+        self.wrote = true;
         self.s.txn_delete(table, key)
     }
-    /// Commits. On error the transaction is rolled back.
+    /// Commits (rolls back one that wrote nothing). On error the
+    /// transaction is rolled back.
     pub fn commit(mut self) -> Result<()> {
         self.open = false;
+        if !self.wrote {
+            return self.s.txn_rollback();
+        }
         let r = self.s.txn_commit();
         if r.is_err() {
             let _ = self.s.txn_rollback();

@@ -28,8 +28,8 @@ pub mod scan;
 pub mod sql;
 
 pub use kv::{
-    BatchOp, Conflict, Durability, KeyRange, KvEngine, KvSession, Order, Table, Transactions, Txn,
-    WriteBatch, is_conflict,
+    Backoff, BatchOp, Conflict, Durability, KeyRange, KvEngine, KvSession, Order, Table,
+    Transactions, Txn, WriteBatch, is_conflict,
 };
 pub use options::EngineOptions;
 pub use registry::{EngineDef, EngineKind, Structure};

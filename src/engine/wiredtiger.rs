@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use super::ffi::wiredtiger::{self as ffi, Connection};
 use super::scan::bounded_scan;
 use super::{
-    BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
+    Backoff, BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
     is_conflict,
 };
@@ -208,6 +208,7 @@ impl Session<'_> {
         d: Durability,
         f: impl Fn(&mut ffi::Session<'_>) -> Result<()>,
     ) -> Result<()> {
+        let mut backoff = Backoff::new(std::time::Duration::from_secs(60));
         loop {
             self.s.begin(c"")?;
             let e = match f(&mut self.s) {
@@ -224,7 +225,7 @@ impl Session<'_> {
             if !is_conflict(&e) {
                 return Err(e);
             }
-            std::thread::yield_now();
+            backoff.wait(&"wiredtiger write")?;
         }
     }
 }

@@ -19,12 +19,12 @@
 use std::collections::HashMap;
 use std::ops::Bound;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 
 use super::store::{Added, Check, Count, Link, LinkStore, Node, Stripes};
 use crate::engine::{
-    Durability, KeyRange, KvEngine, KvSession, Order, Table, Transactions, Txn, WriteBatch,
-    is_conflict,
+    Backoff, Durability, KeyRange, KvEngine, KvSession, Order, Table, Transactions, Txn,
+    WriteBatch, is_conflict,
 };
 
 /// Table names, in [`Table`] order.
@@ -100,10 +100,10 @@ fn count_value(c: &Count) -> Vec<u8> {
     be(&[c.count, c.time, c.version])
 }
 
-/// Conflicts in a row after which a change gives up (a livelock, not
-/// contention: LinkBench's hottest pair is rarely changed by two threads at
-/// once).
-const MAX_ATTEMPTS: u32 = 10_000;
+/// How long a change may keep losing conflicts before it gives up (a
+/// livelock, not contention: LinkBench's hottest pair is rarely changed by
+/// two threads at once).
+const GIVE_UP: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Reads and writes inside one change: an engine transaction, or a batch
 /// built under the harness's stripe lock.
@@ -237,18 +237,25 @@ impl<'a> KvLinks<'a> {
                 Ok(r)
             });
         }
-        for _ in 0..MAX_ATTEMPTS {
-            let mut tx = self.s.begin(d)?;
-            let r = f(&mut tx).and_then(|r| tx.commit().map(|()| r));
+        let mut backoff = Backoff::new(GIVE_UP);
+        loop {
+            // The transaction ends (commits, or rolls back when dropped)
+            // before any wait, so a loser never holds its updates asleep.
+            let r = {
+                let mut tx = self.s.begin(d)?;
+                match f(&mut tx) {
+                    Ok(v) => tx.commit().map(|()| v),
+                    Err(e) => Err(e),
+                }
+            };
             match r {
                 Err(e) if is_conflict(&e) => {
                     self.retries += 1;
-                    std::thread::yield_now();
+                    backoff.wait(&format_args!("linkbench change of ({id1}, {link_type})"))?;
                 }
                 other => return other,
             }
         }
-        bail!("linkbench: gave up after {MAX_ATTEMPTS} conflicts in a row on ({id1}, {link_type})")
     }
 }
 
