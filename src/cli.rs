@@ -278,7 +278,11 @@ pub fn main() -> Result<i32> {
                 cfg.results.display(),
                 cfg.results.display()
             )?;
-            Ok(if view.status == "done" { 0 } else { 1 })
+            Ok(if view.status == crate::names::Status::Done {
+                0
+            } else {
+                1
+            })
         }
         Cmd::Report(a) => {
             let sels = a

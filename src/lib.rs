@@ -12,6 +12,7 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod metrics;
+pub mod names;
 pub mod plan;
 pub mod probe;
 pub mod report;

@@ -17,7 +17,8 @@ use serde::Serialize;
 
 use crate::driver::{self, Arrival, IntervalRecord, StepSink};
 use crate::engine::{self, EngineKind, EngineOptions, EngineRef, OpenSpec};
-use crate::metrics::{self, Latency, WorkDone};
+use crate::metrics::{self, Latency, Metric, WorkDone};
+use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
 use crate::rng::derive_seed;
@@ -224,7 +225,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             steps.join(",")
         )?;
     }
-    let mut status = "done";
+    let mut status = Status::Done;
     let mut failures: Vec<String> = Vec::new();
     let mut ordinal = 0usize;
     'engines: for kind in &cfg.engines {
@@ -257,12 +258,12 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 ordinal += 1;
                 results.end_step(
                     id,
-                    "failed",
+                    Status::Failed,
                     Some(&format!("cannot open: {e:#}")),
                     0.0,
                     None,
                 )?;
-                status = "failed";
+                status = Status::Failed;
                 continue;
             }
         };
@@ -274,7 +275,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             if let Err(e) = created {
                 writeln!(out, "{kind}: cannot create the schema: {e:#}")?;
                 failures.push(format!("{kind}: cannot create the schema: {e:#}"));
-                status = "failed";
+                status = Status::Failed;
                 let _ = eng.close();
                 continue;
             }
@@ -330,7 +331,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 Err(e) => {
                     writeln!(out, "  {step}: FAILED: {e:#}")?;
                     failures.push(format!("{kind} {step}: {e:#}"));
-                    status = "failed";
+                    status = Status::Failed;
                     break;
                 }
             };
@@ -410,11 +411,11 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 );
             }
             let step_status = if o.error.is_some() {
-                "failed"
+                Status::Failed
             } else if o.interrupted {
-                "interrupted"
+                Status::Interrupted
             } else {
-                "done"
+                Status::Done
             };
             results.end_step(
                 step_id,
@@ -423,7 +424,7 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 o.secs,
                 settle_note.as_deref(),
             )?;
-            let f = |n: &str| {
+            let f = |n: Metric| {
                 figs.iter()
                     .find(|(k, _)| *k == n)
                     .and_then(|(_, v)| v.value())
@@ -433,10 +434,10 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
                 "  {:<8} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
                 step,
                 o.ops,
-                f("ops_per_sec").unwrap_or(0.0),
-                f("wkb_per_op").map_or("-".into(), |v| format!("{v:.3}")),
-                f("cpu_us_per_op").map_or("-".into(), |v| format!("{v:.0}")),
-                f("db_bytes").unwrap_or(0.0) / 1e9,
+                f(Metric::OpsPerSec).unwrap_or(0.0),
+                f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
+                f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
+                f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
                 match (&o.error, o.interrupted) {
                     (Some(e), _) => format!("FAILED: {e}"),
                     (None, true) => "interrupted".into(),
@@ -451,11 +452,11 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
             }
             if let Some(e) = &o.error {
                 failures.push(format!("{kind} {step}: {e}"));
-                status = "failed";
+                status = Status::Failed;
                 break;
             }
             if o.interrupted {
-                status = "interrupted";
+                status = Status::Interrupted;
                 let _ = eng.close();
                 keep_or_remove(tmp, cfg.keep, out)?;
                 break 'engines;

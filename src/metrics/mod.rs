@@ -54,64 +54,65 @@ pub struct WorkDone {
     pub logical_written: u64,
 }
 
-/// The names of every figure, in report order; the JSON keys.
-pub const NAMES: [&str; 19] = [
-    "ops",
-    "ops_per_sec",
-    "r_per_op",
-    "rkb_per_op",
-    "wkb_per_op",
-    "proc_rkb_per_op",
-    "proc_wkb_per_op",
-    "cpu_us_per_op",
-    "client_cpu_us_per_op",
-    "sys_cpu_us_per_op",
-    "cs_per_op",
-    "sys_cs_per_op",
-    "rss_bytes",
-    "rss_peak_bytes",
-    "db_bytes",
-    "db_apparent_bytes",
-    "logical_bytes",
-    "space_amp",
-    "write_amp",
-];
+crate::named! {
+    /// Every figure, in report order: its doc comment is its definition
+    /// (Δ = end − start of the phase), its name the JSON key and the results
+    /// file's.
+    pub enum Metric: "figure" {
+        /// Foreground operations in the phase (as the workload counts them).
+        Ops = "ops",
+        /// `ops / secs`.
+        OpsPerSec = "ops_per_sec",
+        /// Δ device reads completed / ops.
+        RPerOp = "r_per_op",
+        /// Δ device sectors read × 512 / 1024 / ops.
+        RkbPerOp = "rkb_per_op",
+        /// Δ device sectors written × 512 / 1024 / ops.
+        WkbPerOp = "wkb_per_op",
+        /// Δ `/proc/PID/io` read_bytes / 1024 / ops, for the engine's process.
+        ProcRkbPerOp = "proc_rkb_per_op",
+        /// Δ `/proc/PID/io` write_bytes / 1024 / ops, for the engine's process.
+        ProcWkbPerOp = "proc_wkb_per_op",
+        /// Δ engine process user+system CPU µs / ops (for a server: the server
+        /// and its child processes).
+        CpuUsPerOp = "cpu_us_per_op",
+        /// Δ ampbench's own CPU µs / ops, when the engine is a server (for an
+        /// embedded engine it is in `cpu_us_per_op`).
+        ClientCpuUsPerOp = "client_cpu_us_per_op",
+        /// Δ machine-wide user+nice+system+irq+softirq ticks, in µs, / ops
+        /// (vmstat's us+sy as the seeds use it).
+        SysCpuUsPerOp = "sys_cpu_us_per_op",
+        /// Δ engine process context switches / ops.
+        CsPerOp = "cs_per_op",
+        /// Δ machine-wide context switches / ops (vmstat cs).
+        SysCsPerOp = "sys_cs_per_op",
+        /// The engine process's RSS at the end.
+        RssBytes = "rss_bytes",
+        /// The engine process's peak RSS at the end.
+        RssPeakBytes = "rss_peak_bytes",
+        /// The data paths' allocated size at the end (like `du`).
+        DbBytes = "db_bytes",
+        /// The data paths' apparent size at the end (like `du --apparent-size`).
+        DbApparentBytes = "db_apparent_bytes",
+        /// Live user key+value bytes at the end.
+        LogicalBytes = "logical_bytes",
+        /// `db_bytes / logical_bytes`.
+        SpaceAmp = "space_amp",
+        /// Δ device bytes written / logical bytes written in the phase.
+        WriteAmp = "write_amp",
+    }
+}
 
-/// Computes every figure of [`NAMES`] from the samples at the start and end
-/// of a phase and the work done in it. `no_device` is the reason device
+/// Computes every [`Metric`], in order, from the samples at the start and
+/// end of a phase and the work done in it. `no_device` is the reason device
 /// figures are missing, when they are.
-///
-/// Definitions (Δ = end − start):
-/// - `ops`: foreground operations in the phase.
-/// - `ops_per_sec` = ops / secs.
-/// - `r_per_op` = Δ device reads completed / ops.
-/// - `rkb_per_op` = Δ device sectors read × 512 / 1024 / ops.
-/// - `wkb_per_op` = Δ device sectors written × 512 / 1024 / ops.
-/// - `proc_rkb_per_op`, `proc_wkb_per_op` = Δ /proc/PID/io read_bytes,
-///   write_bytes / 1024 / ops, for the engine's process.
-/// - `cpu_us_per_op` = Δ engine process user+system CPU µs / ops (for a
-///   server: the server and its child processes).
-/// - `client_cpu_us_per_op` = Δ ampbench's own CPU µs / ops, when the
-///   engine is a server (for an embedded engine it is in `cpu_us_per_op`).
-/// - `sys_cpu_us_per_op` = Δ machine-wide user+nice+system+irq+softirq
-///   ticks, in µs, / ops (vmstat's us+sy as the seeds use it).
-/// - `cs_per_op` = Δ engine process context switches / ops;
-///   `sys_cs_per_op` = Δ machine-wide context switches / ops (vmstat cs).
-/// - `rss_bytes`, `rss_peak_bytes`: the engine process's RSS and peak RSS at
-///   the end.
-/// - `db_bytes`, `db_apparent_bytes`: the data directory's allocated and
-///   apparent size at the end.
-/// - `logical_bytes`: live user key+value bytes at the end.
-/// - `space_amp` = db_bytes / logical_bytes.
-/// - `write_amp` = Δ device bytes written / logical bytes written in the
-///   phase.
 pub fn compute(
     a: &Sample,
     b: &Sample,
     w: &WorkDone,
     no_device: Option<&str>,
     ticks_per_sec: f64,
-) -> Vec<(&'static str, Figure)> {
+) -> Vec<(Metric, Figure)> {
     let ops = w.ops as f64;
     let no_ops = "no operations in this phase";
     let dev_why = no_device.unwrap_or("device counters could not be read");
@@ -142,25 +143,31 @@ pub fn compute(
     let per_op = |v: Option<f64>, why: &str| Figure::ratio(v, ops, why, no_ops);
     let logical = w.logical_bytes as f64;
     vec![
-        ("ops", Figure::Value(ops)),
+        (Metric::Ops, Figure::Value(ops)),
         (
-            "ops_per_sec",
+            Metric::OpsPerSec,
             Figure::ratio(Some(ops), w.secs, "", "phase lasted no time"),
         ),
-        ("r_per_op", per_op(disk.map(|d| d.0), dev_why)),
-        ("rkb_per_op", per_op(disk.map(|d| d.1 / 1024.0), dev_why)),
-        ("wkb_per_op", per_op(disk.map(|d| d.2 / 1024.0), dev_why)),
+        (Metric::RPerOp, per_op(disk.map(|d| d.0), dev_why)),
         (
-            "proc_rkb_per_op",
+            Metric::RkbPerOp,
+            per_op(disk.map(|d| d.1 / 1024.0), dev_why),
+        ),
+        (
+            Metric::WkbPerOp,
+            per_op(disk.map(|d| d.2 / 1024.0), dev_why),
+        ),
+        (
+            Metric::ProcRkbPerOp,
             per_op(pd(|p| p.read_bytes).map(|v| v / 1024.0), proc_why),
         ),
         (
-            "proc_wkb_per_op",
+            Metric::ProcWkbPerOp,
             per_op(pd(|p| p.write_bytes).map(|v| v / 1024.0), proc_why),
         ),
-        ("cpu_us_per_op", per_op(pd(|p| p.cpu_us), proc_why)),
+        (Metric::CpuUsPerOp, per_op(pd(|p| p.cpu_us), proc_why)),
         (
-            "client_cpu_us_per_op",
+            Metric::ClientCpuUsPerOp,
             match (a.client, b.client) {
                 (Some(x), Some(y)) => per_op(Some(y.cpu_us.saturating_sub(x.cpu_us) as f64), ""),
                 _ => Figure::NotMeasured(
@@ -168,26 +175,29 @@ pub fn compute(
                 ),
             },
         ),
-        ("sys_cpu_us_per_op", per_op(sys.map(|s| s.0), cpu_why)),
-        ("cs_per_op", per_op(pd(|p| p.ctx_switches), proc_why)),
-        ("sys_cs_per_op", per_op(sys.map(|s| s.1), cpu_why)),
+        (Metric::SysCpuUsPerOp, per_op(sys.map(|s| s.0), cpu_why)),
+        (Metric::CsPerOp, per_op(pd(|p| p.ctx_switches), proc_why)),
+        (Metric::SysCsPerOp, per_op(sys.map(|s| s.1), cpu_why)),
         (
-            "rss_bytes",
+            Metric::RssBytes,
             b.process.map_or(Figure::NotMeasured(proc_why.into()), |p| {
                 Figure::Value(p.rss as f64)
             }),
         ),
         (
-            "rss_peak_bytes",
+            Metric::RssPeakBytes,
             b.process.map_or(Figure::NotMeasured(proc_why.into()), |p| {
                 Figure::Value(p.rss_peak as f64)
             }),
         ),
-        ("db_bytes", Figure::Value(b.dir.allocated as f64)),
-        ("db_apparent_bytes", Figure::Value(b.dir.apparent as f64)),
-        ("logical_bytes", Figure::Value(logical)),
+        (Metric::DbBytes, Figure::Value(b.dir.allocated as f64)),
         (
-            "space_amp",
+            Metric::DbApparentBytes,
+            Figure::Value(b.dir.apparent as f64),
+        ),
+        (Metric::LogicalBytes, Figure::Value(logical)),
+        (
+            Metric::SpaceAmp,
             Figure::ratio(
                 Some(b.dir.allocated as f64),
                 logical,
@@ -196,7 +206,7 @@ pub fn compute(
             ),
         ),
         (
-            "write_amp",
+            Metric::WriteAmp,
             Figure::ratio(
                 disk.map(|d| d.2),
                 w.logical_written as f64,
@@ -280,8 +290,9 @@ mod tests {
         (a, b)
     }
 
-    fn get(f: &[(&str, Figure)], n: &str) -> Option<f64> {
-        f.iter().find(|(k, _)| *k == n).and_then(|(_, v)| v.value())
+    fn get(f: &[(Metric, Figure)], n: &str) -> Option<f64> {
+        let m = Metric::parse(n).unwrap();
+        f.iter().find(|(k, _)| *k == m).and_then(|(_, v)| v.value())
     }
 
     #[test]
@@ -294,9 +305,9 @@ mod tests {
             logical_written: 5 << 20,
         };
         let f = compute(&a, &b, &w, None, 100.0);
-        assert_eq!(f.len(), NAMES.len());
-        for ((n, _), want) in f.iter().zip(NAMES) {
-            assert_eq!(*n, want);
+        assert_eq!(f.len(), Metric::ALL.len());
+        for ((n, _), want) in f.iter().zip(Metric::ALL) {
+            assert_eq!(n, want);
         }
         assert_eq!(get(&f, "ops"), Some(1000.0));
         assert_eq!(get(&f, "ops_per_sec"), Some(100.0));
@@ -327,7 +338,10 @@ mod tests {
             logical_written: 0,
         };
         let f = compute(&a, &b, &w, Some("tmpfs"), 100.0);
-        let fig = |n: &str| f.iter().find(|(k, _)| *k == n).unwrap().1.clone();
+        let fig = |n: &str| {
+            let m = Metric::parse(n).unwrap();
+            f.iter().find(|(k, _)| *k == m).unwrap().1.clone()
+        };
         assert_eq!(fig("r_per_op"), Figure::NotMeasured("tmpfs".into()));
         assert_eq!(
             fig("cpu_us_per_op"),

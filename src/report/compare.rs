@@ -6,19 +6,21 @@
 use std::fmt::Write;
 
 use crate::UsageError;
+use crate::metrics::Metric;
+use crate::names::Status;
 use crate::results::{RunView, StepView};
 
 /// The figures a ratio table shows: (figure name, column title).
-const RATIO_FIGURES: &[(&str, &str)] = &[
-    ("ops_per_sec", "ops"),
-    ("db_bytes", "db.gb"),
-    ("r_per_op", "r/o"),
-    ("rkb_per_op", "rKB/o"),
-    ("wkb_per_op", "wKB/o"),
-    ("cs_per_op", "cs/o"),
-    ("cpu_us_per_op", "cpu/o"),
-    ("space_amp", "s-amp"),
-    ("write_amp", "w-amp"),
+const RATIO_FIGURES: &[(Metric, &str)] = &[
+    (Metric::OpsPerSec, "ops"),
+    (Metric::DbBytes, "db.gb"),
+    (Metric::RPerOp, "r/o"),
+    (Metric::RkbPerOp, "rKB/o"),
+    (Metric::WkbPerOp, "wKB/o"),
+    (Metric::CsPerOp, "cs/o"),
+    (Metric::CpuUsPerOp, "cpu/o"),
+    (Metric::SpaceAmp, "s-amp"),
+    (Metric::WriteAmp, "w-amp"),
 ];
 
 /// `a / b` when both were measured and `b` is not zero.
@@ -116,7 +118,7 @@ pub fn render_ratios(run: &RunView, base: &str) -> String {
             };
             let _ = write!(o, "{:<18} {:<18}", e, s.step);
             for (name, _) in RATIO_FIGURES {
-                let r = ratio(s.fig(name), b.fig(name));
+                let r = ratio(s.fig(*name), b.fig(*name));
                 let _ = write!(o, " {:>7}", r.map_or("-".into(), |r| format!("{r:.2}")));
             }
             let _ = writeln!(o);
@@ -137,7 +139,7 @@ pub fn merge(views: Vec<RunView>) -> RunView {
     let mut all = vec![std::mem::take(&mut out.steps)];
     let mut ids = vec![out.id.to_string()];
     let mut workloads = vec![out.workload.clone()];
-    let mut statuses = vec![out.status.clone()];
+    let mut statuses = vec![out.status];
     let label = |id: i64, steps: &mut Vec<StepView>| {
         for s in steps.iter_mut() {
             s.engine = format!("{id}:{}", s.engine);
@@ -150,17 +152,17 @@ pub fn merge(views: Vec<RunView>) -> RunView {
         if !workloads.contains(&v.workload) {
             workloads.push(v.workload.clone());
         }
-        statuses.push(v.status.clone());
+        statuses.push(v.status);
         all.push(v.steps);
     }
     out.steps = all.into_iter().flatten().collect();
     out.workload = workloads.join("+");
     out.engines = engines(&out).join(",");
-    out.status = if statuses.iter().all(|s| s == "done") {
-        "done".into()
-    } else {
-        statuses.join("/")
-    };
+    // The merged status is the worst of the runs'.
+    out.status = [Status::Failed, Status::Interrupted, Status::Running]
+        .into_iter()
+        .find(|s| statuses.contains(s))
+        .unwrap_or(Status::Done);
     out.merged_from = ids.iter().filter_map(|i| i.parse().ok()).collect();
     out.command = format!("runs {}", ids.join(","));
     out
@@ -171,19 +173,19 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn step(engine: &str, name: &str, figs: &[(&str, f64)]) -> StepView {
+    fn step(engine: &str, name: &str, figs: &[(Metric, f64)]) -> StepView {
         StepView {
             id: 0,
             ordinal: 0,
             engine: engine.into(),
             step: name.into(),
-            status: "done".into(),
+            status: Status::Done,
             error: None,
             secs: Some(1.0),
             settle: None,
             figures: figs
                 .iter()
-                .map(|(k, v)| (k.to_string(), (Some(*v), None)))
+                .map(|(k, v)| (*k, (Some(*v), None)))
                 .collect::<BTreeMap<_, _>>(),
             latencies: Vec::new(),
             extras: Vec::new(),
@@ -208,12 +210,12 @@ mod tests {
                 step(
                     "innodb",
                     "load",
-                    &[("ops_per_sec", 1000.0), ("wkb_per_op", 8.0)],
+                    &[(Metric::OpsPerSec, 1000.0), (Metric::WkbPerOp, 8.0)],
                 ),
                 step(
                     "myrocks",
                     "load",
-                    &[("ops_per_sec", 2500.0), ("wkb_per_op", 2.0)],
+                    &[(Metric::OpsPerSec, 2500.0), (Metric::WkbPerOp, 2.0)],
                 ),
             ],
         );
@@ -256,8 +258,14 @@ mod tests {
     #[test]
     fn merged_runs_label_engines_by_run() {
         let m = merge(vec![
-            run(3, vec![step("rocksdb", "load", &[("ops_per_sec", 10.0)])]),
-            run(5, vec![step("rocksdb", "load", &[("ops_per_sec", 15.0)])]),
+            run(
+                3,
+                vec![step("rocksdb", "load", &[(Metric::OpsPerSec, 10.0)])],
+            ),
+            run(
+                5,
+                vec![step("rocksdb", "load", &[(Metric::OpsPerSec, 15.0)])],
+            ),
         ]);
         assert_eq!(engines(&m), vec!["3:rocksdb", "5:rocksdb"]);
         assert_eq!(m.command, "runs 3,5");

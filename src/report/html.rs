@@ -8,6 +8,7 @@
 use std::fmt::Write;
 
 use super::compare::{engines, failures, find, ratio, steps, title};
+use crate::metrics::Metric;
 use crate::results::RunView;
 
 /// Engine colours, in engine order (colour-blind-safe palette).
@@ -51,7 +52,7 @@ fn over_time(run: &RunView, step: &str, es: &[String]) -> String {
             .intervals
             .iter()
             .filter_map(|iv| {
-                let y = iv.figures.get("ops_per_sec").and_then(|f| f.0)?;
+                let y = iv.figures.get(&Metric::OpsPerSec).and_then(|f| f.0)?;
                 Some((iv.t1, y))
             })
             .collect();
@@ -152,7 +153,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         esc(&run.engines),
         run.seed,
         esc(&run.started),
-        esc(&run.status),
+        esc(run.status.name()),
         esc(&run.command)
     );
     if let serde_json::Value::Object(v) = &run.versions {
@@ -184,7 +185,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     for st in &ss {
         let vals: Vec<Option<f64>> = es
             .iter()
-            .map(|e| find(run, e, st).and_then(|s| s.fig("ops_per_sec")))
+            .map(|e| find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec)))
             .collect();
         let max = vals.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
         let _ = write!(o, "<tr><td>{}</td>", esc(st));
@@ -202,16 +203,16 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     }
 
     // Efficiency and amplification, bars scaled per step across engines.
-    let cols: &[(&str, &str, usize)] = &[
-        ("db_bytes", "db GB", 3),
-        ("r_per_op", "r/o", 3),
-        ("rkb_per_op", "rKB/o", 3),
-        ("wkb_per_op", "wKB/o", 3),
-        ("cs_per_op", "cs/o", 1),
-        ("cpu_us_per_op", "cpu µs/o", 0),
-        ("rss_bytes", "rss GB", 3),
-        ("space_amp", "space-amp", 2),
-        ("write_amp", "write-amp", 2),
+    let cols: &[(Metric, &str, usize)] = &[
+        (Metric::DbBytes, "db GB", 3),
+        (Metric::RPerOp, "r/o", 3),
+        (Metric::RkbPerOp, "rKB/o", 3),
+        (Metric::WkbPerOp, "wKB/o", 3),
+        (Metric::CsPerOp, "cs/o", 1),
+        (Metric::CpuUsPerOp, "cpu µs/o", 0),
+        (Metric::RssBytes, "rss GB", 3),
+        (Metric::SpaceAmp, "space-amp", 2),
+        (Metric::WriteAmp, "write-amp", 2),
     ];
     o.push_str(
         "<h2>Efficiency per operation and amplification</h2>\
@@ -227,11 +228,15 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             let Some(s) = find(run, e, st) else { continue };
             let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
             for (name, _, prec) in cols {
-                let scale = if name.ends_with("_bytes") { 1e9 } else { 1.0 };
-                let v = s.fig(name).map(|v| v / scale);
+                let scale = if name.name().ends_with("_bytes") {
+                    1e9
+                } else {
+                    1.0
+                };
+                let v = s.fig(*name).map(|v| v / scale);
                 let max = es
                     .iter()
-                    .filter_map(|x| find(run, x, st).and_then(|s| s.fig(name)))
+                    .filter_map(|x| find(run, x, st).and_then(|s| s.fig(*name)))
                     .fold(0.0f64, f64::max)
                     / scale;
                 o.push_str(&bar_cell(v, max, *prec, colour(e)));
@@ -252,7 +257,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 esc(&b),
                 esc(&b)
             );
-            for (_, t, _) in std::iter::once(&("ops_per_sec", "ops/s", 2)).chain(cols) {
+            for (_, t, _) in std::iter::once(&(Metric::OpsPerSec, "ops/s", 2)).chain(cols) {
                 let _ = write!(o, "<th>{t}</th>");
             }
             o.push_str("</tr>");
@@ -263,8 +268,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 for e in &others {
                     let Some(s) = find(run, e, st) else { continue };
                     let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
-                    for (name, _, _) in std::iter::once(&("ops_per_sec", "", 2)).chain(cols) {
-                        let r = ratio(s.fig(name), bs.fig(name));
+                    for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(cols) {
+                        let r = ratio(s.fig(*name), bs.fig(*name));
                         let _ = write!(o, "<td class=n>{}</td>", num(r, 2));
                     }
                     o.push_str("</tr>");
@@ -317,20 +322,21 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::Status;
     use crate::results::StepView;
     use crate::results::read::IntervalView;
     use std::collections::BTreeMap;
 
     fn step(engine: &str, ops: &[f64]) -> StepView {
-        let fig = |v: f64| -> BTreeMap<String, (Option<f64>, Option<String>)> {
-            [("ops_per_sec".to_string(), (Some(v), None))].into()
+        let fig = |v: f64| -> BTreeMap<Metric, (Option<f64>, Option<String>)> {
+            [(Metric::OpsPerSec, (Some(v), None))].into()
         };
         StepView {
             id: 0,
             ordinal: 0,
             engine: engine.into(),
             step: "load".into(),
-            status: "done".into(),
+            status: Status::Done,
             error: None,
             secs: Some(ops.len() as f64),
             settle: None,

@@ -2,11 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::metrics::NAMES;
+use crate::metrics::Metric;
 use crate::results::RunView;
 
 /// The run as JSON: run facts, then per step every figure of
-/// [`NAMES`] (null when not measured, with the reason under `not_measured`),
+/// [`Metric`] (null when not measured, with the reason under `not_measured`),
 /// extras, and latency per operation kind {count, mean, p50, p95, p99, p999, max} in µs.
 pub fn render(run: &RunView) -> String {
     let steps: Vec<Value> = run
@@ -15,11 +15,11 @@ pub fn render(run: &RunView) -> String {
         .map(|s| {
             let mut figs = Map::new();
             let mut why = Map::new();
-            for n in NAMES {
-                let (v, note) = s.figures.get(n).cloned().unwrap_or((None, Some("not recorded".into())));
-                figs.insert(n.into(), v.map_or(Value::Null, |v| json!(v)));
+            for m in Metric::ALL {
+                let (v, note) = s.figures.get(m).cloned().unwrap_or((None, Some("not recorded".into())));
+                figs.insert(m.name().into(), v.map_or(Value::Null, |v| json!(v)));
                 if v.is_none() {
-                    why.insert(n.into(), json!(note));
+                    why.insert(m.name().into(), json!(note));
                 }
             }
             let lat: Map<String, Value> = s
@@ -31,13 +31,13 @@ pub fn render(run: &RunView) -> String {
                 .intervals
                 .iter()
                 .map(|i| {
-                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.clone(), v.map_or(Value::Null, |v| json!(v)))).collect();
+                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v)))).collect();
                     json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "bg_ops": i.bg_ops, "figures": f})
                 })
                 .collect();
             let mut o = json!({
                 "engine": s.engine, "step": s.step, "status": s.status, "error": s.error, "secs": s.secs,
-                "settle": s.settle, "latency": lat,
+                "settle": s.settle, "latency": lat, "notes": s.notes,
                 "extras": s.extras.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<String, Value>>(),
                 "not_measured": why, "intervals": intervals,
             });
@@ -58,11 +58,11 @@ pub fn render(run: &RunView) -> String {
 
 /// One CSV row per (engine, step) with every figure; empty cells are not measured.
 pub fn csv(run: &RunView) -> String {
-    let mut out = format!("run,engine,step,status,{}\n", NAMES.join(","));
+    let mut out = format!("run,engine,step,status,{}\n", Metric::names().join(","));
     for s in &run.steps {
-        let cells: Vec<String> = NAMES
+        let cells: Vec<String> = Metric::ALL
             .iter()
-            .map(|n| s.fig(n).map_or(String::new(), |v| format!("{v}")))
+            .map(|m| s.fig(*m).map_or(String::new(), |v| format!("{v}")))
             .collect();
         out.push_str(&format!(
             "{},{},{},{},{}\n",

@@ -4,6 +4,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::compare::{engines, failures, find, render_ratios, steps, title};
+use crate::metrics::Metric;
+use crate::names::Status;
 use crate::results::RunView;
 
 fn cell(v: Option<f64>, prec: usize) -> String {
@@ -38,7 +40,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     for st in &ss {
         let _ = write!(o, "{st:<18}");
         for e in &es {
-            let v = find(run, e, st).and_then(|s| s.fig("ops_per_sec"));
+            let v = find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec));
             let _ = write!(o, "{:>w$}", cell(v, 0));
         }
         let _ = writeln!(o);
@@ -57,8 +59,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             let s = find(run, e, st);
             let v = format!(
                 "{}/{}",
-                gb(s.and_then(|s| s.fig("db_bytes"))),
-                gb(s.and_then(|s| s.fig("db_apparent_bytes")))
+                gb(s.and_then(|s| s.fig(Metric::DbBytes))),
+                gb(s.and_then(|s| s.fig(Metric::DbApparentBytes)))
             );
             let _ = write!(o, "{v:>w$}");
         }
@@ -84,8 +86,13 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     );
     let mut notes = BTreeSet::new();
     for s in &run.steps {
-        for n in ["r_per_op", "wkb_per_op", "space_amp", "write_amp"] {
-            if let Some((None, Some(why))) = s.figures.get(n) {
+        for n in [
+            Metric::RPerOp,
+            Metric::WkbPerOp,
+            Metric::SpaceAmp,
+            Metric::WriteAmp,
+        ] {
+            if let Some((None, Some(why))) = s.figures.get(&n) {
                 if why.contains("wrote nothing") {
                     continue; // a read-only step has no write-amp: the '-' says enough
                 }
@@ -95,7 +102,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 ));
             }
         }
-        let status = if s.status == "done" {
+        let status = if s.status == Status::Done {
             String::new()
         } else {
             format!(" ({})", s.status)
@@ -103,17 +110,17 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         let _ = writeln!(
             o,
             "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {:<15} {}{}",
-            cell(s.fig("ops_per_sec"), 0),
-            gb(s.fig("db_bytes")),
-            cell(s.fig("r_per_op"), 3),
-            cell(s.fig("rkb_per_op"), 3),
-            cell(s.fig("wkb_per_op"), 3),
-            cell(s.fig("cs_per_op"), 1),
-            cell(s.fig("cpu_us_per_op"), 0),
-            cell(s.fig("client_cpu_us_per_op"), 0),
-            gb(s.fig("rss_bytes")),
-            cell(s.fig("space_amp"), 2),
-            cell(s.fig("write_amp"), 2),
+            cell(s.fig(Metric::OpsPerSec), 0),
+            gb(s.fig(Metric::DbBytes)),
+            cell(s.fig(Metric::RPerOp), 3),
+            cell(s.fig(Metric::RkbPerOp), 3),
+            cell(s.fig(Metric::WkbPerOp), 3),
+            cell(s.fig(Metric::CsPerOp), 1),
+            cell(s.fig(Metric::CpuUsPerOp), 0),
+            cell(s.fig(Metric::ClientCpuUsPerOp), 0),
+            gb(s.fig(Metric::RssBytes)),
+            cell(s.fig(Metric::SpaceAmp), 2),
+            cell(s.fig(Metric::WriteAmp), 2),
             s.engine,
             s.step,
             status

@@ -14,7 +14,8 @@ use anyhow::{Context, Result};
 use rusqlite::{Connection, params};
 
 use crate::engine::EngineStats;
-use crate::metrics::{Figure, Latency};
+use crate::metrics::{Figure, Latency, Metric};
+use crate::names::Status;
 use crate::probe::Sample;
 
 pub use read::{RunView, StepView};
@@ -140,11 +141,11 @@ impl Results {
         Ok(self.c.last_insert_rowid())
     }
 
-    /// Records a run's end with its status (`done`, `failed`, `interrupted`).
-    pub fn end_run(&self, run: i64, status: &str) -> Result<()> {
+    /// Records a run's end with its status.
+    pub fn end_run(&self, run: i64, status: Status) -> Result<()> {
         self.c.execute(
             "UPDATE runs SET ended = ?1, status = ?2 WHERE id = ?3",
-            params![now(), status, run],
+            params![now(), status.name(), run],
         )?;
         Ok(())
     }
@@ -172,7 +173,7 @@ impl Results {
         idx: usize,
         t: (f64, f64),
         counts: (u64, u64, u64),
-        figures: &[(&str, Figure)],
+        figures: &[(Metric, Figure)],
         samples: (&Sample, &Sample),
     ) -> Result<()> {
         let tx = self.c.transaction()?;
@@ -229,7 +230,7 @@ impl Results {
     pub fn add_step_figures(
         &mut self,
         step: i64,
-        figures: &[(&str, Figure)],
+        figures: &[(Metric, Figure)],
         notes: &crate::workload::StepNotes,
         samples: (&Sample, &Sample),
     ) -> Result<()> {
@@ -280,14 +281,14 @@ impl Results {
     pub fn end_step(
         &self,
         step: i64,
-        status: &str,
+        status: Status,
         error: Option<&str>,
         secs: f64,
         settle: Option<&str>,
     ) -> Result<()> {
         self.c.execute(
             "UPDATE steps SET ended = ?1, status = ?2, error = ?3, secs = ?4, settle = ?5 WHERE id = ?6",
-            params![now(), status, error, secs, settle, step],
+            params![now(), status.name(), error, secs, settle, step],
         )?;
         Ok(())
     }
@@ -302,7 +303,7 @@ fn write_figures(
     tx: &rusqlite::Transaction<'_>,
     step: i64,
     idx: i64,
-    figures: &[(&str, Figure)],
+    figures: &[(Metric, Figure)],
 ) -> Result<()> {
     for (name, f) in figures {
         let (v, note) = match f {
@@ -312,7 +313,7 @@ fn write_figures(
         };
         tx.execute(
             "INSERT OR REPLACE INTO figures (step_id, interval_idx, name, value, note) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![step, idx, name, v, note],
+            params![step, idx, name.name(), v, note],
         )?;
     }
     Ok(())

@@ -7,7 +7,8 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::{Results, WHOLE_STEP};
-use crate::metrics::{self, LatencySummary, WorkDone};
+use crate::metrics::{self, LatencySummary, Metric, WorkDone};
+use crate::names::Status;
 use crate::probe::Sample;
 
 /// A figure as stored: value, or the reason it was not measured.
@@ -27,7 +28,7 @@ pub struct IntervalView {
     /// Background operations.
     pub bg_ops: i64,
     /// Figures by name.
-    pub figures: BTreeMap<String, Stored>,
+    pub figures: BTreeMap<Metric, Stored>,
 }
 
 /// One step as recorded.
@@ -41,9 +42,9 @@ pub struct StepView {
     pub engine: String,
     /// Step name.
     pub step: String,
-    /// `done`, `failed`, `interrupted` or `running` (never finished: the
-    /// process died; figures then come from the completed intervals).
-    pub status: String,
+    /// How the step ended (`running`: never finished, the process died;
+    /// figures then come from the completed intervals).
+    pub status: Status,
     /// The error, for a failed step.
     pub error: Option<String>,
     /// Seconds measured.
@@ -51,7 +52,7 @@ pub struct StepView {
     /// What settling did after this step, if asked.
     pub settle: Option<String>,
     /// Whole-step figures by name.
-    pub figures: BTreeMap<String, Stored>,
+    pub figures: BTreeMap<Metric, Stored>,
     /// Whole-step response times per operation kind.
     pub latencies: Vec<(String, LatencySummary)>,
     /// Workload-specific figures (e.g. background ops).
@@ -64,8 +65,8 @@ pub struct StepView {
 
 impl StepView {
     /// A whole-step figure's value.
-    pub fn fig(&self, name: &str) -> Option<f64> {
-        self.figures.get(name).and_then(|f| f.0)
+    pub fn fig(&self, m: Metric) -> Option<f64> {
+        self.figures.get(&m).and_then(|f| f.0)
     }
 }
 
@@ -78,8 +79,8 @@ pub struct RunView {
     pub started: String,
     /// End time.
     pub ended: Option<String>,
-    /// `running`, `done`, `failed`, `interrupted`.
-    pub status: String,
+    /// How the run ended (`running` if it never did).
+    pub status: Status,
     /// The command line.
     pub command: String,
     /// Workload.
@@ -108,7 +109,7 @@ impl RunView {
             id: 0,
             started: String::new(),
             ended: None,
-            status: "done".into(),
+            status: Status::Done,
             command: String::new(),
             workload: String::new(),
             engines: String::new(),
@@ -143,14 +144,23 @@ impl RunSel {
     }
 }
 
-fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<String, Stored>> {
+/// The stored figures of a step or interval; a name this version does not
+/// know (a newer file's) is skipped.
+fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<Metric, Stored>> {
     let mut st = r.conn().prepare_cached(
         "SELECT name, value, note FROM figures WHERE step_id = ?1 AND interval_idx = ?2",
     )?;
     let rows = st.query_map(params![step, idx], |row| {
         Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?)))
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut out = BTreeMap::new();
+    for row in rows {
+        let (name, v) = row?;
+        if let Ok(m) = Metric::parse(&name) {
+            out.insert(m, v);
+        }
+    }
+    Ok(out)
 }
 
 fn sample(r: &Results, step: i64, idx: i64, at: &str) -> Result<Option<Sample>> {
@@ -186,7 +196,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     id: row.get(0)?,
                     started: row.get(1)?,
                     ended: row.get(2)?,
-                    status: row.get(3)?,
+                    status: status(row.get(3)?, 3)?,
                     command: row.get(4)?,
                     workload: row.get(5)?,
                     engines: row.get(6)?,
@@ -211,7 +221,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 ordinal: row.get(1)?,
                 engine: row.get(2)?,
                 step: row.get(3)?,
-                status: row.get(4)?,
+                status: status(row.get(4)?, 4)?,
                 error: row.get(5)?,
                 secs: row.get(6)?,
                 settle: row.get(7)?,
@@ -287,7 +297,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
 /// Figures of a step that never finished, from its completed intervals:
 /// the first interval's start sample, the last one's end sample, and the
 /// summed operations.
-fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<String, Stored>> {
+fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Stored>> {
     let (Some(first), Some(last)) = (s.intervals.first(), s.intervals.last()) else {
         return Ok(BTreeMap::new());
     };
@@ -307,7 +317,7 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<String, Stored>>
         secs: last.t1 - first.t0,
         logical_bytes: last
             .figures
-            .get("logical_bytes")
+            .get(&Metric::LogicalBytes)
             .and_then(|f| f.0)
             .unwrap_or(0.0) as u64,
         logical_written: written as u64,
@@ -316,7 +326,7 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<String, Stored>>
         .disk
         .is_none()
         .then_some("no device counters were recorded");
-    let mut out: BTreeMap<String, Stored> = BTreeMap::new();
+    let mut out: BTreeMap<Metric, Stored> = BTreeMap::new();
     for (n, f) in metrics::compute(&a, &b, &w, no_dev, crate::probe::cpu::ticks_per_sec()) {
         let v = match f {
             metrics::Figure::Value(v) => (
@@ -325,7 +335,14 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<String, Stored>>
             ),
             metrics::Figure::NotMeasured(why) => (None, Some(why)),
         };
-        out.insert(n.to_string(), v);
+        out.insert(n, v);
     }
     Ok(out)
+}
+
+/// A stored status; an unknown one is a corrupt results file.
+fn status(s: String, col: usize) -> rusqlite::Result<Status> {
+    Status::parse(&s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
