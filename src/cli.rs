@@ -151,8 +151,10 @@ impl RunArgs {
         let workload = match (self.workload, &plan.workload) {
             (Some(w), _) => w,
             (None, Some(name)) => WorkloadKind::from_str(name, false).map_err(|_| {
+                let known: Vec<&str> = WorkloadKind::ALL.iter().map(|w| w.name()).collect();
                 UsageError(format!(
-                    "plan: unknown workload '{name}' (pattern, ycsb, micro)"
+                    "plan: unknown workload '{name}' (known: {})",
+                    known.join(", ")
                 ))
             })?,
             (None, None) => WorkloadKind::Pattern,
@@ -168,9 +170,12 @@ impl RunArgs {
                 engines.push(k);
             }
         }
-        let steps: Vec<String> = match self.steps.or(plan.steps.clone()) {
-            Some(s) if !s.is_empty() => s.iter().map(|s| s.trim().to_string()).collect(),
-            _ => workload.steps().iter().map(|s| s.to_string()).collect(),
+        let steps = match self.steps.or(plan.steps.clone()) {
+            Some(s) if !s.is_empty() => s
+                .iter()
+                .map(|s| workload.step(s.trim()))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => workload.steps(),
         };
         let rate = self.rate.or(plan.rate);
         if let Some(r) = rate {
@@ -328,7 +333,8 @@ pub fn list() -> String {
     let mut o = String::new();
     for w in WorkloadKind::ALL {
         let _ = writeln!(o, "workload {}: {}", w.name(), w.about());
-        let _ = writeln!(o, "  steps: {}", w.steps().join(", "));
+        let steps: Vec<&str> = w.steps().iter().map(|s| s.name()).collect();
+        let _ = writeln!(o, "  steps: {}", steps.join(", "));
         let _ = writeln!(o, "  parameters (-p KEY=VALUE):");
         for p in w.params() {
             let _ = writeln!(o, "    {:<22} {:<10} {}", p.key, p.default, p.help);

@@ -6,7 +6,7 @@
 //! their strings.
 
 /// Declares a named enum; see the module doc. `$what` names the kind of
-/// value in errors (`step for workload ycsb`, `distribution`, …).
+/// value in errors (`ycsb step`, `distribution`, …).
 #[macro_export]
 macro_rules! named {
     (

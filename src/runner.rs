@@ -16,13 +16,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::driver::{self, Arrival, IntervalRecord, StepSink};
-use crate::engine::{self, EngineKind, EngineOptions, EngineRef, OpenSpec};
+use crate::engine::{self, Engine, EngineKind, EngineOptions, EngineRef, OpenSpec};
 use crate::metrics::{self, Latency, Metric, WorkDone};
 use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
 use crate::rng::derive_seed;
-use crate::workload::{Params, StepCtx, Workload, WorkloadKind};
+use crate::workload::{Params, Step, StepCtx, Workload, WorkloadKind};
 
 /// A validated run configuration: plain data, recorded with the run.
 #[derive(Clone, Debug, Serialize)]
@@ -32,7 +32,7 @@ pub struct RunConfig {
     /// Engines, in run order.
     pub engines: Vec<EngineKind>,
     /// Steps, in run order.
-    pub steps: Vec<String>,
+    pub steps: Vec<Step>,
     /// Workload parameters as given (`-p`).
     pub params: Vec<(String, String)>,
     /// Engine options (`--set`).
@@ -144,34 +144,63 @@ pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
     })
 }
 
+/// What a step's end means for the engine's remaining steps and the run.
+enum After {
+    /// Go on with the next step.
+    Next,
+    /// The step failed: this engine's other steps are skipped.
+    Failed,
+    /// Ctrl-C: the run ends.
+    Interrupted,
+}
+
+/// A run in progress: its configuration, results file and outcome so far.
+struct Run<'c> {
+    cfg: &'c RunConfig,
+    params: Params,
+    steps: Vec<Step>,
+    results: Results,
+    id: i64,
+    status: Status,
+    ordinal: usize,
+}
+
 /// Runs every engine through the steps; returns the run id. Per-step lines
 /// go to `out`.
 pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
+    let mut r = begin(cfg, command, out)?;
+    for kind in &cfg.engines {
+        if let After::Interrupted = run_engine(&mut r, *kind, out)? {
+            break;
+        }
+    }
+    r.results.end_run(r.id, r.status)?;
+    Ok(r.id)
+}
+
+/// Validates everything before anything runs, adds the load step a
+/// selection needs, opens the results file and records the run.
+fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<Run<'c>> {
     let params = Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
-    // Validate everything before anything runs.
     cfg.workload.build(&params)?;
     for e in &cfg.engines {
         engine::validate_options(*e, cfg.sets.get(e).unwrap_or(&EngineOptions::default()))?;
     }
-    for s in &cfg.steps {
-        if !cfg.workload.steps().contains(&s.as_str()) {
-            return Err(crate::UsageError(format!(
-                "unknown step '{s}' for workload {} (steps: {})",
-                cfg.workload.name(),
-                cfg.workload.steps().join(", ")
-            ))
-            .into());
-        }
+    if let Some(s) = cfg.steps.iter().find(|s| s.workload() != cfg.workload) {
+        return Err(crate::UsageError(format!(
+            "step '{s}' is not a step of workload {}",
+            cfg.workload.name()
+        ))
+        .into());
     }
-    // A selection that reads data but loads none gets the load step first.
     let mut steps = cfg.steps.clone();
     let added = cfg.workload.load_first(&steps);
     if let Some(load) = added {
-        steps.insert(0, load.to_string());
+        steps.insert(0, load);
     }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
-    let mut results = Results::open(&cfg.results)?;
+    let results = Results::open(&cfg.results)?;
     let mut versions = serde_json::Map::new();
     for e in &cfg.engines {
         let v = e
@@ -182,15 +211,12 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     let mut config = serde_json::to_value(cfg)?;
     config["params_effective"] = serde_json::to_value(params.effective())?;
     config["steps_run"] = serde_json::to_value(&steps)?;
-    let run_id = results.begin_run(&RunRecord {
+    let names =
+        |v: &[EngineKind], sep: &str| v.iter().map(|e| e.name()).collect::<Vec<_>>().join(sep);
+    let id = results.begin_run(&RunRecord {
         command: command.to_string(),
         workload: cfg.workload.name().into(),
-        engines: cfg
-            .engines
-            .iter()
-            .map(|e| e.name())
-            .collect::<Vec<_>>()
-            .join(","),
+        engines: names(&cfg.engines, ","),
         seed: cfg.seed,
         config,
         versions: serde_json::Value::Object(versions),
@@ -198,283 +224,303 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     })?;
     writeln!(
         out,
-        "run {run_id}: workload {} on {} · seed {} · results {}",
+        "run {id}: workload {} on {} · seed {} · results {}",
         cfg.workload.name(),
-        cfg.engines
-            .iter()
-            .map(|e| e.name())
-            .collect::<Vec<_>>()
-            .join(", "),
+        names(&cfg.engines, ", "),
         cfg.seed,
         cfg.results.display()
     )?;
-    writeln!(
-        out,
-        "parameters: {}",
-        params
-            .effective()
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    )?;
+    let effective: Vec<String> = params
+        .effective()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    writeln!(out, "parameters: {}", effective.join(" "))?;
     if let Some(load) = added {
+        let all: Vec<&str> = steps.iter().map(|s| s.name()).collect();
         writeln!(
             out,
             "steps: {} ('{load}' added first: the selected steps read the data it loads)",
-            steps.join(",")
+            all.join(",")
         )?;
     }
-    let mut status = Status::Done;
-    let mut failures: Vec<String> = Vec::new();
-    let mut ordinal = 0usize;
-    'engines: for kind in &cfg.engines {
-        let opts = cfg.sets.get(kind).cloned().unwrap_or_default();
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("ampbench-{kind}-"))
-            .tempdir_in(&cfg.dir)
-            .with_context(|| format!("cannot create a data directory in {}", cfg.dir.display()))?;
-        let mut workload = cfg.workload.build(&params)?;
-        workload.configure(&steps);
-        let spec = OpenSpec {
-            dir: tmp.path().to_path_buf(),
-            tables: workload.tables(),
-            cache_bytes: cfg.cache_bytes,
-            options: opts,
-            transactions: workload.transactions(),
-        };
-        let eng = match engine::open(*kind, &spec) {
-            Ok(e) => e,
-            Err(e) => {
-                writeln!(out, "{kind}: cannot open: {e:#}")?;
-                failures.push(format!("{kind}: cannot open: {e:#}"));
-                let id = results.begin_step(
-                    run_id,
-                    ordinal,
-                    kind.name(),
-                    "open",
-                    &serde_json::json!({}),
-                )?;
-                ordinal += 1;
-                results.end_step(
-                    id,
-                    Status::Failed,
-                    Some(&format!("cannot open: {e:#}")),
-                    0.0,
-                    None,
-                )?;
-                status = Status::Failed;
-                continue;
-            }
-        };
-        if let EngineRef::Sql(s) = eng.face() {
-            let ddl = workload.sql_schema(s.dialect(), s.table_options());
-            let created = s
-                .connect()
-                .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)));
-            if let Err(e) = created {
-                writeln!(out, "{kind}: cannot create the schema: {e:#}")?;
-                failures.push(format!("{kind}: cannot create the schema: {e:#}"));
-                status = Status::Failed;
-                let _ = eng.close();
-                continue;
-            }
-        }
-        writeln!(
-            out,
-            "{kind} {} in {} (pid {})",
-            eng.version(),
-            tmp.path().display(),
-            eng.pid()
-        )?;
-        let settings = eng.settings();
-        if !settings.is_empty() {
-            writeln!(
-                out,
-                "  settings: {}",
-                settings
-                    .iter()
-                    .map(|(k, v)| if v.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{k}={v}")
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )?;
-        }
-        let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
-        let no_device = probe.device().as_ref().err().cloned();
-        for (si, step) in steps.iter().enumerate() {
-            let ctx = StepCtx {
-                threads: cfg.threads.max(1),
-                warmup: Duration::from_secs_f64(cfg.warmup),
-                duration: Duration::from_secs_f64(cfg.duration),
-                interval: Duration::from_secs_f64(cfg.interval),
-                arrival: match cfg.rate {
-                    Some(r) => Arrival::Fixed {
-                        per_sec: r,
-                        poisson: cfg.poisson,
-                    },
-                    None => Arrival::Closed,
-                },
-                seed: derive_seed(cfg.seed, &[si as u64]),
-            };
-            let planned = match workload.plan(step, eng.face(), &ctx) {
-                Ok(p) => p,
-                Err(e)
-                    if e.chain()
-                        .any(|c| c.downcast_ref::<crate::UsageError>().is_some()) =>
-                {
-                    return Err(e);
-                }
-                Err(e) => {
-                    writeln!(out, "  {step}: FAILED: {e:#}")?;
-                    failures.push(format!("{kind} {step}: {e:#}"));
-                    status = Status::Failed;
-                    break;
-                }
-            };
-            let spec_json = serde_json::json!({
-                "engine_version": eng.version(),
-                "settings": settings,
-                "threads": planned.spec.threads,
-                "ops": planned.spec.op_names,
-                "warmup_s": planned.spec.warmup.as_secs_f64(),
-                "stop": planned.spec.stop,
-                "arrival": planned.spec.arrival,
-                "background": planned.spec.background,
-                "seed": ctx.seed,
-            });
-            let step_id = results.begin_step(run_id, ordinal, kind.name(), step, &spec_json)?;
-            ordinal += 1;
-            let bar = if std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
-                let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-                b.set_style(
-                    ProgressStyle::with_template("{spinner} {msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                b
-            } else {
-                ProgressBar::hidden()
-            };
-            let mut sink = Sink {
-                results: &mut results,
-                step: step_id,
-                workload: &*workload,
-                no_device: no_device.clone(),
-                bar,
-                label: format!("{kind} {step}"),
-            };
-            let o = driver::run_step(
-                &planned.spec,
-                &*planned.fg,
-                planned.bg.as_deref(),
-                &probe,
-                &mut sink,
-            );
-            sink.bar.finish_and_clear();
-            drop(planned);
-            let w = WorkDone {
-                ops: o.ops,
-                secs: o.secs,
-                logical_bytes: workload.live_bytes(),
-                logical_written: o.written,
-            };
-            let figs = metrics::compute(
-                &o.start,
-                &o.end,
-                &w,
-                no_device.as_deref(),
-                crate::probe::cpu::ticks_per_sec(),
-            );
-            let mut notes = match workload.finish(step, eng.face()) {
-                Ok(n) => n,
-                Err(e) => crate::workload::StepNotes {
-                    extras: Vec::new(),
-                    lines: vec![format!("after {step}: {e:#}")],
-                },
-            };
-            if o.bg_ops > 0 {
-                notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
-            }
-            results.add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
-            results.add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
-            if let Ok(st) = eng.stats() {
-                results.add_engine_stats(step_id, &st)?;
-            }
-            let mut settle_note = None;
-            if cfg.settle && o.error.is_none() && (step == "load" || step.starts_with("fill")) {
-                settle_note = Some(
-                    eng.settle()
-                        .unwrap_or_else(|e| format!("settle failed: {e:#}")),
-                );
-            }
-            let step_status = if o.error.is_some() {
-                Status::Failed
-            } else if o.interrupted {
-                Status::Interrupted
-            } else {
-                Status::Done
-            };
-            results.end_step(
-                step_id,
-                step_status,
-                o.error.as_deref(),
-                o.secs,
-                settle_note.as_deref(),
-            )?;
-            let f = |n: Metric| {
-                figs.iter()
-                    .find(|(k, _)| *k == n)
-                    .and_then(|(_, v)| v.value())
-            };
-            writeln!(
-                out,
-                "  {:<8} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
-                step,
-                o.ops,
-                f(Metric::OpsPerSec).unwrap_or(0.0),
-                f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
-                f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
-                f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
-                match (&o.error, o.interrupted) {
-                    (Some(e), _) => format!("FAILED: {e}"),
-                    (None, true) => "interrupted".into(),
-                    _ => String::new(),
-                }
-            )?;
-            if let Some(n) = settle_note {
-                writeln!(out, "  settle: {n}")?;
-            }
-            for l in &notes.lines {
-                writeln!(out, "  {l}")?;
-            }
-            if let Some(e) = &o.error {
-                failures.push(format!("{kind} {step}: {e}"));
-                status = Status::Failed;
-                break;
-            }
-            if o.interrupted {
-                status = Status::Interrupted;
-                let _ = eng.close();
-                keep_or_remove(tmp, cfg.keep, out)?;
-                break 'engines;
-            }
-        }
-        if let Err(e) = eng.close() {
-            writeln!(out, "{kind}: close failed: {e:#}")?;
-        }
-        keep_or_remove(tmp, cfg.keep, out)?;
-    }
-    results.end_run(run_id, status)?;
-    Ok(run_id)
+    Ok(Run {
+        cfg,
+        params,
+        steps,
+        results,
+        id,
+        status: Status::Done,
+        ordinal: 0,
+    })
 }
 
-fn keep_or_remove(tmp: tempfile::TempDir, keep: bool, out: &mut dyn Write) -> Result<()> {
-    if keep {
-        let p = tmp.keep();
-        writeln!(out, "  kept {}", p.display())?;
+/// One engine: a fresh data directory, the engine opened (a server
+/// started) with the workload's tables, every step, the engine closed and
+/// its directory removed (or kept with `--keep`).
+fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<After> {
+    let cfg = r.cfg;
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("ampbench-{kind}-"))
+        .tempdir_in(&cfg.dir)
+        .with_context(|| format!("cannot create a data directory in {}", cfg.dir.display()))?;
+    let mut workload = cfg.workload.build(&r.params)?;
+    workload.configure(&r.steps);
+    let spec = OpenSpec {
+        dir: tmp.path().to_path_buf(),
+        tables: workload.tables(),
+        cache_bytes: cfg.cache_bytes,
+        options: cfg.sets.get(&kind).cloned().unwrap_or_default(),
+        transactions: workload.transactions(),
+    };
+    let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
+        return Ok(After::Next);
+    };
+    writeln!(
+        out,
+        "{kind} {} in {} (pid {})",
+        eng.version(),
+        tmp.path().display(),
+        eng.pid()
+    )?;
+    let settings = eng.settings();
+    if !settings.is_empty() {
+        let s: Vec<String> = settings
+            .iter()
+            .map(|(k, v)| {
+                if v.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect();
+        writeln!(out, "  settings: {}", s.join(" "))?;
     }
-    Ok(())
+    let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
+    let mut after = After::Next;
+    for (si, step) in r.steps.clone().into_iter().enumerate() {
+        after = run_step(r, &*eng, &*workload, &probe, (si, step), out)?;
+        if !matches!(after, After::Next) {
+            break;
+        }
+    }
+    if let Err(e) = eng.close() {
+        writeln!(out, "{kind}: close failed: {e:#}")?;
+    }
+    if cfg.keep {
+        writeln!(out, "  kept {}", tmp.keep().display())?;
+    }
+    Ok(after)
+}
+
+/// Opens the engine and, on a server, creates the workload's schema. A
+/// failure is recorded (an `open` step for the engine) and printed, and the
+/// run goes on with the next engine.
+fn open_engine(
+    r: &mut Run<'_>,
+    kind: EngineKind,
+    spec: &OpenSpec,
+    workload: &dyn Workload,
+    out: &mut dyn Write,
+) -> Result<Option<Box<dyn Engine>>> {
+    let eng = match engine::open(kind, spec) {
+        Ok(e) => e,
+        Err(e) => {
+            writeln!(out, "{kind}: cannot open: {e:#}")?;
+            let id = r.results.begin_step(
+                r.id,
+                r.ordinal,
+                kind.name(),
+                "open",
+                &serde_json::json!({}),
+            )?;
+            r.ordinal += 1;
+            let why = format!("cannot open: {e:#}");
+            r.results
+                .end_step(id, Status::Failed, Some(&why), 0.0, None)?;
+            r.status = Status::Failed;
+            return Ok(None);
+        }
+    };
+    if let EngineRef::Sql(s) = eng.face() {
+        let ddl = workload.sql_schema(s.dialect(), s.table_options());
+        let created = s
+            .connect()
+            .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)));
+        if let Err(e) = created {
+            writeln!(out, "{kind}: cannot create the schema: {e:#}")?;
+            r.status = Status::Failed;
+            let _ = eng.close();
+            return Ok(None);
+        }
+    }
+    Ok(Some(eng))
+}
+
+/// The driver settings of step number `si`.
+fn step_ctx(cfg: &RunConfig, si: usize) -> StepCtx {
+    StepCtx {
+        threads: cfg.threads.max(1),
+        warmup: Duration::from_secs_f64(cfg.warmup),
+        duration: Duration::from_secs_f64(cfg.duration),
+        interval: Duration::from_secs_f64(cfg.interval),
+        arrival: match cfg.rate {
+            Some(r) => Arrival::Fixed {
+                per_sec: r,
+                poisson: cfg.poisson,
+            },
+            None => Arrival::Closed,
+        },
+        seed: derive_seed(cfg.seed, &[si as u64]),
+    }
+}
+
+/// One step: planned by the workload, driven, its figures, notes, latencies
+/// and engine statistics recorded, settled after a load with `--settle`,
+/// and a line printed.
+fn run_step(
+    r: &mut Run<'_>,
+    eng: &dyn Engine,
+    workload: &dyn Workload,
+    probe: &Probe,
+    (si, step): (usize, Step),
+    out: &mut dyn Write,
+) -> Result<After> {
+    let cfg = r.cfg;
+    let kind = eng.kind();
+    let ctx = step_ctx(cfg, si);
+    let planned = match workload.plan(step, eng.face(), &ctx) {
+        Ok(p) => p,
+        Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
+        Err(e) => {
+            writeln!(out, "  {step}: FAILED: {e:#}")?;
+            r.status = Status::Failed;
+            return Ok(After::Failed);
+        }
+    };
+    let spec_json = serde_json::json!({
+        "engine_version": eng.version(),
+        "settings": eng.settings(),
+        "threads": planned.spec.threads,
+        "ops": planned.spec.op_names,
+        "warmup_s": planned.spec.warmup.as_secs_f64(),
+        "stop": planned.spec.stop,
+        "arrival": planned.spec.arrival,
+        "background": planned.spec.background,
+        "seed": ctx.seed,
+    });
+    let step_id = r
+        .results
+        .begin_step(r.id, r.ordinal, kind.name(), step.name(), &spec_json)?;
+    r.ordinal += 1;
+    let no_device = probe.device().as_ref().err().cloned();
+    let mut sink = Sink {
+        results: &mut r.results,
+        step: step_id,
+        workload,
+        no_device: no_device.clone(),
+        bar: progress_bar(),
+        label: format!("{kind} {step}"),
+    };
+    let o = driver::run_step(
+        &planned.spec,
+        &*planned.fg,
+        planned.bg.as_deref(),
+        probe,
+        &mut sink,
+    );
+    sink.bar.finish_and_clear();
+    drop(planned);
+    let w = WorkDone {
+        ops: o.ops,
+        secs: o.secs,
+        logical_bytes: workload.live_bytes(),
+        logical_written: o.written,
+    };
+    let ticks = crate::probe::cpu::ticks_per_sec();
+    let figs = metrics::compute(&o.start, &o.end, &w, no_device.as_deref(), ticks);
+    let mut notes =
+        workload
+            .finish(step, eng.face())
+            .unwrap_or_else(|e| crate::workload::StepNotes {
+                extras: Vec::new(),
+                lines: vec![format!("after {step}: {e:#}")],
+            });
+    if o.bg_ops > 0 {
+        notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
+    }
+    r.results
+        .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
+    r.results
+        .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
+    if let Ok(st) = eng.stats() {
+        r.results.add_engine_stats(step_id, &st)?;
+    }
+    let settle_note = (cfg.settle && o.error.is_none() && step.loads()).then(|| {
+        eng.settle()
+            .unwrap_or_else(|e| format!("settle failed: {e:#}"))
+    });
+    let status = match (&o.error, o.interrupted) {
+        (Some(_), _) => Status::Failed,
+        (None, true) => Status::Interrupted,
+        (None, false) => Status::Done,
+    };
+    r.results.end_step(
+        step_id,
+        status,
+        o.error.as_deref(),
+        o.secs,
+        settle_note.as_deref(),
+    )?;
+    let f = |m: Metric| {
+        figs.iter()
+            .find(|(k, _)| *k == m)
+            .and_then(|(_, v)| v.value())
+    };
+    writeln!(
+        out,
+        "  {:<8} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
+        step.name(),
+        o.ops,
+        f(Metric::OpsPerSec).unwrap_or(0.0),
+        f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
+        f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
+        f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
+        match (&o.error, o.interrupted) {
+            (Some(e), _) => format!("FAILED: {e}"),
+            (None, true) => "interrupted".into(),
+            _ => String::new(),
+        }
+    )?;
+    if let Some(n) = settle_note {
+        writeln!(out, "  settle: {n}")?;
+    }
+    for l in &notes.lines {
+        writeln!(out, "  {l}")?;
+    }
+    Ok(match status {
+        Status::Failed => {
+            r.status = Status::Failed;
+            After::Failed
+        }
+        Status::Interrupted => {
+            r.status = Status::Interrupted;
+            After::Interrupted
+        }
+        _ => After::Next,
+    })
+}
+
+/// A progress spinner on a terminal; hidden otherwise (CI, pipes).
+fn progress_bar() -> ProgressBar {
+    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    b
 }

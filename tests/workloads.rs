@@ -55,7 +55,9 @@ fn load_then_full_scan_counts_every_doc() {
             arrival: Arrival::Closed,
             seed: 1,
         };
-        let planned = w.plan("load", e.face(), &ctx).unwrap();
+        let planned = w
+            .plan(WorkloadKind::Pattern.step("load").unwrap(), e.face(), &ctx)
+            .unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,
@@ -94,7 +96,9 @@ fn load_then_full_scan_counts_every_doc() {
             .collect();
         assert_ne!(first, in_doc_order);
         // Point reads all hit afterwards.
-        let planned = w.plan("pq.1", e.face(), &ctx).unwrap();
+        let planned = w
+            .plan(WorkloadKind::Pattern.step("pq.1").unwrap(), e.face(), &ctx)
+            .unwrap();
         let o = driver::run_step(
             &planned.spec,
             &*planned.fg,
@@ -106,7 +110,11 @@ fn load_then_full_scan_counts_every_doc() {
         assert!(o.ops > 0);
         // No point read missed a loaded document (misses are reported only
         // when there are some).
-        assert_eq!(w.extras("pq.1"), vec![], "{kind}");
+        assert_eq!(
+            w.extras(WorkloadKind::Pattern.step("pq.1").unwrap()),
+            vec![],
+            "{kind}"
+        );
         e.close().unwrap();
     }
 }

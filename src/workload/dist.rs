@@ -83,13 +83,25 @@ pub enum KeyChooser {
     Latest(Zipf),
 }
 
+crate::named! {
+    /// The key-choice distributions, by their YCSB names.
+    pub enum Distribution: "distribution" {
+        /// Every item equally likely.
+        Uniform = "uniform",
+        /// Scrambled zipfian.
+        Zipfian = "zipfian",
+        /// The newest items most popular.
+        Latest = "latest",
+    }
+}
+
 impl KeyChooser {
-    /// Builds a chooser by name (`uniform`, `zipfian`, `latest`) for `n` items.
-    pub fn new(name: &str, n: u64, theta: f64) -> KeyChooser {
-        match name {
-            "zipfian" => KeyChooser::ScrambledZipf(Zipf::new(n, theta)),
-            "latest" => KeyChooser::Latest(Zipf::new(n, theta)),
-            _ => KeyChooser::Uniform,
+    /// Builds a chooser for `n` items (θ for the zipfian ones).
+    pub fn new(d: Distribution, n: u64, theta: f64) -> KeyChooser {
+        match d {
+            Distribution::Uniform => KeyChooser::Uniform,
+            Distribution::Zipfian => KeyChooser::ScrambledZipf(Zipf::new(n, theta)),
+            Distribution::Latest => KeyChooser::Latest(Zipf::new(n, theta)),
         }
     }
 
@@ -131,7 +143,7 @@ mod tests {
 
     #[test]
     fn latest_prefers_newest() {
-        let c = KeyChooser::new("latest", 1000, 0.99);
+        let c = KeyChooser::new(Distribution::Latest, 1000, 0.99);
         let mut r = Rng::new(1);
         let newest = (0..10_000).filter(|_| c.pick(&mut r, 1000) == 999).count();
         assert!(newest > 1000, "{newest}");

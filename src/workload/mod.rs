@@ -10,6 +10,7 @@ pub mod dist;
 pub mod kv;
 pub mod linkbench;
 pub mod params;
+pub mod step;
 
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::driver::{Arrival, StepSpec, Stop, WorkerFactory};
 use crate::engine::{Dialect, EngineRef};
 pub use params::{ParamDef, Params};
+pub use step::{Step, StepKind};
 
 /// Driver settings from the command line that a workload applies to a step.
 #[derive(Clone, Copy, Debug)]
@@ -83,11 +85,11 @@ pub trait Workload: Send + Sync {
             .collect()
     }
     /// Plans `step` on `engine`.
-    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>>;
+    fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>>;
     /// Live logical bytes (user keys + values) now.
     fn live_bytes(&self) -> u64;
     /// Workload-specific figures after a step (e.g. misses), reset by it.
-    fn extras(&self, _step: &str) -> Vec<(String, f64)> {
+    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         Vec::new()
     }
     /// True when the workload makes multi-key read-modify-write changes,
@@ -96,10 +98,10 @@ pub trait Workload: Send + Sync {
         false
     }
     /// Tells the workload which steps will run, before any does.
-    fn configure(&mut self, _steps: &[String]) {}
+    fn configure(&mut self, _steps: &[Step]) {}
     /// After a step: its workload figures and lines to print (e.g. a
     /// consistency check). Defaults to [`extras`](Workload::extras).
-    fn finish(&self, step: &str, _engine: EngineRef<'_>) -> Result<StepNotes> {
+    fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<StepNotes> {
         Ok(StepNotes {
             extras: self.extras(step),
             lines: Vec::new(),
@@ -132,10 +134,11 @@ pub enum WorkloadKind {
 
 impl WorkloadKind {
     /// Every workload.
-    pub const ALL: [WorkloadKind; 3] = [
+    pub const ALL: &'static [WorkloadKind] = &[
         WorkloadKind::Pattern,
         WorkloadKind::Ycsb,
         WorkloadKind::Micro,
+        WorkloadKind::Linkbench,
     ];
 
     /// Command-line name.
@@ -173,32 +176,6 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => kv::ycsb::PARAMS,
             WorkloadKind::Micro => kv::micro::PARAMS,
             WorkloadKind::Linkbench => linkbench::PARAMS,
-        }
-    }
-
-    /// The step to run first when the selection reads or changes data but
-    /// loads none (`--steps a,b` on ycsb, `--steps pq.1` on pattern,
-    /// `--steps readrandom` on micro), so no step measures an empty
-    /// database; `None` when the selection loads its own data.
-    pub fn load_first(self, steps: &[String]) -> Option<&'static str> {
-        let has = |names: &[&str]| steps.iter().any(|s| names.contains(&s.as_str()));
-        match self {
-            WorkloadKind::Pattern | WorkloadKind::Ycsb | WorkloadKind::Linkbench => {
-                (!steps.is_empty() && !has(&["load"])).then_some("load")
-            }
-            WorkloadKind::Micro => (has(&["readrandom", "readwhilewriting", "seekrandom"])
-                && !has(&["fillseq", "fillrandom", "overwrite"]))
-            .then_some("fillseq"),
-        }
-    }
-
-    /// Steps, in run order.
-    pub fn steps(self) -> &'static [&'static str] {
-        match self {
-            WorkloadKind::Pattern => kv::pattern::STEPS,
-            WorkloadKind::Ycsb => kv::ycsb::STEPS,
-            WorkloadKind::Micro => kv::micro::STEPS,
-            WorkloadKind::Linkbench => linkbench::STEPS,
         }
     }
 

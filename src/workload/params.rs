@@ -96,14 +96,18 @@ impl Params {
         }
     }
 
-    /// One of `choices`.
-    pub fn choice(&self, key: &str, choices: &[&str]) -> Result<String, UsageError> {
+    /// One of a named enum's values (see `named!`), by its name.
+    pub fn one_of<T: Copy>(
+        &self,
+        key: &str,
+        all: &[T],
+        name: impl Fn(T) -> &'static str,
+    ) -> Result<T, UsageError> {
         let v = self.raw(key);
-        if choices.contains(&v) {
-            Ok(v.to_string())
-        } else {
-            Err(self.bad(key, &format!("one of {}", choices.join(", "))))
-        }
+        all.iter().copied().find(|x| name(*x) == v).ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|x| name(*x)).collect();
+            self.bad(key, &format!("one of {}", names.join(", ")))
+        })
     }
 
     /// Every (key, value), in declaration order, for the record.
@@ -148,10 +152,17 @@ mod tests {
     fn defaults_overrides_and_errors() {
         let p = Params::new("w", DEFS, &[("docs".into(), "1_000".into())]).unwrap();
         assert_eq!(p.u64("docs").unwrap(), 1000);
+        use crate::workload::dist::Distribution;
         assert_eq!(
-            p.choice("dist", &["uniform", "zipfian"]).unwrap(),
-            "uniform"
+            p.one_of("dist", Distribution::ALL, Distribution::name)
+                .unwrap(),
+            Distribution::Uniform
         );
+        let p = Params::new("w", DEFS, &[("dist".into(), "zipf".into())]).unwrap();
+        let e = p
+            .one_of("dist", Distribution::ALL, Distribution::name)
+            .unwrap_err();
+        assert!(e.0.contains("one of uniform, zipfian, latest"), "{e}");
         let e = Params::new("w", DEFS, &[("nope".into(), "1".into())]).unwrap_err();
         assert!(e.0.contains("'nope'"), "{e}");
         let p = Params::new("w", DEFS, &[("docs".into(), "x".into())]).unwrap();

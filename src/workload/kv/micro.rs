@@ -28,17 +28,54 @@ use super::store::{DocStore, docs_store};
 use crate::driver::{Background, Done, StepSpec, Worker, WorkerFactory};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
-use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
+use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, Workload};
 
-/// The steps, in order.
-pub const STEPS: &[&str] = &[
-    "fillseq",
-    "fillrandom",
-    "overwrite",
-    "readrandom",
-    "readwhilewriting",
-    "seekrandom",
-];
+crate::named! {
+    /// The micro workload's steps, in run order (db_bench's names).
+    pub enum MicroStep: "micro step" {
+        /// `num` puts in key order, one thread.
+        Fillseq = "fillseq",
+        /// `num` puts of keys drawn with replacement, one thread.
+        Fillrandom = "fillrandom",
+        /// Puts of random keys for `--duration`.
+        Overwrite = "overwrite",
+        /// Gets of random keys.
+        Readrandom = "readrandom",
+        /// Gets, plus one rate-limited writer.
+        Readwhilewriting = "readwhilewriting",
+        /// A seek then `seek_nexts` nexts.
+        Seekrandom = "seekrandom",
+    }
+}
+
+impl StepKind for MicroStep {
+    fn loads(self) -> bool {
+        matches!(self, MicroStep::Fillseq | MicroStep::Fillrandom)
+    }
+    fn needs_data(self) -> bool {
+        matches!(
+            self,
+            MicroStep::Readrandom | MicroStep::Readwhilewriting | MicroStep::Seekrandom
+        )
+    }
+}
+
+crate::named! {
+    /// The micro workload's operation kinds.
+    pub enum MicroOp: "micro operation" {
+        /// One put.
+        Put = "put",
+        /// One get.
+        Get = "get",
+        /// One seek and its nexts.
+        Seek = "seek",
+    }
+}
+
+/// Every operation kind's name, in [`MicroOp`] order.
+fn op_names() -> Vec<String> {
+    MicroOp::names().into_iter().map(String::from).collect()
+}
 
 /// Parameters and defaults (db_bench's, but `num`).
 pub const PARAMS: &[ParamDef] = &[
@@ -184,7 +221,7 @@ impl MicroWorker<'_> {
         let b = (self.key.len() + value.len()) as u64;
         wl.live.set(k, b);
         Ok(Done {
-            kind: 0,
+            kind: MicroOp::Put.index(),
             ops: 1,
             written: b,
         })
@@ -226,7 +263,7 @@ impl Worker for MicroWorker<'_> {
                 self.reads += 1;
                 self.found += u64::from(hit);
                 Ok(Some(Done {
-                    kind: 0,
+                    kind: MicroOp::Get.index(),
                     ops: 1,
                     written: 0,
                 }))
@@ -240,7 +277,7 @@ impl Worker for MicroWorker<'_> {
                 wl.key(k, &mut self.key);
                 self.store.scan(&self.key, wl.seek_nexts + 1)?;
                 Ok(Some(Done {
-                    kind: 0,
+                    kind: MicroOp::Seek.index(),
                     ops: 1,
                     written: 0,
                 }))
@@ -254,7 +291,9 @@ impl Workload for Micro {
         vec!["docs".into()]
     }
 
-    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+    fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+        use MicroStep as S;
+        let step = MicroStep::try_from(step)?;
         // With `reads` set, a read step is counted like a fill: no warm-up,
         // closed loop, done when every thread has done its reads.
         let counted = self.reads_per_thread > 0;
@@ -263,25 +302,21 @@ impl Workload for Micro {
         } else {
             u64::MAX
         };
-        let (mode, op, threads, fill) = match step {
-            "fillseq" => (Mode::Seq { next: 0, end: 0 }, "put", 1, true),
-            "fillrandom" => (Mode::RandomFill { left: self.num }, "put", 1, true),
-            "overwrite" => (Mode::Write, "put", ctx.threads, false),
-            "readrandom" | "readwhilewriting" => (Mode::Read { left }, "get", ctx.threads, counted),
-            "seekrandom" => (Mode::Seek { left }, "seek", ctx.threads, counted),
-            _ => bail!(crate::UsageError(format!(
-                "unknown step '{step}' for workload micro (steps: {})",
-                STEPS.join(", ")
-            ))),
+        let (mode, threads, fill) = match step {
+            S::Fillseq => (Mode::Seq { next: 0, end: 0 }, 1, true),
+            S::Fillrandom => (Mode::RandomFill { left: self.num }, 1, true),
+            S::Overwrite => (Mode::Write, ctx.threads, false),
+            S::Readrandom | S::Readwhilewriting => (Mode::Read { left }, ctx.threads, counted),
+            S::Seekrandom => (Mode::Seek { left }, ctx.threads, counted),
         };
-        let writer = step == "readwhilewriting";
+        let writer = step == S::Readwhilewriting;
         let per_put = (self.key_size + self.value_size).max(1) as f64;
         let spec = StepSpec {
             background: writer.then(|| Background {
                 per_sec: self.writer_bps / per_put,
-                op_names: vec!["put".into()],
+                op_names: op_names(),
             }),
-            ..ctx.spec(threads, vec![op.to_string()], fill)
+            ..ctx.spec(threads, op_names(), fill)
         };
         let seed = ctx.seed;
         let num = self.num;
@@ -318,7 +353,7 @@ impl Workload for Micro {
         self.live.total()
     }
 
-    fn extras(&self, _step: &str) -> Vec<(String, f64)> {
+    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         let r = self.reads.swap(0, Ordering::Relaxed);
         let f = self.found.swap(0, Ordering::Relaxed);
         if r == 0 {

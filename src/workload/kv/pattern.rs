@@ -27,14 +27,72 @@ use super::store::{DocStore, docs_store};
 use crate::driver::{Background, Done, StepSpec, Worker};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
-use crate::workload::dist::KeyChooser;
-use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
+use crate::workload::dist::{Distribution, KeyChooser};
+use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, Workload};
 
-/// The steps, in order.
-pub const STEPS: &[&str] = &[
-    "load", "ows.1", "ows.n", "pqw.1", "pqw.n", "rqw.1", "rqw.n", "pq.1", "pq.n", "rq.1", "rq.n",
-    "owa.1", "owa.n",
-];
+/// Every operation kind's name, in [`PatternOp`] order (a worker's
+/// `Done::kind` is the kind's index).
+fn op_names() -> Vec<String> {
+    PatternOp::names().into_iter().map(String::from).collect()
+}
+
+crate::named! {
+    /// The pattern workload's steps, in run order (`.1`: one thread, `.n`:
+    /// `--threads`).
+    pub enum PatternStep: "pattern step" {
+        /// Insert every document in batches, no sync.
+        Load = "load",
+        /// Overwrite one document per commit, sync on commit, one thread.
+        Ows1 = "ows.1",
+        /// The same with `--threads` threads.
+        OwsN = "ows.n",
+        /// Point reads with a rate-limited background writer, one thread.
+        Pqw1 = "pqw.1",
+        /// The same with `--threads` threads.
+        PqwN = "pqw.n",
+        /// Range reads with the background writer, one thread.
+        Rqw1 = "rqw.1",
+        /// The same with `--threads` threads.
+        RqwN = "rqw.n",
+        /// Point reads, one thread.
+        Pq1 = "pq.1",
+        /// The same with `--threads` threads.
+        PqN = "pq.n",
+        /// Range reads, one thread.
+        Rq1 = "rq.1",
+        /// The same with `--threads` threads.
+        RqN = "rq.n",
+        /// Overwrites without sync, one thread.
+        Owa1 = "owa.1",
+        /// The same with `--threads` threads.
+        OwaN = "owa.n",
+    }
+}
+
+impl StepKind for PatternStep {
+    fn loads(self) -> bool {
+        self == PatternStep::Load
+    }
+    fn needs_data(self) -> bool {
+        self != PatternStep::Load
+    }
+}
+
+crate::named! {
+    /// The pattern workload's operation kinds.
+    pub enum PatternOp: "pattern operation" {
+        /// A batch of `batch` inserts.
+        InsertBatch = "insert_batch",
+        /// One overwrite, synced on commit.
+        OverwriteSync = "overwrite_sync",
+        /// One overwrite without sync.
+        Overwrite = "overwrite",
+        /// One point read.
+        PointRead = "point_read",
+        /// One range read of `range` documents.
+        RangeRead = "range_read",
+    }
+}
 
 /// Parameters and defaults.
 pub const PARAMS: &[ParamDef] = &[
@@ -136,7 +194,11 @@ impl Pattern {
                 "parameter 'compressibility' is a percent, 0 to 100".into()
             ));
         }
-        let dist = p.choice("distribution", &["uniform", "zipfian"])?;
+        let dist = p.one_of(
+            "distribution",
+            &[Distribution::Uniform, Distribution::Zipfian],
+            Distribution::name,
+        )?;
         Ok(Pattern {
             docs,
             key_len,
@@ -150,7 +212,7 @@ impl Pattern {
             writer_rate: p.f64("writer_rate")?,
             writer_sync: p.bool("writer_sync")?,
             range: p.u64("range")?.max(1) as usize,
-            chooser: KeyChooser::new(&dist, docs, p.f64("zipf_theta")?),
+            chooser: KeyChooser::new(dist, docs, p.f64("zipf_theta")?),
             live: Live::new(docs),
             misses: AtomicU64::new(0),
         })
@@ -163,6 +225,19 @@ enum Mode {
     Overwrite(Durability),
     Point,
     Range,
+}
+
+impl Mode {
+    /// The operation kind a worker in this mode does.
+    fn op(self) -> PatternOp {
+        match self {
+            Mode::Load { .. } => PatternOp::InsertBatch,
+            Mode::Overwrite(Durability::Sync) => PatternOp::OverwriteSync,
+            Mode::Overwrite(Durability::NoSync) => PatternOp::Overwrite,
+            Mode::Point => PatternOp::PointRead,
+            Mode::Range => PatternOp::RangeRead,
+        }
+    }
 }
 
 struct PatternWorker<'a> {
@@ -178,6 +253,7 @@ struct PatternWorker<'a> {
 impl Worker for PatternWorker<'_> {
     fn op(&mut self) -> Result<Option<Done>> {
         let wl = self.wl;
+        let kind = self.mode.op().index();
         match &mut self.mode {
             Mode::Load { next, end } => {
                 if *next >= *end {
@@ -198,7 +274,7 @@ impl Worker for PatternWorker<'_> {
                 }
                 *next += n as u64;
                 Ok(Some(Done {
-                    kind: 0,
+                    kind,
                     ops: n as u64,
                     written,
                 }))
@@ -211,7 +287,7 @@ impl Worker for PatternWorker<'_> {
                 let b = (self.key.len() + self.value.len()) as u64;
                 wl.live.set(i, b);
                 Ok(Some(Done {
-                    kind: 0,
+                    kind,
                     ops: 1,
                     written: b,
                 }))
@@ -223,7 +299,7 @@ impl Worker for PatternWorker<'_> {
                     wl.misses.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(Some(Done {
-                    kind: 0,
+                    kind,
                     ops: 1,
                     written: 0,
                 }))
@@ -233,7 +309,7 @@ impl Worker for PatternWorker<'_> {
                 doc_key(i, wl.key_len, &mut self.key);
                 let n = self.store.scan(&self.key, wl.range)?;
                 Ok(Some(Done {
-                    kind: 0,
+                    kind,
                     ops: n as u64,
                     written: 0,
                 }))
@@ -247,33 +323,28 @@ impl Workload for Pattern {
         vec!["docs".into()]
     }
 
-    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
-        let (base, n) = step.split_once('.').unwrap_or((step, ""));
-        let threads = match n {
-            "1" => 1,
-            "n" => ctx.threads,
-            _ => self.load_threads,
+    fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+        use PatternStep as S;
+        let step = PatternStep::try_from(step)?;
+        let threads = match step {
+            S::Load => self.load_threads,
+            S::Ows1 | S::Pqw1 | S::Rqw1 | S::Pq1 | S::Rq1 | S::Owa1 => 1,
+            S::OwsN | S::PqwN | S::RqwN | S::PqN | S::RqN | S::OwaN => ctx.threads,
         };
-        let (mode, op, writer) = match base {
-            "load" => (Mode::Load { next: 0, end: 0 }, "insert_batch", false),
-            "ows" => (Mode::Overwrite(Durability::Sync), "overwrite_sync", false),
-            "owa" => (Mode::Overwrite(Durability::NoSync), "overwrite", false),
-            "pqw" => (Mode::Point, "point_read", true),
-            "pq" => (Mode::Point, "point_read", false),
-            "rqw" => (Mode::Range, "range_read", true),
-            "rq" => (Mode::Range, "range_read", false),
-            _ => bail!(crate::UsageError(format!(
-                "unknown step '{step}' for workload pattern (steps: {})",
-                STEPS.join(", ")
-            ))),
+        let mode = match step {
+            S::Load => Mode::Load { next: 0, end: 0 },
+            S::Ows1 | S::OwsN => Mode::Overwrite(Durability::Sync),
+            S::Owa1 | S::OwaN => Mode::Overwrite(Durability::NoSync),
+            S::Pqw1 | S::PqwN | S::Pq1 | S::PqN => Mode::Point,
+            S::Rqw1 | S::RqwN | S::Rq1 | S::RqN => Mode::Range,
         };
-        let is_load = base == "load";
+        let writer = matches!(step, S::Pqw1 | S::PqwN | S::Rqw1 | S::RqwN);
         let spec = StepSpec {
             background: writer.then(|| Background {
                 per_sec: self.writer_rate,
-                op_names: vec!["overwrite".into()],
+                op_names: op_names(),
             }),
-            ..ctx.spec(threads, vec![op.to_string()], is_load)
+            ..ctx.spec(threads, op_names(), step.loads())
         };
         let seed = ctx.seed;
         let docs = self.docs;
@@ -317,7 +388,7 @@ impl Workload for Pattern {
         self.live.total()
     }
 
-    fn extras(&self, _step: &str) -> Vec<(String, f64)> {
+    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         // A miss means a loaded document was not found: reported only when
         // it happens.
         let m = self.misses.swap(0, Ordering::Relaxed);

@@ -27,11 +27,37 @@ use super::store::{DocStore, docs_store};
 use crate::driver::{Done, Worker};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};
-use crate::workload::dist::{KeyChooser, scramble};
-use crate::workload::{ParamDef, Params, Planned, StepCtx, Workload};
+use crate::workload::dist::{Distribution, KeyChooser, scramble};
+use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, Workload};
 
-/// The steps, in order.
-pub const STEPS: &[&str] = &["load", "a", "b", "c", "d", "e", "f"];
+crate::named! {
+    /// YCSB's steps, in run order: the load, then the core workloads.
+    pub enum YcsbStep: "ycsb step" {
+        /// Insert every record.
+        Load = "load",
+        /// 50% read, 50% update.
+        A = "a",
+        /// 95% read, 5% update.
+        B = "b",
+        /// 100% read.
+        C = "c",
+        /// 95% read, 5% insert, latest.
+        D = "d",
+        /// 95% scan, 5% insert.
+        E = "e",
+        /// 50% read, 50% read-modify-write.
+        F = "f",
+    }
+}
+
+impl StepKind for YcsbStep {
+    fn loads(self) -> bool {
+        self == YcsbStep::Load
+    }
+    fn needs_data(self) -> bool {
+        self != YcsbStep::Load
+    }
+}
 
 /// Parameters and defaults (YCSB's names).
 pub const PARAMS: &[ParamDef] = &[
@@ -67,33 +93,49 @@ pub const PARAMS: &[ParamDef] = &[
     },
 ];
 
-/// Operation kinds, indexes into [`OPS`].
-pub const OPS: [&str; 5] = ["read", "update", "insert", "scan", "read_modify_write"];
+crate::named! {
+    /// YCSB's operation kinds.
+    pub enum YcsbOp: "ycsb operation" {
+        /// Read a record.
+        Read = "read",
+        /// Update one field (read, change, write).
+        Update = "update",
+        /// Insert a new record.
+        Insert = "insert",
+        /// Scan up to `maxscanlength` records.
+        Scan = "scan",
+        /// Read a record, then update one field of it.
+        ReadModifyWrite = "read_modify_write",
+    }
+}
 
-/// A workload's mix: probability per kind of [`OPS`].
-pub fn mix(step: &str) -> Option<[f64; 5]> {
+/// A workload's mix: probability per kind, in [`YcsbOp`] order; `None`
+/// for the load.
+pub fn mix(step: YcsbStep) -> Option<[f64; 5]> {
     Some(match step {
-        "a" => [0.5, 0.5, 0.0, 0.0, 0.0],
-        "b" => [0.95, 0.05, 0.0, 0.0, 0.0],
-        "c" => [1.0, 0.0, 0.0, 0.0, 0.0],
-        "d" => [0.95, 0.0, 0.05, 0.0, 0.0],
-        "e" => [0.0, 0.0, 0.05, 0.95, 0.0],
-        "f" => [0.5, 0.0, 0.0, 0.0, 0.5],
-        _ => return None,
+        YcsbStep::Load => return None,
+        YcsbStep::A => [0.5, 0.5, 0.0, 0.0, 0.0],
+        YcsbStep::B => [0.95, 0.05, 0.0, 0.0, 0.0],
+        YcsbStep::C => [1.0, 0.0, 0.0, 0.0, 0.0],
+        YcsbStep::D => [0.95, 0.0, 0.05, 0.0, 0.0],
+        YcsbStep::E => [0.0, 0.0, 0.05, 0.95, 0.0],
+        YcsbStep::F => [0.5, 0.0, 0.0, 0.0, 0.5],
     })
 }
 
 /// Draws an operation kind from a mix.
-pub fn choose(m: &[f64; 5], r: &mut Rng) -> usize {
+pub fn choose(m: &[f64; 5], r: &mut Rng) -> YcsbOp {
     let u = r.f64();
     let mut acc = 0.0;
-    for (i, p) in m.iter().enumerate() {
+    for (op, p) in YcsbOp::ALL.iter().zip(m) {
         acc += p;
         if u < acc {
-            return i;
+            return *op;
         }
     }
-    m.iter().rposition(|p| *p > 0.0).unwrap_or(0)
+    m.iter()
+        .rposition(|p| *p > 0.0)
+        .map_or(YcsbOp::Read, |i| YcsbOp::ALL[i])
 }
 
 /// The YCSB workload's state for one engine.
@@ -101,7 +143,7 @@ pub struct Ycsb {
     records: u64,
     fields: usize,
     field_len: usize,
-    dist: String,
+    dist: Distribution,
     theta: f64,
     max_scan: u64,
     /// Records readers may choose from: every insert below it has completed
@@ -129,7 +171,7 @@ impl Ycsb {
             records,
             fields: p.u64("fieldcount")?.max(1) as usize,
             field_len: p.u64("fieldlength")?.max(1) as usize,
-            dist: p.choice("requestdistribution", &["zipfian", "uniform", "latest"])?,
+            dist: p.one_of("requestdistribution", Distribution::ALL, Distribution::name)?,
             theta: p.f64("zipf_theta")?,
             max_scan: p.u64("maxscanlength")?.max(1),
             count: AtomicU64::new(0),
@@ -218,15 +260,15 @@ impl Worker for YcsbWorker<'_> {
             self.load.0 += 1;
             let b = self.write_record(i)?;
             return Ok(Some(Done {
-                kind: 2,
+                kind: YcsbOp::Insert.index(),
                 ops: 1,
                 written: b,
             }));
         };
-        let kind = choose(&m, &mut self.rng);
+        let op = choose(&m, &mut self.rng);
         let count = wl.count.load(Ordering::Relaxed);
-        let written = match kind {
-            0 => {
+        let written = match op {
+            YcsbOp::Read => {
                 let i = self.chooser.pick(&mut self.rng, count);
                 Ycsb::key(i, &mut self.key);
                 if self.store.read(&self.key)?.is_none() {
@@ -234,11 +276,11 @@ impl Worker for YcsbWorker<'_> {
                 }
                 0
             }
-            1 => {
+            YcsbOp::Update => {
                 let i = self.chooser.pick(&mut self.rng, count);
                 self.update_field(i)?
             }
-            2 => {
+            YcsbOp::Insert => {
                 let i = wl.next.fetch_add(1, Ordering::Relaxed);
                 if i < wl.live.capacity() {
                     let b = self.write_record(i)?;
@@ -249,20 +291,20 @@ impl Worker for YcsbWorker<'_> {
                     self.update_field(j)?
                 }
             }
-            3 => {
+            YcsbOp::Scan => {
                 let i = self.chooser.pick(&mut self.rng, count);
                 Ycsb::key(i, &mut self.key);
                 let len = self.rng.range_inclusive(1, wl.max_scan) as usize;
                 self.store.scan(&self.key, len)?;
                 0
             }
-            _ => {
+            YcsbOp::ReadModifyWrite => {
                 let i = self.chooser.pick(&mut self.rng, count);
                 self.update_field(i)?
             }
         };
         Ok(Some(Done {
-            kind,
+            kind: op.index(),
             ops: 1,
             written,
         }))
@@ -274,15 +316,10 @@ impl Workload for Ycsb {
         vec!["usertable".into()]
     }
 
-    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
-        let is_load = step == "load";
+    fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+        let step = YcsbStep::try_from(step)?;
+        let is_load = step.loads();
         let m = mix(step);
-        if !is_load && m.is_none() {
-            bail!(crate::UsageError(format!(
-                "unknown step '{step}' for workload ycsb (steps: {})",
-                STEPS.join(", ")
-            )));
-        }
         if is_load {
             self.count.store(0, Ordering::Relaxed);
             self.next.store(0, Ordering::Relaxed);
@@ -292,13 +329,13 @@ impl Workload for Ycsb {
         let threads = ctx.threads;
         let spec = ctx.spec(
             threads,
-            OPS.iter().map(|s| s.to_string()).collect(),
+            YcsbOp::names().into_iter().map(String::from).collect(),
             is_load,
         );
-        let dist = if step == "d" {
-            "latest"
+        let dist = if step == YcsbStep::D {
+            Distribution::Latest
         } else {
-            self.dist.as_str()
+            self.dist
         };
         let chooser = KeyChooser::new(dist, self.records, self.theta);
         let seed = ctx.seed;
@@ -324,8 +361,8 @@ impl Workload for Ycsb {
         self.live.total()
     }
 
-    fn extras(&self, step: &str) -> Vec<(String, f64)> {
-        if step == "load" {
+    fn extras(&self, step: Step) -> Vec<(String, f64)> {
+        if step == Step::Ycsb(YcsbStep::Load) {
             self.count.store(self.records, Ordering::Relaxed);
             self.next.store(self.records, Ordering::Relaxed);
         }
@@ -345,20 +382,20 @@ mod tests {
 
     #[test]
     fn mixes_match_their_definition_within_a_point() {
-        for step in ["a", "b", "c", "d", "e", "f"] {
-            let m = mix(step).unwrap();
+        for step in &YcsbStep::ALL[1..] {
+            let m = mix(*step).unwrap();
             let mut r = Rng::new(11);
             let mut counts = [0u32; 5];
             let n = 100_000;
             for _ in 0..n {
-                counts[choose(&m, &mut r)] += 1;
+                counts[choose(&m, &mut r).index()] += 1;
             }
             for k in 0..5 {
                 let got = 100.0 * counts[k] as f64 / n as f64;
                 assert!(
                     (got - 100.0 * m[k]).abs() < 1.0,
                     "{step} {}: {got:.2}% vs {}%",
-                    OPS[k],
+                    YcsbOp::ALL[k],
                     100.0 * m[k]
                 );
             }

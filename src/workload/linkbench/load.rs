@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::payload::Motif;
 use super::store::{self, LINK_TYPE_BASE, Link, LinkStore, NODE_TYPE, Node};
-use super::{CHUNK, Linkbench, dist, now_ms};
+use super::{CHUNK, LinkOp, Linkbench, dist, now_ms};
 use crate::driver::{Done, Worker};
 use crate::rng::Rng;
 
@@ -77,7 +77,7 @@ impl Worker for Loader<'_> {
             wl.logical.fetch_add(written, Ordering::Relaxed);
             self.nodes = Some(to);
             return Ok(Some(Done {
-                kind: 0,
+                kind: LinkOp::LoadNodesBulk.index(),
                 ops: nodes.len() as u64,
                 written,
             }));
@@ -93,7 +93,7 @@ impl Worker for Loader<'_> {
             }
             wl.logical.fetch_add(w, Ordering::Relaxed);
             return Ok(Some(Done {
-                kind: 1,
+                kind: LinkOp::LoadLinksBulk.index(),
                 ops: 0,
                 written: w,
             }));
@@ -142,7 +142,7 @@ impl Worker for Loader<'_> {
         }
         wl.logical.fetch_add(written, Ordering::Relaxed);
         Ok(Some(Done {
-            kind: 1,
+            kind: LinkOp::LoadLinksBulk.index(),
             ops: 0,
             written,
         }))
@@ -163,7 +163,7 @@ impl Worker for Indexer<'_> {
         self.done = true;
         let n = self.store.build_index()?;
         Ok(Some(Done {
-            kind: 0,
+            kind: LinkOp::CreateIndex.index(),
             ops: n,
             written: 0,
         }))

@@ -33,12 +33,30 @@ use anyhow::{Result, bail};
 use crate::driver::{StepSpec, Worker};
 use crate::engine::{Dialect, Durability, EngineRef, Transactions};
 use crate::rng::{Rng, derive_seed};
-use crate::workload::{ParamDef, Params, Planned, StepCtx, StepNotes, Workload};
+use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, StepNotes, Workload};
 use dist::{Access, Cdf, Degrees};
 use store::LinkStore;
 
-/// The steps, in order.
-pub const STEPS: &[&str] = &["load", "index", "request"];
+crate::named! {
+    /// LinkBench's steps, in run order.
+    pub enum LinkbenchStep: "linkbench step" {
+        /// Load nodes, links and counts.
+        Load = "load",
+        /// Build the id1_type index on tables loaded with the primary key only.
+        Index = "index",
+        /// The request mix; a consistency check follows.
+        Request = "request",
+    }
+}
+
+impl StepKind for LinkbenchStep {
+    fn loads(self) -> bool {
+        self == LinkbenchStep::Load
+    }
+    fn needs_data(self) -> bool {
+        self != LinkbenchStep::Load
+    }
+}
 
 /// Parameters and defaults (LinkBench's names where it has one).
 pub const PARAMS: &[ParamDef] = &[
@@ -89,47 +107,81 @@ pub const PARAMS: &[ParamDef] = &[
     },
 ];
 
-/// Operation kinds, in the mix's order; the last is the history query.
-pub const OPS: [&str; 11] = [
-    "ADD_LINK",
-    "DELETE_LINK",
-    "UPDATE_LINK",
-    "COUNT_LINK",
-    "MULTIGET_LINK",
-    "GET_LINKS_LIST",
-    "ADD_NODE",
-    "UPDATE_NODE",
-    "DELETE_NODE",
-    "GET_NODE",
-    "GET_LINKS_LIST_HISTORY",
-];
+crate::named! {
+    /// LinkBench's operation kinds: the request mix's ten in the mix's
+    /// order, the history query, then the load and index steps' own.
+    pub enum LinkOp: "linkbench operation" {
+        /// Add (or update, or revive) a link and its count.
+        AddLink = "ADD_LINK",
+        /// Hide a visible link and decrement its count.
+        DeleteLink = "DELETE_LINK",
+        /// UPDATE_LINK, run as ADD_LINK as the reference does.
+        UpdateLink = "UPDATE_LINK",
+        /// Read a count.
+        CountLink = "COUNT_LINK",
+        /// Read some links by id2.
+        MultigetLink = "MULTIGET_LINK",
+        /// The newest visible links of (id1, type).
+        GetLinksList = "GET_LINKS_LIST",
+        /// Insert a node.
+        AddNode = "ADD_NODE",
+        /// Update a node.
+        UpdateNode = "UPDATE_NODE",
+        /// Delete a node.
+        DeleteNode = "DELETE_NODE",
+        /// Read a node.
+        GetNode = "GET_NODE",
+        /// A GET_LINKS_LIST paging back through a long list.
+        GetLinksListHistory = "GET_LINKS_LIST_HISTORY",
+        /// A batch of node inserts (load).
+        LoadNodesBulk = "LOAD_NODES_BULK",
+        /// A chunk of link and count inserts (load).
+        LoadLinksBulk = "LOAD_LINKS_BULK",
+        /// Building id1_type (index).
+        CreateIndex = "CREATE_INDEX",
+    }
+}
 
-/// A mix's percentages, in [`OPS`] order (the first ten).
-pub fn mix(name: &str) -> Option<[f64; 10]> {
-    Some(match name {
-        "2011" => [
+/// Every operation kind's name, in [`LinkOp`] order.
+fn op_names() -> Vec<String> {
+    LinkOp::names().into_iter().map(String::from).collect()
+}
+
+crate::named! {
+    /// The request mixes.
+    pub enum Mix: "linkbench mix" {
+        /// FBWorkload.properties of the reference (2011).
+        M2011 = "2011",
+        /// Newer production numbers (2017).
+        M2017 = "2017",
+    }
+}
+
+/// A mix's percentages, for the first ten [`LinkOp`]s in order.
+pub fn mix(m: Mix) -> [f64; 10] {
+    match m {
+        Mix::M2011 => [
             8.9886601, 2.9907664, 8.0122125, 4.8863567, 0.5261142, 50.7119145, 2.5732789, 7.366437,
             1.0115914, 12.9326683,
         ],
-        "2017" => [
+        Mix::M2017 => [
             5.35038, 0.98401, 4.75589, 4.27898, 12.14725, 22.57039, 2.61198, 3.06256, 0.25166,
             43.9869,
         ],
-        _ => return None,
-    })
+    }
 }
 
 /// Draws an operation from a mix by cumulative thresholds on U[0, 100).
-pub fn choose(m: &[f64; 10], r: &mut Rng) -> usize {
+pub fn choose(m: &[f64; 10], r: &mut Rng) -> LinkOp {
     let u = r.f64() * 100.0;
     let mut acc = 0.0;
-    for (i, p) in m.iter().enumerate() {
+    for (op, p) in LinkOp::ALL.iter().zip(m) {
         acc += p;
         if u < acc {
-            return i;
+            return *op;
         }
     }
-    9
+    LinkOp::GetNode
 }
 
 fn now_ms() -> u64 {
@@ -175,9 +227,9 @@ pub struct Linkbench {
     retries: Mutex<Retries>,
 }
 
-/// Transactions run again after a conflict, per operation kind ([`OPS`]
+/// Transactions run again after a conflict, per operation kind ([`LinkOp`]
 /// order): (operations that were retried, retries).
-pub(crate) type Retries = [(u64, u64); 11];
+pub(crate) type Retries = [(u64, u64); LinkOp::ALL.len()];
 
 /// Ids per loader chunk.
 const CHUNK: u64 = 2048;
@@ -191,8 +243,8 @@ impl Linkbench {
                 "parameter 'maxid1' must be at least 2".into()
             ));
         }
-        let mix_name = p.choice("mix", &["2011", "2017"])?;
-        let m = mix(&mix_name).unwrap_or([0.0; 10]);
+        let mix_name = p.one_of("mix", Mix::ALL, Mix::name)?;
+        let m = mix(mix_name);
         let cdf = match p.str("distribution_file") {
             "" => Cdf::builtin_2011(),
             f => Cdf::from_file(Path::new(f))
@@ -200,7 +252,7 @@ impl Linkbench {
         };
         let median = |key: &str, d2011: f64, d2017: f64| -> Result<f64> {
             Ok(match p.str(key) {
-                "" if mix_name == "2017" => d2017,
+                "" if mix_name == Mix::M2017 => d2017,
                 "" => d2011,
                 _ => p.f64(key)?,
             })
@@ -228,7 +280,7 @@ impl Linkbench {
             accesses: OnceLock::new(),
             rows: Mutex::new(Vec::new()),
             multiget: Mutex::new((0, 0)),
-            retries: Mutex::new([(0, 0); 11]),
+            retries: Mutex::new([(0, 0); LinkOp::ALL.len()]),
         })
     }
 
@@ -277,8 +329,8 @@ impl Workload for Linkbench {
         true
     }
 
-    fn configure(&mut self, steps: &[String]) {
-        self.index_step = steps.iter().any(|s| s == "index");
+    fn configure(&mut self, steps: &[Step]) {
+        self.index_step = steps.contains(&Step::Linkbench(LinkbenchStep::Index));
         self.with_index.store(!self.index_step, Ordering::SeqCst);
     }
 
@@ -286,17 +338,13 @@ impl Workload for Linkbench {
         sql::schema(dialect, table_options, !self.index_step)
     }
 
-    fn plan<'a>(&'a self, step: &str, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
+    fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
         let seed = ctx.seed;
-        let (spec, fg): (StepSpec, Box<crate::driver::WorkerFactory<'a>>) = match step {
-            "load" => {
+        let (spec, fg): (StepSpec, Box<crate::driver::WorkerFactory<'a>>) = match step.try_into()? {
+            LinkbenchStep::Load => {
                 let threads = self.loaders + 1;
                 (
-                    ctx.spec(
-                        threads,
-                        vec!["LOAD_NODES_BULK".into(), "LOAD_LINKS_BULK".into()],
-                        true,
-                    ),
+                    ctx.spec(threads, op_names(), true),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
                         let mut rng = Rng::new(derive_seed(seed, &[0, i as u64]));
                         let motif = if i == 0 {
@@ -316,8 +364,8 @@ impl Workload for Linkbench {
                     }),
                 )
             }
-            "index" => (
-                ctx.spec(1, vec!["CREATE_INDEX".into()], true),
+            LinkbenchStep::Index => (
+                ctx.spec(1, op_names(), true),
                 Box::new(move |_i: usize| -> Result<Box<dyn Worker + 'a>> {
                     if !self.index_step {
                         bail!(
@@ -332,14 +380,10 @@ impl Workload for Linkbench {
                     Ok(Box::new(w))
                 }),
             ),
-            "request" => {
+            LinkbenchStep::Request => {
                 let acc = self.accesses();
                 (
-                    ctx.spec(
-                        ctx.threads,
-                        OPS.iter().map(|s| s.to_string()).collect(),
-                        false,
-                    ),
+                    ctx.spec(ctx.threads, op_names(), false),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
                         let mut rng = Rng::new(derive_seed(seed, &[1, i as u64]));
                         let link_motif = Motif::new(&mut rng, 32, 100, 0.225);
@@ -354,15 +398,11 @@ impl Workload for Linkbench {
                             history: Vec::new(),
                             rows: Vec::new(),
                             found: (0, 0),
-                            retries: [(0, 0); 11],
+                            retries: [(0, 0); LinkOp::ALL.len()],
                         }))
                     }),
                 )
             }
-            _ => bail!(crate::UsageError(format!(
-                "unknown step '{step}' for workload linkbench (steps: {})",
-                STEPS.join(", ")
-            ))),
         };
         Ok(Planned { spec, fg, bg: None })
     }
@@ -371,10 +411,10 @@ impl Workload for Linkbench {
         self.logical.load(Ordering::Relaxed)
     }
 
-    fn finish(&self, step: &str, engine: EngineRef<'_>) -> Result<StepNotes> {
+    fn finish(&self, step: Step, engine: EngineRef<'_>) -> Result<StepNotes> {
         let mut notes = StepNotes::default();
-        match step {
-            "load" => {
+        match step.try_into()? {
+            LinkbenchStep::Load => {
                 let nodes = self.nodes_loaded.load(Ordering::Relaxed);
                 let links = self.links_loaded.load(Ordering::Relaxed);
                 let per = if nodes > 0 {
@@ -391,7 +431,7 @@ impl Workload for Linkbench {
                     "loaded {nodes} nodes, {links} links: {per:.2} links per node"
                 ));
             }
-            "request" => {
+            LinkbenchStep::Request => {
                 let mut rows =
                     std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
                 rows.sort_unstable();
@@ -415,16 +455,16 @@ impl Workload for Linkbench {
                     ("consistency_mismatches".into(), check.mismatches as f64),
                 ];
                 let mut said = Vec::new();
-                for (i, (ops, n)) in retries.iter().enumerate() {
+                for (op, (ops, n)) in LinkOp::ALL.iter().zip(retries) {
                     // The link writes always (a 0 is a finding too); others when retried.
-                    if i <= 2 || *n > 0 {
-                        notes
-                            .extras
-                            .push((format!("retried_ops.{}", OPS[i]), *ops as f64));
-                        notes
-                            .extras
-                            .push((format!("retries.{}", OPS[i]), *n as f64));
-                        said.push(format!("{} {n} in {ops} ops", OPS[i]));
+                    let link_write = matches!(
+                        op,
+                        LinkOp::AddLink | LinkOp::DeleteLink | LinkOp::UpdateLink
+                    );
+                    if link_write || n > 0 {
+                        notes.extras.push((format!("retried_ops.{op}"), ops as f64));
+                        notes.extras.push((format!("retries.{op}"), n as f64));
+                        said.push(format!("{op} {n} in {ops} ops"));
                     }
                 }
                 notes.lines.push(format!("GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"));
@@ -438,7 +478,7 @@ impl Workload for Linkbench {
                     said.join(", ")
                 ));
             }
-            _ => {}
+            LinkbenchStep::Index => {}
         }
         Ok(notes)
     }
@@ -461,19 +501,17 @@ pub fn concurrency(engine: EngineRef<'_>) -> String {
     }
 }
 
-/// Operation mix draws, for tests.
-pub fn mix_shares(name: &str, draws: usize, seed: u64) -> Option<HashMap<usize, f64>> {
-    let m = mix(name)?;
+/// Operation mix draws, for tests: percent per operation kind.
+pub fn mix_shares(m: Mix, draws: usize, seed: u64) -> HashMap<LinkOp, f64> {
+    let p = mix(m);
     let mut r = Rng::new(seed);
-    let mut c: HashMap<usize, u64> = HashMap::new();
+    let mut c: HashMap<LinkOp, u64> = HashMap::new();
     for _ in 0..draws {
-        *c.entry(choose(&m, &mut r)).or_default() += 1;
+        *c.entry(choose(&p, &mut r)).or_default() += 1;
     }
-    Some(
-        c.into_iter()
-            .map(|(k, v)| (k, 100.0 * v as f64 / draws as f64))
-            .collect(),
-    )
+    c.into_iter()
+        .map(|(k, v)| (k, 100.0 * v as f64 / draws as f64))
+        .collect()
 }
 
 #[cfg(test)]
@@ -482,13 +520,13 @@ mod tests {
 
     #[test]
     fn mixes_sum_to_100_and_draws_match_within_half_a_point() {
-        for name in ["2011", "2017"] {
-            let m = mix(name).unwrap();
+        for name in Mix::ALL {
+            let m = mix(*name);
             assert!((m.iter().sum::<f64>() - 100.0).abs() < 1e-4, "{name}");
-            let shares = mix_shares(name, 100_000, 9).unwrap();
-            for (i, p) in m.iter().enumerate() {
-                let got = shares.get(&i).copied().unwrap_or(0.0);
-                assert!((got - p).abs() < 0.5, "{name} {}: {got:.2} vs {p}", OPS[i]);
+            let shares = mix_shares(*name, 100_000, 9);
+            for (op, p) in LinkOp::ALL.iter().zip(m) {
+                let got = shares.get(op).copied().unwrap_or(0.0);
+                assert!((got - p).abs() < 0.5, "{name} {op}: {got:.2} vs {p}");
             }
         }
     }

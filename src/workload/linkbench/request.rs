@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::payload::Motif;
 use super::store::{LINK_TYPE_BASE, LIST_LIMIT, Link, LinkStore, NODE_TYPE, Node};
-use super::{Accesses, Linkbench, choose, dist, now_ms};
+use super::{Accesses, LinkOp, Linkbench, choose, dist, now_ms};
 use crate::driver::{Done, Worker};
 use crate::rng::Rng;
 
@@ -80,21 +80,21 @@ impl Drop for Requester<'_> {
 impl Worker for Requester<'_> {
     fn op(&mut self) -> Result<Option<Done>> {
         let wl = self.wl;
-        let kind = choose(&wl.mix, &mut self.rng);
+        let op = choose(&wl.mix, &mut self.rng);
         let mut written = 0u64;
-        let kind = match kind {
-            0 | 2 => {
+        let op = match op {
+            LinkOp::AddLink | LinkOp::UpdateLink => {
                 let id1 = self.link_write_id();
                 let (k, t) = self.link_type();
-                let p = if kind == 0 { 0.05 } else { 0.9 };
+                let p = if op == LinkOp::AddLink { 0.05 } else { 0.9 };
                 let id2 =
                     dist::choose_id2(&mut self.rng, id1, wl.degrees.of_type(id1, k, wl.types), p);
                 let l = self.new_link(id1, t, id2);
                 written = 37 + l.data.len() as u64;
                 self.store.add_link(&l)?;
-                kind
+                op
             }
-            1 => {
+            LinkOp::DeleteLink => {
                 let id1 = self.link_write_id();
                 let (k, t) = self.link_type();
                 let id2 = dist::choose_id2(
@@ -104,15 +104,15 @@ impl Worker for Requester<'_> {
                     0.9,
                 );
                 self.store.delete_link(id1, t, id2, now_ms())?;
-                kind
+                op
             }
-            3 => {
+            LinkOp::CountLink => {
                 let id1 = self.link_read_id();
                 let (_, t) = self.link_type();
                 self.store.count_links(id1, t)?;
-                kind
+                op
             }
-            4 => {
+            LinkOp::MultigetLink => {
                 let id1 = self.link_read_id();
                 let (k, t) = self.link_type();
                 let want = dist::multiget_count(&mut self.rng);
@@ -135,9 +135,9 @@ impl Worker for Requester<'_> {
                 let got = self.store.multiget_links(id1, t, &id2s)?.len() as u64;
                 self.found.0 += got;
                 self.found.1 += id2s.len() as u64 - got;
-                kind
+                op
             }
-            5 => {
+            LinkOp::GetLinksList => {
                 if !self.history.is_empty() && self.rng.f64() * 100.0 < wl.history_pct {
                     let i = self.rng.below(self.history.len() as u64) as usize;
                     let (id1, t, time) = self.history[i];
@@ -148,7 +148,7 @@ impl Worker for Requester<'_> {
                             self.history.swap_remove(i);
                         }
                     }
-                    10
+                    LinkOp::GetLinksListHistory
                 } else {
                     let id1 = self.link_read_id();
                     let (_, t) = self.link_type();
@@ -165,10 +165,10 @@ impl Worker for Requester<'_> {
                             self.history.push((id1, t, last));
                         }
                     }
-                    5
+                    LinkOp::GetLinksList
                 }
             }
-            6 => {
+            LinkOp::AddNode => {
                 let id = wl.next_node.fetch_add(1, Ordering::Relaxed);
                 let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
                 let data = self.node_motif.fill(&mut self.rng, len);
@@ -180,9 +180,9 @@ impl Worker for Requester<'_> {
                     time: (now_ms() / 1000) as u32,
                     data,
                 })?;
-                kind
+                op
             }
-            7 => {
+            LinkOp::UpdateNode => {
                 let id = self.acc.node_update.pick(&mut self.rng);
                 let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
                 let data = self.node_motif.fill(&mut self.rng, len);
@@ -194,26 +194,27 @@ impl Worker for Requester<'_> {
                     time: (now_ms() / 1000) as u32,
                     data,
                 })?;
-                kind
+                op
             }
-            8 => {
+            LinkOp::DeleteNode => {
                 let id = self.acc.node_delete.pick(&mut self.rng);
                 self.store.delete_node(id)?;
-                kind
+                op
             }
+            // GET_NODE (choose returns only the mix's ten kinds).
             _ => {
                 let id = self.acc.node_read.pick(&mut self.rng);
                 self.store.get_node(id)?;
-                9
+                LinkOp::GetNode
             }
         };
         let retried = self.store.retries();
         if retried > 0 {
-            self.retries[kind].0 += 1;
-            self.retries[kind].1 += retried;
+            self.retries[op.index()].0 += 1;
+            self.retries[op.index()].1 += retried;
         }
         Ok(Some(Done {
-            kind,
+            kind: op.index(),
             ops: 1,
             written,
         }))
