@@ -34,6 +34,8 @@ enum Cmd {
     List,
     /// Check which engines are usable and what this machine can do.
     Doctor(DoctorArgs),
+    /// Print the commented plan template (every key, workload and engine).
+    Template,
 }
 
 /// Arrival process under --rate.
@@ -317,6 +319,10 @@ pub fn main() -> Result<i32> {
             write!(out, "{}", list())?;
             Ok(0)
         }
+        Cmd::Template => {
+            write!(out, "{}", crate::plan::template())?;
+            Ok(0)
+        }
         Cmd::Doctor(a) => {
             let dir = a.dir.unwrap_or_else(std::env::temp_dir);
             let (text, any) = crate::setup::doctor::report(&dir);
@@ -347,7 +353,16 @@ pub fn list() -> String {
     );
     for e in EngineKind::all() {
         let s = e.default_settings(256 << 20);
-        let s: Vec<String> = s.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let s: Vec<String> = s
+            .iter()
+            .map(|(k, v)| {
+                if v.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{k}={v}")
+                }
+            })
+            .collect();
         let _ = writeln!(
             o,
             "  {:<16} {} — {}",

@@ -92,3 +92,106 @@ impl Plan {
         out
     }
 }
+
+/// A TOML key, quoted unless it is a bare key.
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        format!("{k:?}")
+    }
+}
+
+/// The commented plan template (`ampbench template`, shipped as
+/// `plans/template.toml`): every key with its default, every workload and
+/// its parameters, every engine of the registry with its default settings.
+pub fn template() -> String {
+    use crate::engine::EngineKind;
+    use crate::workload::WorkloadKind;
+    use std::fmt::Write as _;
+    let workloads: Vec<&str> = WorkloadKind::ALL.iter().map(|w| w.name()).collect();
+    let engines: Vec<&str> = EngineKind::all().map(|e| e.name()).collect();
+    let mut o = String::new();
+    let line = |o: &mut String, setting: &str, comment: &str| {
+        let _ = writeln!(o, "{setting:<47} # {comment}");
+    };
+    o.push_str(
+        "# ampbench plan file: `ampbench run plans/template.toml`.\n\
+         # Every key is optional; the values below are the defaults. A flag given on\n\
+         # the command line overrides the plan. Unknown keys are an error.\n\
+         # Made by `ampbench template` from the engine registry and the workloads.\n\n",
+    );
+    line(&mut o, "workload = \"pattern\"", &workloads.join(" | "));
+    line(
+        &mut o,
+        "engines = [\"rocksdb\", \"wiredtiger\", \"lmdb\"]",
+        &engines.join(" "),
+    );
+    for (setting, comment) in [
+        (
+            "# steps = [\"load\", \"ows.1\", \"pq.n\"]",
+            "default: every step of the workload, in order",
+        ),
+        ("threads = 4", "threads for multi-threaded steps"),
+        (
+            "warmup = 1.0",
+            "seconds, not recorded, before each timed step",
+        ),
+        ("duration = 3.0", "measured seconds of each timed step"),
+        ("interval = 10.0", "seconds between probe samples"),
+        (
+            "# rate = 20000.0",
+            "fixed total arrival rate (ops/s); default closed loop",
+        ),
+        ("arrival = \"poisson\"", "poisson | uniform (with rate)"),
+        (
+            "# seed = 45783957839",
+            "default: a fixed seed, recorded with the run",
+        ),
+        ("cache = \"256MB\"", "every engine's cache"),
+        ("results = \"ampbench.db\"", "SQLite results file"),
+        (
+            "# dir = \"/data\"",
+            "parent of the engines' data directories (default: temp dir)",
+        ),
+        ("keep = false", "keep data directories"),
+        (
+            "settle = false",
+            "wait for compaction/checkpoint after load steps",
+        ),
+    ] {
+        line(&mut o, setting, comment);
+    }
+    o.push_str(
+        "\n# Workload parameters (-p KEY=VALUE), each workload's with its default;\n\
+         # only the chosen workload's keys are allowed.\n[params]\n",
+    );
+    for w in WorkloadKind::ALL {
+        let _ = writeln!(o, "# {}:", w.name());
+        for p in w.params() {
+            line(
+                &mut o,
+                &format!("#   {} = {:?}", toml_key(p.key), p.default),
+                p.help,
+            );
+        }
+    }
+    o.push_str(
+        "\n# Engine options (--set ENGINE.KEY=VALUE), passed through to the engine;\n\
+         # the commented values are the defaults with cache = \"256MB\".\n",
+    );
+    for e in EngineKind::all() {
+        let _ = writeln!(o, "\n[set.{}]", toml_key(e.name()));
+        let defaults = e.default_settings(256 << 20);
+        if defaults.is_empty() {
+            o.push_str("# (takes no options)\n");
+        }
+        for (k, v) in defaults {
+            let _ = writeln!(o, "# {} = {v:?}", toml_key(&k));
+        }
+    }
+    o
+}

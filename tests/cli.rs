@@ -307,23 +307,63 @@ fn list_and_help() {
     ] {
         assert!(l.contains(w), "list lacks {w}");
     }
-    for sub in ["run", "report", "list", "doctor"] {
+    for sub in ["run", "report", "list", "doctor", "template"] {
         let h = ok(&[sub, "--help"]);
         assert!(h.contains("Usage"), "{sub}");
     }
 }
 
+/// The doctor opens every engine of the registry (servers started and
+/// stopped) and finds each usable; every registry entry also appears in
+/// `list`, `run --help` and the shipped plan template, and the template is
+/// what `ampbench template` prints from the registry now.
 #[test]
-fn doctor_finds_the_engines() {
-    let out = ok(&["doctor"]);
-    assert!(out.contains("7.8.3"), "{out}");
-    assert!(out.contains("WiredTiger 3.2.1"), "{out}");
-    for e in ["rocksdb", "wiredtiger", "lmdb", "leveldb", "sqlite"] {
+fn every_engine_of_the_registry_is_everywhere() {
+    let doctor = ok(&["doctor"]);
+    assert!(doctor.contains("7.8.3"), "{doctor}");
+    assert!(doctor.contains("WiredTiger 3.2.1"), "{doctor}");
+    let list = ok(&["list"]);
+    let help = ok(&["run", "--help"]);
+    let template_file =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/template.toml"))
+            .unwrap();
+    let template = ok(&["template"]);
+    assert_eq!(
+        template_file, template,
+        "plans/template.toml is stale: run `ampbench template > plans/template.toml`"
+    );
+    let mut n = 0;
+    for kind in ampbench::engine::EngineKind::all() {
+        let e = kind.name();
+        let line = |text: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(e))
+                .map(str::to_string)
+        };
+        let d = line(&doctor).unwrap_or_else(|| panic!("doctor lacks {e}: {doctor}"));
+        assert!(d.contains("usable") && !d.contains("NOT"), "{e}: {d}");
+        assert!(line(&list).is_some(), "list lacks {e}: {list}");
+        assert!(line(&help).is_some(), "run --help lacks {e}: {help}");
         assert!(
-            out.lines().any(|l| l.trim_start().starts_with(e)
-                && l.contains("usable")
-                && !l.contains("NOT")),
-            "{e}: {out}"
+            template.contains(&format!("[set.{e}]")),
+            "template lacks {e}"
+        );
+        n += 1;
+    }
+    assert_eq!(
+        n, 9,
+        "rocksdb, wiredtiger, lmdb, leveldb, sqlite, null, 2 MariaDB, PostgreSQL"
+    );
+    for w in ampbench::workload::WorkloadKind::ALL {
+        assert!(
+            list.contains(&format!("workload {}:", w.name())),
+            "list lacks {}",
+            w.name()
+        );
+        assert!(
+            template.contains(&format!("# {}:", w.name())),
+            "template lacks {}",
+            w.name()
         );
     }
 }
