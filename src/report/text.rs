@@ -164,6 +164,15 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
         }
     }
+    // 6. What the workload said of each step (consistency, concurrency).
+    if run.steps.iter().any(|s| !s.notes.is_empty()) {
+        let _ = writeln!(o, "\nworkload notes");
+        for s in &run.steps {
+            for n in &s.notes {
+                let _ = writeln!(o, "{:<15} {:<10} {n}", s.engine, s.step);
+            }
+        }
+    }
     let failed = failures(run);
     if !failed.is_empty() || !notes.is_empty() {
         let _ = writeln!(o);
