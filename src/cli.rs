@@ -353,16 +353,6 @@ pub fn list() -> String {
     );
     for e in EngineKind::all() {
         let s = e.default_settings(256 << 20);
-        let s: Vec<String> = s
-            .iter()
-            .map(|(k, v)| {
-                if v.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{k}={v}")
-                }
-            })
-            .collect();
         let _ = writeln!(
             o,
             "  {:<16} {} — {}",
@@ -371,7 +361,7 @@ pub fn list() -> String {
             if s.is_empty() {
                 "no options".into()
             } else {
-                s.join(" ")
+                options::show(&s)
             }
         );
     }

@@ -285,17 +285,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     )?;
     let settings = eng.settings();
     if !settings.is_empty() {
-        let s: Vec<String> = settings
-            .iter()
-            .map(|(k, v)| {
-                if v.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{k}={v}")
-                }
-            })
-            .collect();
-        writeln!(out, "  settings: {}", s.join(" "))?;
+        writeln!(out, "  settings: {}", engine::options::show(&settings))?;
     }
     let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
     let mut after = After::Next;

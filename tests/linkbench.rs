@@ -311,7 +311,13 @@ fn linkbench_end_to_end() {
         assert!(out.contains(said), "{said}: {out}");
     }
     let j = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
-        .args(["report", "--results", res.to_str().unwrap(), "--format", "json"])
+        .args([
+            "report",
+            "--results",
+            res.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
@@ -328,7 +334,11 @@ fn linkbench_end_to_end() {
             assert!(s["extras"][format!("retried_ops.{op}")].is_number(), "{s}");
         }
         let notes = s["notes"].as_array().unwrap();
-        assert!(notes.iter().any(|n| n.as_str().unwrap().starts_with("concurrency: ")));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.as_str().unwrap().starts_with("concurrency: "))
+        );
     }
 }
 

@@ -13,13 +13,13 @@
 //! LevelDB has no call to wait for its compactions, so `settle` does nothing
 //! and says so.
 
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use super::ffi::leveldb::{self as ffi, Config, Db, ReadOptions, WriteOptions};
 use super::scan::{Cursor, bounded_scan};
 use super::{
+    EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, WriteBatch,
 };
@@ -111,14 +111,12 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
 
 /// A LevelDB database; tables are one-byte key prefixes.
 pub struct LevelDb {
-    kind: EngineKind,
+    info: EngineInfo,
     db: Db,
     read: ReadOptions,
     write_sync: WriteOptions,
     write_nosync: WriteOptions,
     tables: usize,
-    dir: PathBuf,
-    settings: Vec<(String, String)>,
 }
 
 impl LevelDb {
@@ -128,20 +126,21 @@ impl LevelDb {
         if spec.tables.len() > 254 {
             anyhow::bail!("leveldb: at most 254 tables");
         }
-        let settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let settings = spec.settings(default_settings);
         let db = Db::open(&spec.dir, parse(&settings)?)
             .with_context(|| format!("opening leveldb in {}", spec.dir.display()))?;
         Ok(LevelDb {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: ffi::version(),
+                settings,
+                dir: spec.dir.clone(),
+            },
             db,
             read: ReadOptions::new(),
             write_sync: WriteOptions::new(true),
             write_nosync: WriteOptions::new(false),
             tables: spec.tables.len(),
-            dir: spec.dir.clone(),
-            settings,
         })
     }
 
@@ -162,17 +161,8 @@ impl LevelDb {
 }
 
 impl Engine for LevelDb {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        ffi::version()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)
@@ -195,9 +185,6 @@ impl Engine for LevelDb {
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: LevelDB has no call to wait for its background compactions".into())
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(())
     }
 }
 

@@ -16,13 +16,13 @@
 //! cache of its own: it reads through the OS page cache, so `--cache` does
 //! not apply.
 
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, RoTxn, RwTxn};
 use super::scan::bounded_scan;
 use super::{
+    EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
     table_of,
@@ -89,30 +89,29 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
 
 /// An LMDB environment with one named database per table.
 pub struct Lmdb {
-    kind: EngineKind,
+    info: EngineInfo,
     env: Env,
     dbis: Vec<Dbi>,
     names: Vec<String>,
-    dir: PathBuf,
-    settings: Vec<(String, String)>,
 }
 
 impl Lmdb {
     /// Opens (creating if needed) an environment and its named databases.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Lmdb> {
         validate(kind, &spec.options)?;
-        let settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let settings = spec.settings(default_settings);
         let env = Env::open(&spec.dir, parse(&settings, spec.tables.len())?)?;
         let dbis = env.open_dbs(&spec.tables)?;
         Ok(Lmdb {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: ffi::version(),
+                settings,
+                dir: spec.dir.clone(),
+            },
             env,
             dbis,
             names: spec.tables.clone(),
-            dir: spec.dir.clone(),
-            settings,
         })
     }
 
@@ -122,17 +121,8 @@ impl Lmdb {
 }
 
 impl Engine for Lmdb {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        ffi::version()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)
@@ -168,9 +158,6 @@ impl Engine for Lmdb {
     fn settle(&self) -> Result<String> {
         self.env.sync()?;
         Ok("mdb_env_sync: dirty pages written and synced (LMDB has no background work)".into())
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(())
     }
 }
 

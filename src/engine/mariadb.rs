@@ -32,6 +32,7 @@ use mysql::prelude::Queryable;
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
 use super::{
+    EngineInfo,
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
@@ -125,16 +126,13 @@ fn server_version() -> Result<String> {
 
 /// A MariaDB server with the benchmark database `ampbench`.
 pub struct MariaDb {
-    kind: EngineKind,
+    info: EngineInfo,
     myrocks: bool,
     server: Mutex<ServerProcess>,
     pid: u32,
     root: PathBuf,
-    datadir: PathBuf,
     socket: PathBuf,
     port: u16,
-    version: String,
-    settings: Vec<(String, String)>,
     table_options: String,
 }
 
@@ -231,16 +229,18 @@ impl MariaDb {
             }
         }
         Ok(MariaDb {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: format!("MariaDB {version}"),
+                settings,
+                dir: datadir,
+            },
             myrocks,
             server: Mutex::new(server),
             pid,
             root,
-            datadir,
             socket,
             port,
-            version: format!("MariaDB {version}"),
-            settings,
             table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
             } else {
@@ -250,7 +250,7 @@ impl MariaDb {
     }
 
     fn admin(&self) -> Result<mysql::Conn> {
-        root_conn(&self.socket).map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.kind))
+        root_conn(&self.socket).map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.info.kind))
     }
 
     fn status(&self, c: &mut mysql::Conn, name: &str) -> Result<f64> {
@@ -346,7 +346,7 @@ impl SqlEngine for MariaDb {
         .map_err(|e| {
             anyhow!(
                 "{}: cannot connect to 127.0.0.1:{}: {e}",
-                self.kind,
+                self.info.kind,
                 self.port
             )
         })?;
@@ -363,20 +363,11 @@ impl SqlEngine for MariaDb {
 }
 
 impl Engine for MariaDb {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Sql(self)
-    }
-    fn dir(&self) -> &Path {
-        &self.datadir
     }
     fn data_paths(&self) -> Vec<PathBuf> {
         let names: &[&str] = if self.myrocks {
@@ -393,7 +384,7 @@ impl Engine for MariaDb {
         };
         names
             .iter()
-            .map(|n| self.datadir.join(n))
+            .map(|n| self.info.dir.join(n))
             .filter(|p| p.exists())
             .collect()
     }

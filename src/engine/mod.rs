@@ -57,21 +57,45 @@ engines! {
     postgres,
 }
 
-/// What every engine is, whatever its face.
-pub trait Engine: Send + Sync {
+/// What an open engine says of itself, kept by every engine.
+#[derive(Clone, Debug)]
+pub struct EngineInfo {
     /// Which engine this is.
-    fn kind(&self) -> EngineKind;
-
-    /// The engine library's real version, read at open time (e.g.
-    /// `7.8.3` from RocksDB's LOG, `WiredTiger 3.2.1` from the library).
-    fn version(&self) -> String;
-
+    pub kind: EngineKind,
+    /// The engine library's real version, read at open time (e.g. `7.8.3`
+    /// from RocksDB's LOG, `WiredTiger 3.2.1` from the library).
+    pub version: String,
     /// The effective settings the engine was opened with, defaults and
     /// `--set` overrides merged, as (key, value) pairs to record and print.
-    fn settings(&self) -> Vec<(String, String)>;
-
+    pub settings: Vec<(String, String)>,
     /// The data directory (its block device is probed).
-    fn dir(&self) -> &Path;
+    pub dir: PathBuf,
+}
+
+/// What every engine is, whatever its face.
+pub trait Engine: Send + Sync {
+    /// Which engine, its version, settings and data directory.
+    fn info(&self) -> &EngineInfo;
+
+    /// Which engine this is.
+    fn kind(&self) -> EngineKind {
+        self.info().kind
+    }
+
+    /// See [`EngineInfo::version`].
+    fn version(&self) -> String {
+        self.info().version.clone()
+    }
+
+    /// See [`EngineInfo::settings`].
+    fn settings(&self) -> Vec<(String, String)> {
+        self.info().settings.clone()
+    }
+
+    /// See [`EngineInfo::dir`].
+    fn dir(&self) -> &Path {
+        &self.info().dir
+    }
 
     /// The files and directories that hold the data (what db.gb measures).
     fn data_paths(&self) -> Vec<PathBuf> {
@@ -98,8 +122,11 @@ pub trait Engine: Send + Sync {
     /// The face workloads use.
     fn face(&self) -> EngineRef<'_>;
 
-    /// Closes the engine (stops a server), flushing what it flushes on close.
-    fn close(self: Box<Self>) -> Result<()>;
+    /// Closes the engine (stops a server), flushing what it flushes on
+    /// close. The default drops it: the C engines' wrappers close on drop.
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A borrowed engine's face, as workloads receive it.
@@ -158,6 +185,12 @@ pub struct OpenSpec {
 }
 
 impl OpenSpec {
+    /// The effective settings: an engine's defaults for this cache size,
+    /// then the `--set` options over them.
+    pub fn settings(&self, defaults: fn(u64) -> Vec<(String, String)>) -> Vec<(String, String)> {
+        self.options.merged_over(&defaults(self.cache_bytes))
+    }
+
     /// A spec with default options and no transactions.
     pub fn new(dir: &Path, tables: Vec<String>, cache_bytes: u64) -> OpenSpec {
         OpenSpec {

@@ -1,12 +1,12 @@
 //! The null engine: accepts every call and stores nothing, so a run on it
 //! measures the harness alone (generators, driver, meter).
 
-use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use super::{
-    Durability, Engine, EngineDef, EngineKind, EngineRef, KeyRange, KvEngine, KvSession, Order,
+    EngineInfo,
+    Durability, Engine, EngineDef, EngineRef, KeyRange, KvEngine, KvSession, Order,
     Structure, Table, WriteBatch,
 };
 
@@ -25,36 +25,27 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     open: |kind, spec| {
         spec.options.reject_all(kind)?;
         Ok(Box::new(Null {
-            kind,
-            dir: spec.dir.clone(),
+            info: EngineInfo {
+                kind,
+                version: VERSION.into(),
+                settings: Vec::new(),
+                dir: spec.dir.clone(),
+            },
         }))
     },
 }];
 
 /// An engine that stores nothing: every get misses, every scan is empty.
 pub struct Null {
-    kind: EngineKind,
-    dir: PathBuf,
+    info: EngineInfo,
 }
 
 impl Engine for Null {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        VERSION.into()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        Vec::new()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(())
     }
 }
 

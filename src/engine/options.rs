@@ -65,6 +65,22 @@ impl EngineOptions {
     }
 }
 
+/// Settings as shown on the console: `KEY=VALUE`, or `KEY` alone for a
+/// flag (an empty value, like my.cnf's `skip-log-bin`), space-separated.
+pub fn show(settings: &[(String, String)]) -> String {
+    settings
+        .iter()
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.clone()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Parses `--set` values (`ENGINE.KEY=VALUE`) into options per engine.
 pub fn parse_sets(sets: &[String]) -> Result<BTreeMap<EngineKind, EngineOptions>, UsageError> {
     let mut out: BTreeMap<EngineKind, EngineOptions> = BTreeMap::new();

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ use postgres::{Client, NoTls};
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
 use super::{
+    EngineInfo,
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
@@ -118,14 +119,11 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
 
 /// A PostgreSQL server with the benchmark database `ampbench`.
 pub struct Postgres {
-    kind: EngineKind,
+    info: EngineInfo,
     server: Mutex<ServerProcess>,
     pid: u32,
-    datadir: PathBuf,
     port: u16,
     db_oid: u32,
-    version: String,
-    settings: Vec<(String, String)>,
 }
 
 fn connect(port: u16, user: &str, db: &str) -> Result<Client, postgres::Error> {
@@ -158,9 +156,7 @@ impl Postgres {
         if !st.success() {
             bail!("initdb failed ({st}): {}", tail(&log, 5));
         }
-        let settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let settings = spec.settings(default_settings);
         let port = free_port()?;
         let mut cmd = Command::new(bin.join("postgres"));
         cmd.arg("-D")
@@ -197,14 +193,16 @@ impl Postgres {
             )?
             .get(0);
         Ok(Postgres {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: format!("PostgreSQL {version}"),
+                settings,
+                dir: datadir,
+            },
             server: Mutex::new(server),
             pid,
-            datadir,
             port,
             db_oid: oid,
-            version: format!("PostgreSQL {version}"),
-            settings,
         })
     }
 }
@@ -345,25 +343,16 @@ impl SqlEngine for Postgres {
 }
 
 impl Engine for Postgres {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Sql(self)
     }
-    fn dir(&self) -> &Path {
-        &self.datadir
-    }
     fn data_paths(&self) -> Vec<PathBuf> {
         vec![
-            self.datadir.join("base").join(self.db_oid.to_string()),
-            self.datadir.join("pg_wal"),
+            self.info.dir.join("base").join(self.db_oid.to_string()),
+            self.info.dir.join("pg_wal"),
         ]
     }
     fn pid(&self) -> u32 {

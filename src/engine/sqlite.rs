@@ -15,12 +15,13 @@
 //! `cache_size=-<cache KiB>` (per connection), `busy_timeout=10000`.
 
 use std::ops::Bound;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
+    EngineInfo,
     BatchOp, Conflict, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef,
     EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
     WriteBatch, table_of,
@@ -94,26 +95,25 @@ pub fn library_version() -> String {
 
 /// A SQLite database file.
 pub struct Sqlite {
-    kind: EngineKind,
+    info: EngineInfo,
     path: PathBuf,
-    dir: PathBuf,
     tables: Vec<String>,
-    settings: Vec<(String, String)>,
 }
 
 impl Sqlite {
     /// Opens (creating if needed) `DIR/db.sqlite` and its tables.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Sqlite> {
         validate(kind, &spec.options)?;
-        let settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let settings = spec.settings(default_settings);
         let s = Sqlite {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: library_version(),
+                settings,
+                dir: spec.dir.clone(),
+            },
             path: spec.dir.join("db.sqlite"),
-            dir: spec.dir.clone(),
             tables: spec.tables.iter().map(|t| format!("t_{t}")).collect(),
-            settings,
         };
         let c = s.connect()?;
         for t in &s.tables {
@@ -128,7 +128,7 @@ impl Sqlite {
     fn connect(&self) -> Result<Connection> {
         let c = Connection::open(&self.path)
             .with_context(|| format!("sqlite: opening {}", self.path.display()))?;
-        for (k, v) in &self.settings {
+        for (k, v) in &self.info.settings {
             // PRAGMA values cannot be bound as parameters; validate() allows
             // only words and numbers.
             c.query_row(&format!("PRAGMA {k}={v}"), [], |_| Ok(()))
@@ -140,17 +140,8 @@ impl Sqlite {
 }
 
 impl Engine for Sqlite {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        library_version()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)
@@ -173,9 +164,6 @@ impl Engine for Sqlite {
         Ok(format!(
             "wal_checkpoint(PASSIVE): busy={busy}, {done} of {log} WAL frames checkpointed"
         ))
-    }
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(())
     }
 }
 

@@ -19,13 +19,14 @@
 //! and a later concurrent update fails at once with a conflict.
 
 use std::ffi::{CStr, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use super::ffi::wiredtiger::{self as ffi, Connection};
 use super::scan::bounded_scan;
 use super::{
+    EngineInfo,
     Backoff, BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
     is_conflict,
@@ -102,22 +103,18 @@ pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
 
 /// A WiredTiger connection and its tables.
 pub struct WiredTiger {
-    kind: EngineKind,
+    info: EngineInfo,
     // Declared before `conn`: nothing here borrows it, but sessions do, and
     // they are gone before the engine is.
     uris: Vec<CString>,
     conn: Connection,
-    dir: PathBuf,
-    settings: Vec<(String, String)>,
 }
 
 impl WiredTiger {
     /// Opens (creating if needed) a connection and its tables.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<WiredTiger> {
         validate(kind, &spec.options)?;
-        let settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let settings = spec.settings(default_settings);
         let (open_cfg, table_cfg) = split_configs(&settings);
         let conn = Connection::open(&spec.dir, &open_cfg)?;
         let uris = spec
@@ -132,27 +129,21 @@ impl WiredTiger {
             }
         }
         Ok(WiredTiger {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: ffi::version(),
+                settings,
+                dir: spec.dir.clone(),
+            },
             uris,
             conn,
-            dir: spec.dir.clone(),
-            settings,
         })
     }
 }
 
 impl Engine for WiredTiger {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        ffi::version()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)

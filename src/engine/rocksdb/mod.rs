@@ -37,7 +37,6 @@
 mod options;
 
 use std::os::raw::c_int;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -45,6 +44,7 @@ use anyhow::{Context, Result, bail};
 use super::ffi::rocksdb::{self as ffi, Cf, Db, ReadOptions, Transaction, WriteOptions};
 use super::scan::bounded_scan;
 use super::{
+    EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
 };
@@ -68,20 +68,17 @@ pub fn library_version() -> Result<String> {
     let dir = tempfile::tempdir().context("cannot create a scratch directory")?;
     let kind = EngineKind::parse("rocksdb")?;
     let db = RocksDb::open(kind, &OpenSpec::new(dir.path(), vec![], 8 << 20))?;
-    Ok(db.version)
+    Ok(db.info.version)
 }
 
 /// A RocksDB database opened with one column family per table.
 pub struct RocksDb {
-    kind: EngineKind,
+    info: EngineInfo,
     db: Db,
     table_names: Vec<String>,
     read: ReadOptions,
     write_sync: WriteOptions,
     write_nosync: WriteOptions,
-    dir: PathBuf,
-    version: String,
-    settings: Vec<(String, String)>,
     statistics: bool,
     perf_level: c_int,
 }
@@ -89,9 +86,7 @@ pub struct RocksDb {
 impl RocksDb {
     /// Opens (creating if needed) a database with a column family per table.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<RocksDb> {
-        let mut settings = spec
-            .options
-            .merged_over(&default_settings(spec.cache_bytes));
+        let mut settings = spec.settings(default_settings);
         let (s, ours) = options_string(&settings)?;
         let mut options = ffi::Options::from_string(&s)
             .with_context(|| format!("rocksdb options '{s}' for {}", spec.dir.display()))?;
@@ -114,15 +109,17 @@ impl RocksDb {
             settings.push(("transactions".into(), "optimistic".into()));
         }
         Ok(RocksDb {
-            kind,
+            info: EngineInfo {
+                kind,
+                version: ffi::log_version(&spec.dir),
+                settings,
+                dir: spec.dir.clone(),
+            },
             db,
             table_names: spec.tables.clone(),
             read: ReadOptions::new(),
             write_sync: WriteOptions::new(true),
             write_nosync: WriteOptions::new(false),
-            dir: spec.dir.clone(),
-            version: ffi::log_version(&spec.dir),
-            settings,
             statistics: ours.statistics,
             perf_level: ours.perf_level,
         })
@@ -151,17 +148,8 @@ impl RocksDb {
 }
 
 impl Engine for RocksDb {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn settings(&self) -> Vec<(String, String)> {
-        self.settings.clone()
-    }
-    fn dir(&self) -> &Path {
-        &self.dir
+    fn info(&self) -> &EngineInfo {
+        &self.info
     }
     fn face(&self) -> EngineRef<'_> {
         EngineRef::Kv(self)
@@ -232,9 +220,6 @@ impl Engine for RocksDb {
         ))
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl KvEngine for RocksDb {

@@ -7,7 +7,6 @@
 //! transaction lost to another) come back as [`Conflict`].
 
 use std::ffi::c_void;
-use std::marker::PhantomData;
 use std::os::raw::{c_char, c_int};
 use std::path::Path;
 use std::ptr;
@@ -16,7 +15,12 @@ use anyhow::{Result, anyhow};
 
 use super::{bytes, c_path, c_str, take_c_string};
 use crate::engine::Conflict;
-use crate::engine::scan::Cursor;
+
+mod iter;
+mod txn;
+
+pub use iter::Iter;
+pub use txn::Transaction;
 
 super::bindings!("rocksdb_sys.rs");
 
@@ -378,10 +382,7 @@ impl Db {
     pub fn iter(&self, ro: &ReadOptions, cf: &Cf) -> Iter<'_> {
         // SAFETY: the iterator borrows the database (lifetime `'_`) and is
         // destroyed by its drop.
-        Iter {
-            it: unsafe { sys::rocksdb_create_iterator_cf(self.base, ro.0, cf.0) },
-            _db: PhantomData,
-        }
+        Iter::new(unsafe { sys::rocksdb_create_iterator_cf(self.base, ro.0, cf.0) })
     }
 
     /// A string property of a column family.
@@ -427,18 +428,14 @@ impl Db {
         if self.otxn.is_null() {
             anyhow::bail!("rocksdb: opened without transactions");
         }
-        let old = reuse.map_or(ptr::null_mut(), |t| {
-            let p = t.0;
-            std::mem::forget(t);
-            p
-        });
+        let old = reuse.map_or(ptr::null_mut(), Transaction::into_raw);
         // SAFETY: the database and options are live; `old` is null or a
         // transaction of this database that RocksDB reinitialises and
         // returns.
         let t = unsafe {
             sys::rocksdb_optimistictransaction_begin(self.otxn, wo.0, self.txn_options, old)
         };
-        Ok(Transaction(t, PhantomData))
+        Ok(Transaction::new(t))
     }
 }
 
@@ -475,169 +472,6 @@ impl Drop for Db {
                 sys::rocksdb_optimistictransaction_options_destroy(self.txn_options);
             }
         }
-    }
-}
-
-/// An iterator, destroyed on drop (also when a scan's visitor panics).
-pub struct Iter<'d> {
-    it: *mut sys::rocksdb_iterator_t,
-    _db: PhantomData<&'d Db>,
-}
-
-impl Iter<'_> {
-    fn valid(&self) -> Result<bool> {
-        // SAFETY: the iterator is live.
-        if unsafe { sys::rocksdb_iter_valid(self.it) } != 0 {
-            return Ok(true);
-        }
-        // SAFETY: as above.
-        call(|e| unsafe { sys::rocksdb_iter_get_error(self.it, e) })?;
-        Ok(false)
-    }
-}
-
-impl Cursor for Iter<'_> {
-    fn seek_ge(&mut self, key: &[u8]) -> Result<bool> {
-        // SAFETY: the key lives across the call.
-        unsafe { sys::rocksdb_iter_seek(self.it, key.as_ptr() as *const c_char, key.len()) };
-        self.valid()
-    }
-    fn seek_le(&mut self, key: &[u8]) -> Result<bool> {
-        // SAFETY: as in `seek_ge`.
-        unsafe {
-            sys::rocksdb_iter_seek_for_prev(self.it, key.as_ptr() as *const c_char, key.len())
-        };
-        self.valid()
-    }
-    fn first(&mut self) -> Result<bool> {
-        // SAFETY: the iterator is live.
-        unsafe { sys::rocksdb_iter_seek_to_first(self.it) };
-        self.valid()
-    }
-    fn last(&mut self) -> Result<bool> {
-        // SAFETY: the iterator is live.
-        unsafe { sys::rocksdb_iter_seek_to_last(self.it) };
-        self.valid()
-    }
-    fn next(&mut self) -> Result<bool> {
-        // SAFETY: called only while valid (the scan loop checks).
-        unsafe { sys::rocksdb_iter_next(self.it) };
-        self.valid()
-    }
-    fn prev(&mut self) -> Result<bool> {
-        // SAFETY: as in `next`.
-        unsafe { sys::rocksdb_iter_prev(self.it) };
-        self.valid()
-    }
-    fn key(&self) -> &[u8] {
-        let mut len = 0usize;
-        // SAFETY: called while valid; the slice lives until the next move,
-        // which needs `&mut self`.
-        unsafe {
-            bytes(
-                sys::rocksdb_iter_key(self.it, &mut len) as *const c_void,
-                len,
-            )
-        }
-    }
-    fn value(&self) -> &[u8] {
-        let mut len = 0usize;
-        // SAFETY: as in `key`.
-        unsafe {
-            bytes(
-                sys::rocksdb_iter_value(self.it, &mut len) as *const c_void,
-                len,
-            )
-        }
-    }
-}
-
-impl Drop for Iter<'_> {
-    fn drop(&mut self) {
-        // SAFETY: created by `Db::iter`, destroyed once.
-        unsafe { sys::rocksdb_iter_destroy(self.it) }
-    }
-}
-
-/// An optimistic transaction, destroyed on drop (rolled back if open).
-pub struct Transaction<'d>(*mut sys::rocksdb_transaction_t, PhantomData<&'d Db>);
-
-// SAFETY: a transaction is used by one thread at a time (it is owned by a
-// session); RocksDB does not tie it to the thread that began it.
-unsafe impl Send for Transaction<'_> {}
-
-impl Transaction<'_> {
-    /// Reads a key (its own writes first), tracked for the commit's
-    /// conflict check.
-    pub fn get_for_update(
-        &mut self,
-        ro: &ReadOptions,
-        cf: &Cf,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
-        let mut len = 0usize;
-        // SAFETY: the key lives across the call; the value is taken.
-        unsafe {
-            let v = call(|e| {
-                sys::rocksdb_transaction_get_for_update_cf(
-                    self.0,
-                    ro.0,
-                    cf.0,
-                    key.as_ptr() as *const c_char,
-                    key.len(),
-                    &mut len,
-                    1,
-                    e,
-                )
-            })?;
-            Ok(take_value(v, len))
-        }
-    }
-    /// Writes a key.
-    pub fn put(&mut self, cf: &Cf, key: &[u8], value: &[u8]) -> Result<()> {
-        // SAFETY: the slices live across the call (copied by RocksDB).
-        call(|e| unsafe {
-            sys::rocksdb_transaction_put_cf(
-                self.0,
-                cf.0,
-                key.as_ptr() as *const c_char,
-                key.len(),
-                value.as_ptr() as *const c_char,
-                value.len(),
-                e,
-            )
-        })
-    }
-    /// Removes a key.
-    pub fn delete(&mut self, cf: &Cf, key: &[u8]) -> Result<()> {
-        // SAFETY: as in `put`.
-        call(|e| unsafe {
-            sys::rocksdb_transaction_delete_cf(
-                self.0,
-                cf.0,
-                key.as_ptr() as *const c_char,
-                key.len(),
-                e,
-            )
-        })
-    }
-    /// Commits; a [`Conflict`] when a key read or written changed since.
-    pub fn commit(&mut self) -> Result<()> {
-        // SAFETY: the transaction is live.
-        call(|e| unsafe { sys::rocksdb_transaction_commit(self.0, e) })
-    }
-    /// Rolls back.
-    pub fn rollback(&mut self) -> Result<()> {
-        // SAFETY: the transaction is live.
-        call(|e| unsafe { sys::rocksdb_transaction_rollback(self.0, e) })
-    }
-}
-
-impl Drop for Transaction<'_> {
-    fn drop(&mut self) {
-        // SAFETY: created by `Db::begin`, destroyed once; destroying an
-        // uncommitted transaction discards it.
-        unsafe { sys::rocksdb_transaction_destroy(self.0) }
     }
 }
 
