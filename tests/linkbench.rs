@@ -297,8 +297,13 @@ fn linkbench_end_to_end() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(out.contains("links per node"), "{out}");
+    // Said as each request step ends, and again in the report's notes.
+    let said = |prefix: &str| out.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(said("  consistency check: 0 mismatches"), 3, "{out}");
     assert_eq!(
-        out.matches("consistency check: 0 mismatches").count(),
+        out.lines()
+            .filter(|l| l.contains(" request ") && l.contains("consistency check: 0 mismatches"))
+            .count(),
         3,
         "{out}"
     );
