@@ -71,32 +71,44 @@ impl<'a> KeyRange<'a> {
     }
 }
 
-/// One change in a [`WriteBatch`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BatchOp {
+/// One change in a [`WriteBatch`], as its iterator gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp<'a> {
     /// Insert or overwrite.
     Put {
         /// Target table.
         table: Table,
         /// Key bytes.
-        key: Vec<u8>,
+        key: &'a [u8],
         /// Value bytes.
-        value: Vec<u8>,
+        value: &'a [u8],
     },
     /// Remove (a missing key is not an error).
     Delete {
         /// Target table.
         table: Table,
         /// Key bytes.
-        key: Vec<u8>,
+        key: &'a [u8],
     },
 }
 
-/// Changes applied atomically, across tables, by [`KvSession::write`].
+/// Where one change's bytes are in the batch's buffer.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    table: Table,
+    at: usize,
+    key_len: usize,
+    /// `None` for a delete.
+    value_len: Option<usize>,
+}
+
+/// Changes applied atomically, across tables, by [`KvSession::write`]. Keys
+/// and values are copied into one buffer, so a batch reused with
+/// [`clear`](WriteBatch::clear) allocates nothing once it has grown.
 #[derive(Clone, Debug, Default)]
 pub struct WriteBatch {
-    /// The changes, applied in order.
-    pub ops: Vec<BatchOp>,
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
 }
 
 impl WriteBatch {
@@ -106,30 +118,54 @@ impl WriteBatch {
     }
     /// Adds a put.
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) {
-        self.ops.push(BatchOp::Put {
+        self.entries.push(Entry {
             table,
-            key: key.to_vec(),
-            value: value.to_vec(),
+            at: self.bytes.len(),
+            key_len: key.len(),
+            value_len: Some(value.len()),
         });
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(value);
     }
     /// Adds a delete.
     pub fn delete(&mut self, table: Table, key: &[u8]) {
-        self.ops.push(BatchOp::Delete {
+        self.entries.push(Entry {
             table,
-            key: key.to_vec(),
+            at: self.bytes.len(),
+            key_len: key.len(),
+            value_len: None,
         });
+        self.bytes.extend_from_slice(key);
+    }
+    /// The changes, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> {
+        self.entries.iter().map(|e| {
+            let key = &self.bytes[e.at..e.at + e.key_len];
+            match e.value_len {
+                Some(n) => BatchOp::Put {
+                    table: e.table,
+                    key,
+                    value: &self.bytes[e.at + e.key_len..e.at + e.key_len + n],
+                },
+                None => BatchOp::Delete {
+                    table: e.table,
+                    key,
+                },
+            }
+        })
     }
     /// Number of changes.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.entries.len()
     }
     /// True when there are no changes.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.entries.is_empty()
     }
-    /// Removes every change, keeping the allocation.
+    /// Removes every change, keeping the allocations.
     pub fn clear(&mut self) {
-        self.ops.clear();
+        self.entries.clear();
+        self.bytes.clear();
     }
 }
 

@@ -225,14 +225,14 @@ impl KvSession for Session<'_> {
     }
     fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
         self.batch.clear();
-        for op in &batch.ops {
+        for op in batch.iter() {
             match op {
                 BatchOp::Put { table, key, value } => {
-                    let k = prefixed(&mut self.key, self.e.prefix(*table)?, key);
+                    let k = prefixed(&mut self.key, self.e.prefix(table)?, key);
                     self.batch.put(k, value)
                 }
                 BatchOp::Delete { table, key } => {
-                    let k = prefixed(&mut self.key, self.e.prefix(*table)?, key);
+                    let k = prefixed(&mut self.key, self.e.prefix(table)?, key);
                     self.batch.delete(k)
                 }
             }

@@ -235,10 +235,10 @@ impl KvSession for Session<'_> {
     }
     fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
         let mut t = self.writer()?;
-        for op in &batch.ops {
+        for op in batch.iter() {
             match op {
-                BatchOp::Put { table, key, value } => t.put(self.e.dbi(*table)?, key, value)?,
-                BatchOp::Delete { table, key } => t.delete(self.e.dbi(*table)?, key)?,
+                BatchOp::Put { table, key, value } => t.put(self.e.dbi(table)?, key, value)?,
+                BatchOp::Delete { table, key } => t.delete(self.e.dbi(table)?, key)?,
             }
         }
         self.commit(t, d)

@@ -257,11 +257,10 @@ impl KvSession for Session<'_> {
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(busy_is_conflict)?;
         let r = batch
-            .ops
             .iter()
             .try_for_each(|op| match op {
-                BatchOp::Put { table, key, value } => self.upsert(*table, key, value),
-                BatchOp::Delete { table, key } => self.remove(*table, key),
+                BatchOp::Put { table, key, value } => self.upsert(table, key, value),
+                BatchOp::Delete { table, key } => self.remove(table, key),
             })
             .and_then(|()| self.c.execute_batch("COMMIT").map_err(busy_is_conflict));
         if r.is_err() && !self.c.is_autocommit() {

@@ -236,7 +236,7 @@ impl KvSession for Session<'_> {
     }
     fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
         self.transact(d, |s| {
-            batch.ops.iter().try_for_each(|op| match op {
+            batch.iter().try_for_each(|op| match op {
                 BatchOp::Put { table, key, value } => s.insert(table.0, key, value),
                 BatchOp::Delete { table, key } => s.remove(table.0, key),
             })

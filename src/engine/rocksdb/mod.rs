@@ -285,13 +285,13 @@ impl KvSession for Session<'_> {
 
     fn write(&mut self, batch: &WriteBatch, d: Durability) -> Result<()> {
         self.batch.clear();
-        for op in &batch.ops {
+        for op in batch.iter() {
             match op {
                 BatchOp::Put { table, key, value } => {
-                    let cf = self.e.cf(*table)?;
+                    let cf = self.e.cf(table)?;
                     self.batch.put((table.0 != 0).then_some(cf), key, value)
                 }
-                BatchOp::Delete { table, key } => self.batch.delete(self.e.cf(*table)?, key),
+                BatchOp::Delete { table, key } => self.batch.delete(self.e.cf(table)?, key),
             }
         }
         self.e.db.write(self.e.wopts(d), &self.batch)

@@ -27,15 +27,17 @@ pub struct KvDocs<'a> {
     pub session: Box<dyn KvSession + 'a>,
     /// The table holding the documents.
     pub table: Table,
+    /// The batch of `insert_batch`, reused.
+    pub batch: WriteBatch,
 }
 
 impl DocStore for KvDocs<'_> {
     fn insert_batch(&mut self, docs: &[(Vec<u8>, Vec<u8>)], d: Durability) -> Result<()> {
-        let mut b = WriteBatch::new();
+        self.batch.clear();
         for (k, v) in docs {
-            b.put(self.table, k, v);
+            self.batch.put(self.table, k, v);
         }
-        self.session.write(&b, d)
+        self.session.write(&self.batch, d)
     }
     fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
         self.session.get_len(self.table, key)
@@ -64,6 +66,7 @@ pub fn docs_store<'a>(engine: EngineRef<'a>, table: &str) -> Result<Box<dyn DocS
         EngineRef::Kv(e) => Box::new(KvDocs {
             session: e.session()?,
             table: Table(0),
+            batch: WriteBatch::new(),
         }),
         EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(e.connect()?, e.dialect(), table)),
     })

@@ -34,8 +34,17 @@ const LINK: Table = Table(1);
 const INDEX: Table = Table(2);
 const COUNT: Table = Table(3);
 
+/// Appends each part as 8 big-endian bytes.
+fn put_be(out: &mut Vec<u8>, parts: &[u64]) {
+    for p in parts {
+        out.extend_from_slice(&p.to_be_bytes());
+    }
+}
+
 fn be(parts: &[u64]) -> Vec<u8> {
-    parts.iter().flat_map(|p| p.to_be_bytes()).collect()
+    let mut v = Vec::with_capacity(8 * parts.len());
+    put_be(&mut v, parts);
+    v
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -48,17 +57,35 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
         .map_or(0, |s| u32::from_be_bytes(s.try_into().unwrap_or([0; 4])))
 }
 
+/// Runs an encoder into a new vector (the request path; the load reuses
+/// its buffers).
+fn enc(f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = Vec::new();
+    f(&mut v);
+    v
+}
+
+fn link_key_into(out: &mut Vec<u8>, link_type: u64, id1: u64, id2: u64) {
+    out.clear();
+    out.reserve(24);
+    put_be(out, &[link_type, id1, id2]);
+}
+
 fn link_key(link_type: u64, id1: u64, id2: u64) -> Vec<u8> {
-    be(&[link_type, id1, id2])
+    enc(|o| link_key_into(o, link_type, id1, id2))
+}
+
+fn link_value_into(out: &mut Vec<u8>, l: &Link) {
+    out.clear();
+    out.reserve(13 + l.data.len());
+    out.push(u8::from(l.visible));
+    out.extend_from_slice(&l.time.to_be_bytes());
+    out.extend_from_slice(&l.version.to_be_bytes());
+    out.extend_from_slice(&l.data);
 }
 
 fn link_value(l: &Link) -> Vec<u8> {
-    let mut v = Vec::with_capacity(13 + l.data.len());
-    v.push(u8::from(l.visible));
-    v.extend_from_slice(&l.time.to_be_bytes());
-    v.extend_from_slice(&l.version.to_be_bytes());
-    v.extend_from_slice(&l.data);
-    v
+    enc(|o| link_value_into(o, l))
 }
 
 fn decode_link(link_type: u64, id1: u64, id2: u64, v: &[u8]) -> Link {
@@ -73,27 +100,40 @@ fn decode_link(link_type: u64, id1: u64, id2: u64, v: &[u8]) -> Link {
     }
 }
 
+fn index_key_into(out: &mut Vec<u8>, id1: u64, link_type: u64, visible: bool, time: u64, id2: u64) {
+    out.clear();
+    out.reserve(33);
+    put_be(out, &[id1, link_type]);
+    out.push(u8::from(visible));
+    put_be(out, &[time, id2]);
+}
+
 fn index_key(id1: u64, link_type: u64, visible: bool, time: u64, id2: u64) -> Vec<u8> {
-    let mut k = be(&[id1, link_type]);
-    k.push(u8::from(visible));
-    k.extend_from_slice(&time.to_be_bytes());
-    k.extend_from_slice(&id2.to_be_bytes());
-    k
+    enc(|o| index_key_into(o, id1, link_type, visible, time, id2))
+}
+
+fn index_value_into(out: &mut Vec<u8>, l: &Link) {
+    out.clear();
+    out.reserve(4 + l.data.len());
+    out.extend_from_slice(&l.version.to_be_bytes());
+    out.extend_from_slice(&l.data);
 }
 
 fn index_value(l: &Link) -> Vec<u8> {
-    let mut v = l.version.to_be_bytes().to_vec();
-    v.extend_from_slice(&l.data);
-    v
+    enc(|o| index_value_into(o, l))
+}
+
+fn node_value_into(out: &mut Vec<u8>, n: &Node) {
+    out.clear();
+    out.reserve(16 + n.data.len());
+    out.extend_from_slice(&n.node_type.to_be_bytes());
+    out.extend_from_slice(&n.version.to_be_bytes());
+    out.extend_from_slice(&n.time.to_be_bytes());
+    out.extend_from_slice(&n.data);
 }
 
 fn node_value(n: &Node) -> Vec<u8> {
-    let mut v = Vec::with_capacity(16 + n.data.len());
-    v.extend_from_slice(&n.node_type.to_be_bytes());
-    v.extend_from_slice(&n.version.to_be_bytes());
-    v.extend_from_slice(&n.time.to_be_bytes());
-    v.extend_from_slice(&n.data);
-    v
+    enc(|o| node_value_into(o, n))
 }
 
 fn count_value(c: &Count) -> Vec<u8> {
@@ -128,7 +168,7 @@ impl Rw for Txn<'_, '_> {
 /// Reads from the session, writes into a batch applied at the end.
 struct Batched<'s, 'a> {
     s: &'s mut (dyn KvSession + 'a),
-    b: WriteBatch,
+    b: &'s mut WriteBatch,
 }
 
 impl Rw for Batched<'_, '_> {
@@ -196,6 +236,11 @@ pub struct KvLinks<'a> {
     pub with_index: bool,
     durability: Durability,
     retries: u64,
+    /// Reused by the bulk loads and the harness-locked changes: a batch,
+    /// and key and value buffers.
+    batch: WriteBatch,
+    k: Vec<u8>,
+    v: Vec<u8>,
 }
 
 impl<'a> KvLinks<'a> {
@@ -213,6 +258,9 @@ impl<'a> KvLinks<'a> {
             with_index,
             durability,
             retries: 0,
+            batch: WriteBatch::new(),
+            k: Vec::new(),
+            v: Vec::new(),
         })
     }
 
@@ -225,14 +273,16 @@ impl<'a> KvLinks<'a> {
     ) -> Result<R> {
         let d = self.durability;
         if let Some(stripes) = self.stripes {
+            let (s, batch) = (&mut self.s, &mut self.batch);
             return stripes.with(id1, link_type, || {
+                batch.clear();
                 let mut b = Batched {
-                    s: &mut *self.s,
-                    b: WriteBatch::new(),
+                    s: &mut **s,
+                    b: batch,
                 };
                 let r = f(&mut b)?;
                 if !b.b.is_empty() {
-                    b.s.write(&b.b, d)?;
+                    b.s.write(b.b, d)?;
                 }
                 Ok(r)
             });
@@ -410,34 +460,44 @@ impl LinkStore for KvLinks<'_> {
     }
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (b, k, v) = (&mut self.batch, &mut self.k, &mut self.v);
+        b.clear();
         for n in nodes {
-            b.put(NODE, &be(&[n.id]), &node_value(n));
+            k.clear();
+            put_be(k, &[n.id]);
+            node_value_into(v, n);
+            b.put(NODE, k, v);
         }
-        self.s.write(&b, Durability::NoSync)
+        self.s.write(b, Durability::NoSync)
     }
 
     fn load_links(&mut self, links: &[Link]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (b, k, v) = (&mut self.batch, &mut self.k, &mut self.v);
+        b.clear();
         for l in links {
-            b.put(LINK, &link_key(l.link_type, l.id1, l.id2), &link_value(l));
+            link_key_into(k, l.link_type, l.id1, l.id2);
+            link_value_into(v, l);
+            b.put(LINK, k, v);
             if self.with_index {
-                b.put(
-                    INDEX,
-                    &index_key(l.id1, l.link_type, l.visible, l.time, l.id2),
-                    &index_value(l),
-                );
+                index_key_into(k, l.id1, l.link_type, l.visible, l.time, l.id2);
+                index_value_into(v, l);
+                b.put(INDEX, k, v);
             }
         }
-        self.s.write(&b, Durability::NoSync)
+        self.s.write(b, Durability::NoSync)
     }
 
     fn load_counts(&mut self, counts: &[Count]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (b, k, v) = (&mut self.batch, &mut self.k, &mut self.v);
+        b.clear();
         for c in counts {
-            b.put(COUNT, &be(&[c.id1, c.link_type]), &count_value(c));
+            k.clear();
+            put_be(k, &[c.id1, c.link_type]);
+            v.clear();
+            put_be(v, &[c.count, c.time, c.version]);
+            b.put(COUNT, k, v);
         }
-        self.s.write(&b, Durability::NoSync)
+        self.s.write(b, Durability::NoSync)
     }
 
     fn build_index(&mut self) -> Result<u64> {

@@ -17,24 +17,46 @@ pub(super) struct Loader<'a> {
     pub(super) rng: Rng,
     pub(super) nodes: Option<u64>,
     pub(super) motif: Motif,
+    /// Links generated and not yet written: the first `used`. The slots
+    /// (and their payload buffers) are reused from batch to batch.
     pub(super) links: Vec<Link>,
+    pub(super) used: usize,
+    /// A batch of nodes, reused the same way.
+    pub(super) node_buf: Vec<Node>,
     pub(super) counts: Vec<store::Count>,
+}
+
+/// A reusable slot: the existing one at `i`, or a new one pushed.
+fn slot<T>(v: &mut Vec<T>, i: usize, new: impl FnOnce() -> T) -> &mut T {
+    if i == v.len() {
+        v.push(new());
+    }
+    &mut v[i]
+}
+
+fn empty_link() -> Link {
+    Link {
+        id1: 0,
+        link_type: 0,
+        id2: 0,
+        visible: true,
+        data: Vec::new(),
+        time: 0,
+        version: 0,
+    }
 }
 
 impl Loader<'_> {
     fn flush_links(&mut self) -> Result<u64> {
         let mut w = 0;
-        if !self.links.is_empty() {
-            self.store.load_links(&self.links)?;
-            w += self
-                .links
-                .iter()
-                .map(|l| 37 + l.data.len() as u64)
-                .sum::<u64>();
+        if self.used > 0 {
+            let links = &self.links[..self.used];
+            self.store.load_links(links)?;
+            w += links.iter().map(|l| 37 + l.data.len() as u64).sum::<u64>();
             self.wl
                 .links_loaded
-                .fetch_add(self.links.len() as u64, Ordering::Relaxed);
-            self.links.clear();
+                .fetch_add(links.len() as u64, Ordering::Relaxed);
+            self.used = 0;
         }
         Ok(w)
     }
@@ -58,19 +80,22 @@ impl Worker for Loader<'_> {
             }
             let to = (next + 1024).min(end);
             let now_s = (now_ms() / 1000) as u32;
-            let nodes: Vec<Node> = (next..to)
-                .map(|id| {
-                    let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                    Node {
-                        id,
-                        node_type: NODE_TYPE,
-                        version: 1,
-                        time: now_s,
-                        data: self.motif.fill(&mut self.rng, len),
-                    }
-                })
-                .collect();
-            self.store.load_nodes(&nodes)?;
+            let count = (to - next) as usize;
+            for (i, id) in (next..to).enumerate() {
+                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
+                let n = slot(&mut self.node_buf, i, || Node {
+                    id: 0,
+                    node_type: NODE_TYPE,
+                    version: 1,
+                    time: 0,
+                    data: Vec::new(),
+                });
+                n.id = id;
+                n.time = now_s;
+                self.motif.fill_into(&mut self.rng, len, &mut n.data);
+            }
+            let nodes = &self.node_buf[..count];
+            self.store.load_nodes(nodes)?;
             let written: u64 = nodes.iter().map(|n| 24 + n.data.len() as u64).sum();
             wl.nodes_loaded
                 .fetch_add(nodes.len() as u64, Ordering::Relaxed);
@@ -112,17 +137,14 @@ impl Worker for Loader<'_> {
                     let time = base + self.rng.below(1 << 32);
                     max_time = max_time.max(time);
                     let len = dist::lognormal_len(&mut self.rng, wl.link_median, 254);
-                    let data = self.motif.fill(&mut self.rng, len);
-                    self.links.push(Link {
-                        id1,
-                        link_type,
-                        id2: id1 + j,
-                        visible: true,
-                        data,
-                        time,
-                        version: 0,
-                    });
-                    if self.links.len() >= 1024 {
+                    let l = slot(&mut self.links, self.used, empty_link);
+                    l.id1 = id1;
+                    l.link_type = link_type;
+                    l.id2 = id1 + j;
+                    l.time = time;
+                    self.motif.fill_into(&mut self.rng, len, &mut l.data);
+                    self.used += 1;
+                    if self.used >= 1024 {
                         written += self.flush_links()?;
                     }
                 }

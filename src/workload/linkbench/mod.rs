@@ -359,6 +359,8 @@ impl Workload for Linkbench {
                             nodes: (i == 0).then_some(self.start),
                             motif,
                             links: Vec::new(),
+                            used: 0,
+                            node_buf: Vec::new(),
                             counts: Vec::new(),
                         }))
                     }),

@@ -28,6 +28,14 @@ impl Motif {
     /// `len` payload bytes.
     pub fn fill(&self, r: &mut Rng, len: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(len);
+        self.fill_into(r, len, &mut out);
+        out
+    }
+
+    /// `len` payload bytes into `out` (cleared first; its allocation is
+    /// reused).
+    pub fn fill_into(&self, r: &mut Rng, len: usize, out: &mut Vec<u8>) {
+        out.clear();
         while out.len() < len {
             let n = (len - out.len()).min(128);
             if r.chance(self.uniqueness) {
@@ -37,6 +45,5 @@ impl Motif {
                 out.extend_from_slice(&self.motif[at..at + n]);
             }
         }
-        out
     }
 }
