@@ -29,7 +29,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{ServerProcess, free_port, managed, tail};
+use crate::setup::server::{ServerProcess, free_port, managed, tail, user_ids};
 
 /// The newest installed PostgreSQL's bin directory.
 pub fn bin_dir() -> Result<PathBuf> {
@@ -83,17 +83,6 @@ pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     Ok(())
 }
 
-fn postgres_ids() -> Result<(u32, u32)> {
-    let name = std::ffi::CString::new("postgres").context("name")?;
-    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
-    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
-    if pw.is_null() {
-        bail!("no 'postgres' user (make deps installs postgresql, which creates it)");
-    }
-    // SAFETY: non-null, valid until the next getpw* call.
-    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
-}
-
 fn chown_tree(p: &std::path::Path, uid: u32, gid: u32) -> Result<()> {
     std::os::unix::fs::chown(p, Some(uid), Some(gid))
         .with_context(|| format!("cannot chown {}", p.display()))?;
@@ -138,7 +127,8 @@ impl Postgres {
     /// and database.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Postgres> {
         validate(kind, &spec.options)?;
-        let (uid, gid) = postgres_ids()?;
+        let (uid, gid) = user_ids("postgres")
+            .context("make deps installs postgresql, which creates the 'postgres' user")?;
         let bin = bin_dir()?;
         let root = spec.dir.clone();
         chown_tree(&root, uid, gid)?;

@@ -18,6 +18,18 @@ pub struct ServerProcess {
     log: std::path::PathBuf,
 }
 
+/// The uid and gid of a system user (a server that refuses root runs as it).
+pub fn user_ids(name: &str) -> Result<(u32, u32)> {
+    let c = std::ffi::CString::new(name).context("user name")?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        bail!("no '{name}' user");
+    }
+    // SAFETY: non-null, valid until the next getpw* call.
+    Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
