@@ -57,13 +57,23 @@ fn link(id1: u64, id2: u64, time: u64, data: &[u8]) -> Link {
 }
 
 fn exercise(kind: EngineKind) {
+    exercise_variant(kind, "fork");
+}
+
+fn exercise_variant(kind: EngineKind, variant: &str) {
     let d = tempfile::tempdir().unwrap();
     let p = Params::new(
         "linkbench",
         WorkloadKind::Linkbench.params(),
-        &[("maxid1".into(), "101".into())],
+        &[
+            ("maxid1".into(), "101".into()),
+            ("variant".into(), variant.into()),
+        ],
     )
     .unwrap();
+    let kind_name = kind.name();
+    let mariadb = kind_name.starts_with("mariadb");
+    let fork = variant == "fork";
     let w = WorkloadKind::Linkbench.build(&p).unwrap();
     let spec = OpenSpec {
         dir: d.path().into(),
@@ -99,6 +109,89 @@ fn exercise(kind: EngineKind) {
     }
     assert_eq!(st.count_links(5, t).unwrap(), 4, "{kind}");
     let ids = |v: Vec<Link>| v.into_iter().map(|l| (l.id2, l.time)).collect::<Vec<_>>();
+    // Statements on MariaDB (no BEGIN: autocommit is off on the write
+    // connection), counted by hand from each client's code.
+    let _ = st.take_cost();
+    assert_eq!(
+        add(&mut st, &mut m, link(5, 14, 4500, b"y")),
+        Added::New,
+        "{kind}"
+    );
+    let c = st.take_cost();
+    if mariadb {
+        // INSERT, count upsert, COMMIT (fork and original alike).
+        assert_eq!(
+            (c.statements, c.rollbacks, c.fallbacks),
+            (3, 0, 0),
+            "{kind} {variant}"
+        );
+    }
+    assert_eq!(
+        add(&mut st, &mut m, link(5, 14, 4600, b"z")),
+        Added::Updated,
+        "{kind}"
+    );
+    let c = st.take_cost();
+    if mariadb && fork {
+        // INSERT (duplicate key), ROLLBACK, SELECT … FOR UPDATE, UPDATE, COMMIT.
+        assert_eq!(
+            (c.statements, c.rollbacks, c.fallbacks),
+            (5, 1, 1),
+            "{kind} {variant}"
+        );
+    } else if mariadb {
+        // INSERT … ON DUPLICATE KEY UPDATE (0 rows), UPDATE, COMMIT.
+        assert_eq!(
+            (c.statements, c.rollbacks, c.fallbacks),
+            (3, 0, 0),
+            "{kind} {variant}"
+        );
+    }
+    // UPDATE_LINK of a missing link inserts it.
+    let l = link(5, 15, 4700, b"u");
+    assert_eq!(st.update_link(&l).unwrap(), Added::New, "{kind}");
+    m.links.insert((5, t, 15), l);
+    let c = st.take_cost();
+    if mariadb && fork {
+        // SELECT … FOR UPDATE (none), ROLLBACK, INSERT, count upsert, COMMIT.
+        assert_eq!(
+            (c.statements, c.rollbacks, c.fallbacks),
+            (5, 1, 1),
+            "{kind} {variant}"
+        );
+    }
+    assert_eq!(st.count_links(5, t).unwrap(), m.count(5, t), "{kind}");
+    let _ = st.take_cost();
+    for id2 in [14, 15] {
+        assert!(st.delete_link(5, t, id2, 4800).unwrap(), "{kind}");
+        m.links.get_mut(&(5, t, id2)).unwrap().visible = false;
+    }
+    let c = st.take_cost();
+    if mariadb {
+        // Twice: SELECT … FOR UPDATE, UPDATE, count change, COMMIT.
+        assert_eq!((c.statements, c.rollbacks), (8, 0), "{kind} {variant}");
+    }
+    // UPDATE_LINK of a hidden link revives it.
+    let l = link(5, 15, 4900, b"v");
+    assert_eq!(st.update_link(&l).unwrap(), Added::Revived, "{kind}");
+    m.links.insert((5, t, 15), l);
+    assert_eq!(st.count_links(5, t).unwrap(), m.count(5, t), "{kind}");
+    let _ = st.take_cost();
+    assert!(!st.delete_link(5, t, 14, 4950).unwrap(), "{kind}");
+    let c = st.take_cost();
+    if mariadb {
+        // SELECT … FOR UPDATE finds it hidden: the fork rolls back, the
+        // original commits.
+        assert_eq!(
+            (c.statements, c.rollbacks),
+            (2, u64::from(fork)),
+            "{kind} {variant}"
+        );
+    }
+    // Back to the four links the rest expects.
+    m.links.remove(&(5, t, 14));
+    assert!(st.delete_link(5, t, 15, 4990).unwrap());
+    m.links.get_mut(&(5, t, 15)).unwrap().visible = false;
     assert_eq!(
         ids(st.get_links_list(5, t, u64::MAX >> 1, 0, 10_000).unwrap()),
         m.list(5, t, u64::MAX >> 1, 0, 10_000),
@@ -194,12 +287,14 @@ fn exercise(kind: EngineKind) {
                 let mut r = ampbench::rng::Rng::new(th);
                 for i in 0..150u64 {
                     let id2 = 100 + r.below(20);
-                    if r.chance(0.6) {
+                    if r.chance(0.3) {
                         st.add_link(&link(7, id2, 1000 + i, b"c")).unwrap();
+                    } else if r.chance(0.5) {
+                        st.update_link(&link(7, id2, 1000 + i, b"d")).unwrap();
                     } else {
                         st.delete_link(7, t, id2, 2000 + i).unwrap();
                     }
-                    retries.fetch_add(st.retries(), std::sync::atomic::Ordering::Relaxed);
+                    retries.fetch_add(st.take_cost().retries, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         }
@@ -260,6 +355,100 @@ fn sql_mapping_postgres() {
     exercise(EngineKind::parse("postgres").unwrap());
 }
 
+#[test]
+fn sql_mapping_original_variant() {
+    for kind in ["mariadb-innodb", "postgres"] {
+        exercise_variant(EngineKind::parse(kind).unwrap(), "original");
+    }
+}
+
+#[test]
+fn kv_mapping_original_variant() {
+    exercise_variant(EngineKind::parse("rocksdb").unwrap(), "original");
+}
+
+/// No link is dated after the moment it was written: load, then requests
+/// (the fork's new links), every link read back on SQLite. The reference
+/// dates loaded links over the 2³² ms before now.
+#[test]
+fn no_link_is_dated_in_the_future() {
+    use ampbench::driver::Worker;
+    use ampbench::workload::{Step, StepCtx};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let now = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let d = tempfile::tempdir().unwrap();
+    let maxid1 = 301u64;
+    let p = Params::new(
+        "linkbench",
+        WorkloadKind::Linkbench.params(),
+        &[("maxid1".into(), maxid1.to_string())],
+    )
+    .unwrap();
+    let mut w = WorkloadKind::Linkbench.build(&p).unwrap();
+    let steps = WorkloadKind::Linkbench.steps();
+    w.configure(&steps);
+    let spec = OpenSpec {
+        dir: d.path().into(),
+        tables: w.tables(),
+        cache_bytes: 32 << 20,
+        options: EngineOptions::default(),
+        transactions: w.transactions(),
+    };
+    let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
+    let ctx = StepCtx {
+        threads: 1,
+        warmup: Duration::ZERO,
+        duration: Duration::from_secs(1),
+        interval: Duration::from_secs(1),
+        arrival: ampbench::driver::Arrival::Closed,
+        seed: 7,
+    };
+    let mut written_by = 0;
+    for step in steps {
+        let planned = w.plan(step, opened.face(), &ctx).unwrap();
+        for i in 0..planned.spec.threads {
+            let mut worker = (planned.fg)(i).unwrap();
+            let limit =
+                if step == Step::Linkbench(ampbench::workload::linkbench::LinkbenchStep::Request) {
+                    3000
+                } else {
+                    usize::MAX
+                };
+            let mut n = 0;
+            while n < limit && worker.op().unwrap().is_some() {
+                n += 1;
+            }
+        }
+        written_by = now();
+    }
+    let lb = ampbench::workload::linkbench::Linkbench::new(&p).unwrap();
+    let mut st = lb.store(opened.face()).unwrap();
+    let (mut links, mut future) = (0, 0);
+    for id1 in 1..maxid1 {
+        for k in 0..2 {
+            for l in st
+                .get_links_list(id1, LINK_TYPE_BASE + k, i64::MAX as u64, 0, 1 << 20)
+                .unwrap()
+            {
+                links += 1;
+                future += u64::from(l.time > written_by);
+            }
+        }
+    }
+    assert!(links > 1000, "{links}");
+    assert_eq!(
+        future, 0,
+        "{future} of {links} links dated after {written_by}"
+    );
+    drop(st);
+    opened.close().unwrap();
+}
+
 /// End to end with the index step, on a KV and a SQL engine: links per
 /// node printed, 0 mismatches.
 #[test]
@@ -296,7 +485,10 @@ fn linkbench_end_to_end() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(out.contains("links per node"), "{out}");
+    assert!(out.contains(" links and 2.00 counts per node (fork variant)"), "{out}");
+    // Statements are counted on the server engine only (said at run time
+    // and in the report's notes).
+    assert_eq!(out.matches("statements per request: ").count(), 2, "{out}");
     // Said as each request step ends, and again in the report's notes.
     let said = |prefix: &str| out.lines().filter(|l| l.starts_with(prefix)).count();
     assert_eq!(said("  consistency check: 0 mismatches"), 3, "{out}");

@@ -316,6 +316,13 @@ impl SqlConn for MySqlConn {
         // 1213: deadlock; 1205: lock wait timeout.
         e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::MySqlError(m)) if m.code == 1213 || m.code == 1205))
     }
+    fn is_duplicate_key(&self, e: &anyhow::Error) -> bool {
+        e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::MySqlError(m)) if m.code == 1062))
+    }
+    fn autocommit_off(&mut self) -> Result<bool> {
+        self.c.query_drop("SET autocommit=0")?;
+        Ok(true)
+    }
     fn set_durability(&mut self, d: Durability) -> Result<()> {
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { 1 } else { 2 };

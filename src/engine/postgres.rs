@@ -303,6 +303,13 @@ impl SqlConn for PgConn {
                 })
         })
     }
+    fn is_duplicate_key(&self, e: &anyhow::Error) -> bool {
+        e.chain().any(|c| {
+            c.downcast_ref::<postgres::Error>()
+                .and_then(|p| p.code())
+                .is_some_and(|s| *s == postgres::error::SqlState::UNIQUE_VIOLATION)
+        })
+    }
     fn set_durability(&mut self, d: Durability) -> Result<()> {
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { "on" } else { "off" };

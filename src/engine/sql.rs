@@ -97,6 +97,18 @@ pub trait SqlConn: Send {
     fn is_retryable(&self, _e: &anyhow::Error) -> bool {
         false
     }
+    /// True when `e` is a duplicate-key error on insert (MariaDB 1062,
+    /// PostgreSQL 23505); the transaction must be rolled back.
+    fn is_duplicate_key(&self, _e: &anyhow::Error) -> bool {
+        false
+    }
+    /// Turns autocommit off where the server has that mode (MariaDB): a
+    /// statement then opens a transaction that COMMIT or ROLLBACK ends, so
+    /// no BEGIN is sent. Returns false, changing nothing, where it has not
+    /// (PostgreSQL: the caller sends BEGIN).
+    fn autocommit_off(&mut self) -> Result<bool> {
+        Ok(false)
+    }
     /// Starts a transaction.
     fn begin(&mut self) -> Result<()> {
         self.batch("BEGIN")

@@ -203,6 +203,23 @@ pub const UNCORR_SEED: u64 = 53_238_253_823_453;
 /// Seed of the node access shuffler.
 pub const NODE_SEED: u64 = 4_766_565_305_853_767_165;
 
+crate::named! {
+    /// Which client's semantics LinkBench follows, where the two differ
+    /// (docs/linkbench.md lists every difference and where it is defined).
+    pub enum Variant: "linkbench variant" {
+        /// The maintained fork (mdcallag/linkbench, `never_change=false`):
+        /// every node gets at least one link per type at load, a new link's
+        /// id2 is drawn over the whole id range, UPDATE_LINK updates (and
+        /// inserts when the link is missing), ADD_LINK inserts (and updates
+        /// on a duplicate key), single-statement writes autocommit.
+        Fork = "fork",
+        /// The original client (facebookarchive/linkbench): the uneven
+        /// per-type split, id2 beside id1, UPDATE_LINK run as ADD_LINK,
+        /// INSERT … ON DUPLICATE KEY UPDATE for both.
+        Original = "original",
+    }
+}
+
 /// Out-degree per id: an id is un-shuffled to its position p in `0..n`,
 /// and gets the distribution's quantile at u = 1 − p/n.
 #[derive(Clone, Debug)]
@@ -211,20 +228,23 @@ pub struct Degrees {
     start: u64,
     n: u64,
     shuffler: Shuffler,
+    variant: Variant,
 }
 
 impl Degrees {
-    /// Degrees for ids `start..start+n`.
-    pub fn new(cdf: Cdf, start: u64, n: u64) -> Degrees {
+    /// Degrees for ids `start..start+n`, split across types as `variant`
+    /// does.
+    pub fn new(cdf: Cdf, start: u64, n: u64, variant: Variant) -> Degrees {
         Degrees {
             cdf,
             start,
             n,
             shuffler: Shuffler::new(NLINKS_SEED, n),
+            variant,
         }
     }
 
-    /// Total links of `id` at load time.
+    /// The distribution's out-degree of `id` (before the per-type split).
     pub fn total(&self, id: u64) -> u64 {
         let p = self.shuffler.invert(id - self.start);
         self.cdf.quantile(1.0 - p as f64 / self.n as f64)
@@ -232,7 +252,7 @@ impl Degrees {
 
     /// Links of `id` of type number `k` (of `types`) at load time.
     pub fn of_type(&self, id: u64, k: u64, types: u64) -> u64 {
-        split(self.total(id), k, types)
+        split(self.variant, self.total(id), k, types)
     }
 
     /// The id of the node with the `rank`-th largest out-degree.
@@ -241,24 +261,39 @@ impl Degrees {
     }
 }
 
-/// LinkBench's per-type split (`ID2Chooser.calcLinkCount`): with
-/// leftover = T − T/types (not T mod types), type k gets T/types, plus one
-/// when k < leftover. With 2 types: 1 → (1, 0), 2 → (2, 1), 3 → (2, 2).
-pub fn split(total: u64, k: u64, types: u64) -> u64 {
-    let base = total / types;
-    let leftover = total - base;
-    base + u64::from(k < leftover)
+/// Links of type number `k` (of `types`) for a node whose distribution
+/// out-degree is `total` (`ID2Chooser.calcLinkCount`).
+///
+/// Original: with leftover = T − T/types (not T mod types), type k gets
+/// T/types, plus one when k < leftover; with 2 types 1 → (1, 0),
+/// 2 → (2, 1), 3 → (2, 2). Fork: T is first raised to `types`
+/// (`calcTotalLinkCount`), then every type gets T/types: 0 or 1 → (1, 1),
+/// 3 → (1, 1), 4 → (2, 2).
+pub fn split(variant: Variant, total: u64, k: u64, types: u64) -> u64 {
+    match variant {
+        Variant::Original => {
+            let base = total / types;
+            let leftover = total - base;
+            base + u64::from(k < leftover)
+        }
+        Variant::Fork => total.max(types) / types,
+    }
 }
 
-/// Mean links per node loaded for ids `1..maxid1` (with the split quirk).
-pub fn links_per_node(cdf: &Cdf, maxid1: u64, types: u64) -> f64 {
+/// Mean links per node loaded for ids `1..maxid1`, and the mean number of
+/// (id1, type) pairs with at least one link (count rows) per node.
+pub fn links_per_node(cdf: &Cdf, maxid1: u64, types: u64, variant: Variant) -> (f64, f64) {
     let n = maxid1 - 1;
-    let mut sum = 0u64;
+    let (mut links, mut counts) = (0u64, 0u64);
     for p in 0..n {
         let t = cdf.quantile(1.0 - p as f64 / n as f64);
-        sum += (0..types).map(|k| split(t, k, types)).sum::<u64>();
+        for k in 0..types {
+            let l = split(variant, t, k, types);
+            links += l;
+            counts += u64::from(l > 0);
+        }
     }
-    sum as f64 / n as f64
+    (links as f64 / n as f64, counts as f64 / n as f64)
 }
 
 /// An access distribution over ids: zipfian ranks mapped through a shuffler.
@@ -307,11 +342,71 @@ impl Access {
     }
 }
 
-/// id2 for an operation on (id1, type) whose load-time link count was `n0`:
-/// id1 + U[0, max(1, ceil(n0 / p_exist))).
-pub fn choose_id2(r: &mut Rng, id1: u64, n0: u64, p_exist: f64) -> u64 {
-    let range = ((n0 as f64 / p_exist).ceil() as u64).max(1);
-    id1 + r.below(range)
+/// id2 for an operation on (id1, type) whose load-time link count was
+/// `n0`, meant to exist with probability `p_exist` (`ID2Chooser.chooseForOp`).
+///
+/// Original: id1 + U[0, max(1, ceil(n0 / p_exist))). Fork: with
+/// probability `p_exist` one of the loaded id2s, id1 + U[0, max(1, n0));
+/// otherwise U[0, maxid1): over the whole id range, so the lists of hot
+/// nodes keep growing.
+pub fn choose_id2(
+    r: &mut Rng,
+    variant: Variant,
+    id1: u64,
+    n0: u64,
+    p_exist: f64,
+    maxid1: u64,
+) -> u64 {
+    match variant {
+        Variant::Original => {
+            let range = ((n0 as f64 / p_exist).ceil() as u64).max(1);
+            id1 + r.below(range)
+        }
+        Variant::Fork => {
+            if r.f64() < p_exist {
+                id1 + r.below(n0.max(1))
+            } else {
+                r.below(maxid1)
+            }
+        }
+    }
+}
+
+/// MULTIGET_LINK's id2s (`ID2Chooser.chooseMultipleForOp`, p_exist 0.5),
+/// into `out`. Original: id1, id1+1, … when the range is no larger than
+/// `want`, else distinct draws (at most 100 tries each). Fork: `want`
+/// independent draws of [`choose_id2`], duplicates kept.
+pub fn multiget_id2s(
+    r: &mut Rng,
+    variant: Variant,
+    id1: u64,
+    n0: u64,
+    want: usize,
+    maxid1: u64,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    match variant {
+        Variant::Fork => {
+            out.extend((0..want).map(|_| choose_id2(r, variant, id1, n0, 0.5, maxid1)));
+        }
+        Variant::Original => {
+            let range = ((n0 as f64 / 0.5).ceil() as u64).max(1);
+            if range <= want as u64 {
+                out.extend((0..want as u64).map(|j| id1 + j));
+                return;
+            }
+            for _ in 0..want {
+                let mut id2 = id1 + r.below(range);
+                let mut tries = 1;
+                while out.contains(&id2) && tries <= 100 {
+                    id2 = id1 + r.below(range);
+                    tries += 1;
+                }
+                out.push(id2);
+            }
+        }
+    }
 }
 
 /// MULTIGET's number of id2s: LinkBench's geometric quantile formula,
@@ -348,12 +443,49 @@ mod tests {
 
     #[test]
     fn split_quirk() {
-        let s = |t| (split(t, 0, 2), split(t, 1, 2));
-        assert_eq!(s(0), (0, 0));
-        assert_eq!(s(1), (1, 0));
-        assert_eq!(s(2), (2, 1));
-        assert_eq!(s(3), (2, 2));
-        assert_eq!(s(4), (3, 3));
+        let s = |v, t| (split(v, t, 0, 2), split(v, t, 1, 2));
+        let o = Variant::Original;
+        assert_eq!(s(o, 0), (0, 0));
+        assert_eq!(s(o, 1), (1, 0));
+        assert_eq!(s(o, 2), (2, 1));
+        assert_eq!(s(o, 3), (2, 2));
+        assert_eq!(s(o, 4), (3, 3));
+        let f = Variant::Fork;
+        assert_eq!(s(f, 0), (1, 1));
+        assert_eq!(s(f, 1), (1, 1));
+        assert_eq!(s(f, 3), (1, 1));
+        assert_eq!(s(f, 4), (2, 2));
+        assert_eq!(s(f, 5), (2, 2));
+    }
+
+    #[test]
+    fn fork_id2s_reach_the_whole_range_original_stays_beside_id1() {
+        let mut r = Rng::new(5);
+        let (id1, n0, maxid1) = (1000u64, 4u64, 200_001u64);
+        let fork: Vec<u64> = (0..10_000)
+            .map(|_| choose_id2(&mut r, Variant::Fork, id1, n0, 0.05, maxid1))
+            .collect();
+        let existing = fork
+            .iter()
+            .filter(|&&x| (id1..id1 + n0).contains(&x))
+            .count();
+        // 5% existing (plus the rare new draw that lands on one).
+        assert!((400..=600).contains(&existing), "{existing}");
+        assert!(fork.iter().all(|&x| x < maxid1));
+        assert!(
+            fork.iter().any(|&x| x > 100_000),
+            "new id2s over the whole range"
+        );
+        let orig: Vec<u64> = (0..10_000)
+            .map(|_| choose_id2(&mut r, Variant::Original, id1, n0, 0.05, maxid1))
+            .collect();
+        // ceil(4 / 0.05) = 80 ids from id1.
+        assert!(orig.iter().all(|&x| (id1..id1 + 80).contains(&x)));
+        let mut out = Vec::new();
+        multiget_id2s(&mut r, Variant::Original, id1, 1, 5, maxid1, &mut out);
+        assert_eq!(out, vec![1000, 1001, 1002, 1003, 1004]);
+        multiget_id2s(&mut r, Variant::Fork, id1, 1, 5, maxid1, &mut out);
+        assert_eq!(out.len(), 5);
     }
 
     #[test]
@@ -413,12 +545,17 @@ mod tests {
             (2_000_001, 4.79),
             (10_000_001, 4.45),
         ] {
-            let got = links_per_node(&real, maxid1, 2);
+            let (got, _) = links_per_node(&real, maxid1, 2, Variant::Original);
             assert!(
                 (got - want).abs() / want < 0.02,
                 "file, maxid1 {maxid1}: {got}"
             );
         }
+        // The fork at 200001 ids: what its client printed after load.
+        let (links, counts) = links_per_node(&real, 200_001, 2, Variant::Fork);
+        eprintln!("fork, file, maxid1 200001: {links:.3} links, {counts:.3} counts per node");
+        assert!((links - 9.85).abs() < 0.01, "{links}");
+        assert!((counts - 2.0).abs() < 1e-9, "{counts}");
     }
 }
 #[cfg(test)]
@@ -429,7 +566,7 @@ mod fit_links_per_node {
     fn builtin_fit_links_per_node_near_reference() {
         let c = super::Cdf::builtin_2011();
         for (m, want) in [(20_001u64, 51.7), (200_001, 8.98), (2_000_001, 4.79)] {
-            let got = super::links_per_node(&c, m, 2);
+            let (got, _) = super::links_per_node(&c, m, 2, super::Variant::Original);
             assert!(
                 (got - want).abs() / want < 0.03,
                 "maxid1 {m}: {got} vs {want}"

@@ -375,13 +375,20 @@ impl LinkStore for KvLinks<'_> {
             .map_or(0, |v| decode_count(id1, link_type, &v).count))
     }
 
-    fn retries(&mut self) -> u64 {
-        std::mem::take(&mut self.retries)
+    fn take_cost(&mut self) -> super::store::OpCost {
+        super::store::OpCost {
+            retries: std::mem::take(&mut self.retries),
+            ..Default::default()
+        }
     }
 
     fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>> {
         let mut out = Vec::new();
-        for id2 in id2s {
+        for (i, id2) in id2s.iter().enumerate() {
+            // `IN (…)` semantics: a repeated id2 is one row.
+            if id2s[..i].contains(id2) {
+                continue;
+            }
             if let Some(v) = self.s.get(LINK, &link_key(link_type, id1, *id2))? {
                 out.push(decode_link(link_type, id1, *id2, &v));
             }

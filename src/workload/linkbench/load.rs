@@ -65,6 +65,7 @@ impl Loader<'_> {
         if n > 0 {
             self.store.load_counts(&self.counts)?;
             self.counts.clear();
+            self.wl.counts_loaded.fetch_add(n, Ordering::Relaxed);
         }
         Ok(n * 40)
     }
@@ -126,7 +127,6 @@ impl Worker for Loader<'_> {
         let c = c - 1;
         let first = wl.start + c * CHUNK;
         let last = (first + CHUNK).min(wl.start + wl.n);
-        let base = now_ms().saturating_sub(1 << 31);
         let mut written = 0;
         for id1 in first..last {
             for k in 0..wl.types {
@@ -134,7 +134,7 @@ impl Worker for Loader<'_> {
                 let link_type = LINK_TYPE_BASE + k;
                 let mut max_time = 0;
                 for j in 0..n {
-                    let time = base + self.rng.below(1 << 32);
+                    let time = past_time(&mut self.rng, now_ms());
                     max_time = max_time.max(time);
                     let len = dist::lognormal_len(&mut self.rng, wl.link_median, 254);
                     let l = slot(&mut self.links, self.used, empty_link);
@@ -169,6 +169,13 @@ impl Worker for Loader<'_> {
             written,
         }))
     }
+}
+
+/// A loaded link's time: uniform over the 2³² ms (≈ 49.7 days) before
+/// `now_ms` (`chooseInitialTimestamp`: now − 2³¹ + a signed 32-bit draw),
+/// so time is not correlated with id2 and no link is dated in the future.
+pub(super) fn past_time(r: &mut Rng, now_ms: u64) -> u64 {
+    now_ms.saturating_sub(1 << 32) + r.below(1 << 32)
 }
 
 /// The index step: one call that builds id1_type.

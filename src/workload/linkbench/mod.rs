@@ -12,6 +12,7 @@
 //! `request` (the 2011 or 2017 mix; a consistency check follows).
 //! "ops" of the load is node inserts, as in the seeds.
 
+mod ddl;
 pub mod dist;
 pub mod kv;
 mod load;
@@ -34,6 +35,7 @@ use crate::driver::{StepSpec, Worker};
 use crate::engine::{Dialect, Durability, EngineRef, Transactions};
 use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, StepNotes, Workload};
+pub use dist::Variant;
 use dist::{Access, Cdf, Degrees};
 use store::LinkStore;
 
@@ -76,6 +78,11 @@ pub const PARAMS: &[ParamDef] = &[
         help: "link loader threads (plus one node loader)",
     },
     ParamDef {
+        key: "variant",
+        default: "fork",
+        help: "fork (the maintained fork: >= 1 link per type, new id2s over the whole range, its SQL) or original (facebookarchive/linkbench); docs/linkbench.md lists the differences",
+    },
+    ParamDef {
         key: "mix",
         default: "2011",
         help: "operation mix: 2011 (FBWorkload.properties) or 2017 (newer production numbers)",
@@ -115,7 +122,8 @@ crate::named! {
         AddLink = "ADD_LINK",
         /// Hide a visible link and decrement its count.
         DeleteLink = "DELETE_LINK",
-        /// UPDATE_LINK, run as ADD_LINK as the reference does.
+        /// Update a link, inserting it when missing (the original client
+        /// runs it as ADD_LINK).
         UpdateLink = "UPDATE_LINK",
         /// Read a count.
         CountLink = "COUNT_LINK",
@@ -205,6 +213,7 @@ pub(crate) struct Accesses {
 pub struct Linkbench {
     start: u64,
     n: u64,
+    variant: Variant,
     types: u64,
     loaders: usize,
     mix: [f64; 10],
@@ -222,14 +231,44 @@ pub struct Linkbench {
     links_loaded: AtomicU64,
     logical: AtomicU64,
     accesses: OnceLock<Accesses>,
-    rows: Mutex<Vec<u64>>,
+    rows: Mutex<Vec<Vec<u32>>>,
     multiget: Mutex<(u64, u64)>,
-    retries: Mutex<Retries>,
+    costs: Mutex<Costs>,
+    counts_loaded: AtomicU64,
 }
 
-/// Transactions run again after a conflict, per operation kind ([`LinkOp`]
-/// order): (operations that were retried, retries).
-pub(crate) type Retries = [(u64, u64); LinkOp::ALL.len()];
+/// One operation kind's costs summed over a step.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OpTotals {
+    ops: u64,
+    retried_ops: u64,
+    retries: u64,
+    rollbacks: u64,
+    fallbacks: u64,
+    statements: u64,
+}
+
+impl OpTotals {
+    fn record(&mut self, c: &store::OpCost) {
+        self.ops += 1;
+        self.retried_ops += u64::from(c.retries > 0);
+        self.retries += c.retries;
+        self.rollbacks += c.rollbacks;
+        self.fallbacks += c.fallbacks;
+        self.statements += c.statements;
+    }
+    fn add(&mut self, o: &OpTotals) {
+        self.ops += o.ops;
+        self.retried_ops += o.retried_ops;
+        self.retries += o.retries;
+        self.rollbacks += o.rollbacks;
+        self.fallbacks += o.fallbacks;
+        self.statements += o.statements;
+    }
+}
+
+/// Costs per operation kind, in [`LinkOp`] order.
+pub(crate) type Costs = [OpTotals; LinkOp::ALL.len()];
 
 /// Ids per loader chunk.
 const CHUNK: u64 = 2048;
@@ -258,9 +297,11 @@ impl Linkbench {
             })
         };
         let n = maxid1 - 1;
+        let variant = p.one_of("variant", Variant::ALL, Variant::name)?;
         Ok(Linkbench {
             start: 1,
             n,
+            variant,
             types: p.u64("link_type_count")?.max(1),
             loaders: p.u64("loaders")?.max(1) as usize,
             mix: m,
@@ -268,7 +309,7 @@ impl Linkbench {
             node_median: median("node_datasize", 128.0, 168.0)?,
             history_pct: p.f64("getlinklist_history")?,
             durability: Durability::from_sync(p.bool("sync")?),
-            degrees: Degrees::new(cdf, 1, n),
+            degrees: Degrees::new(cdf, 1, n, variant),
             index_step: false,
             with_index: AtomicBool::new(true),
             stripes: store::Stripes::default(),
@@ -280,7 +321,8 @@ impl Linkbench {
             accesses: OnceLock::new(),
             rows: Mutex::new(Vec::new()),
             multiget: Mutex::new((0, 0)),
-            retries: Mutex::new([(0, 0); LinkOp::ALL.len()]),
+            costs: Mutex::new([OpTotals::default(); LinkOp::ALL.len()]),
+            counts_loaded: AtomicU64::new(0),
         })
     }
 
@@ -295,7 +337,9 @@ impl Linkbench {
             )?),
             EngineRef::Sql(e) => Box::new(sql::SqlLinks::new(
                 e.connect()?,
+                e.connect()?,
                 e.dialect(),
+                self.variant,
                 self.durability,
             )?),
         })
@@ -313,7 +357,7 @@ impl Linkbench {
     }
 }
 
-fn percentile(sorted: &[u64], p: f64) -> f64 {
+fn percentile(sorted: &[u32], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -384,6 +428,7 @@ impl Workload for Linkbench {
             ),
             LinkbenchStep::Request => {
                 let acc = self.accesses();
+                let measured = (std::time::Instant::now() + ctx.warmup, ctx.interval);
                 (
                     ctx.spec(ctx.threads, op_names(), false),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
@@ -399,8 +444,10 @@ impl Workload for Linkbench {
                             node_motif,
                             history: Vec::new(),
                             rows: Vec::new(),
+                            measured,
                             found: (0, 0),
-                            retries: [(0, 0); LinkOp::ALL.len()],
+                            costs: [OpTotals::default(); LinkOp::ALL.len()],
+                            id2s: Vec::new(),
                         }))
                     }),
                 )
@@ -419,70 +466,152 @@ impl Workload for Linkbench {
             LinkbenchStep::Load => {
                 let nodes = self.nodes_loaded.load(Ordering::Relaxed);
                 let links = self.links_loaded.load(Ordering::Relaxed);
-                let per = if nodes > 0 {
-                    links as f64 / nodes as f64
-                } else {
-                    0.0
+                let counts = self.counts_loaded.load(Ordering::Relaxed);
+                let per = |x: u64| {
+                    if nodes > 0 {
+                        x as f64 / nodes as f64
+                    } else {
+                        0.0
+                    }
                 };
                 notes.extras = vec![
                     ("nodes_loaded".into(), nodes as f64),
                     ("links_loaded".into(), links as f64),
-                    ("links_per_node".into(), per),
+                    ("counts_loaded".into(), counts as f64),
+                    ("links_per_node".into(), per(links)),
+                    ("counts_per_node".into(), per(counts)),
                 ];
                 notes.lines.push(format!(
-                    "loaded {nodes} nodes, {links} links: {per:.2} links per node"
+                    "loaded {nodes} nodes, {links} links, {counts} counts: {:.2} links and {:.2} counts per node ({} variant)",
+                    per(links),
+                    per(counts),
+                    self.variant
                 ));
-            }
-            LinkbenchStep::Request => {
-                let mut rows =
-                    std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
-                rows.sort_unstable();
-                let mean = if rows.is_empty() {
-                    0.0
-                } else {
-                    rows.iter().sum::<u64>() as f64 / rows.len() as f64
-                };
-                let (p50, p99) = (percentile(&rows, 0.5), percentile(&rows, 0.99));
-                let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
-                let check = self.store(engine)?.check()?;
-                let retries =
-                    std::mem::take(&mut *self.retries.lock().unwrap_or_else(|p| p.into_inner()));
-                notes.extras = vec![
-                    ("getlinkslist_rows_mean".into(), mean),
-                    ("getlinkslist_rows_p50".into(), p50),
-                    ("getlinkslist_rows_p99".into(), p99),
-                    ("multiget_found".into(), found as f64),
-                    ("multiget_not_found".into(), missing as f64),
-                    ("consistency_pairs".into(), check.pairs as f64),
-                    ("consistency_mismatches".into(), check.mismatches as f64),
-                ];
-                let mut said = Vec::new();
-                for (op, (ops, n)) in LinkOp::ALL.iter().zip(retries) {
-                    // The link writes always (a 0 is a finding too); others when retried.
-                    let link_write = matches!(
-                        op,
-                        LinkOp::AddLink | LinkOp::DeleteLink | LinkOp::UpdateLink
+                if self.index_step {
+                    notes.lines.push(
+                        "loaded without id1_type, built by the index step (as Mark Callaghan runs it); the reference client loads with it, so this load time is not comparable with its".into(),
                     );
-                    if link_write || n > 0 {
-                        notes.extras.push((format!("retried_ops.{op}"), ops as f64));
-                        notes.extras.push((format!("retries.{op}"), n as f64));
-                        said.push(format!("{op} {n} in {ops} ops"));
-                    }
                 }
-                notes.lines.push(format!("GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"));
-                notes.lines.push(format!(
-                    "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
-                    check.mismatches, check.pairs
-                ));
-                notes.lines.push(format!(
-                    "concurrency: {}; retries after conflicts: {}",
-                    concurrency(engine),
-                    said.join(", ")
-                ));
             }
+            LinkbenchStep::Request => self.request_notes(engine, &mut notes)?,
             LinkbenchStep::Index => {}
         }
         Ok(notes)
+    }
+}
+
+impl Linkbench {
+    /// The request step's notes: rows per GET_LINKS_LIST (whole step and
+    /// per interval), MULTIGET hits, the consistency check, and per
+    /// operation kind the retries, rollbacks, fallbacks and statements.
+    fn request_notes(&self, engine: EngineRef<'_>, notes: &mut StepNotes) -> Result<()> {
+        let per_interval =
+            std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
+        let summary = |v: &mut Vec<u32>| -> (f64, f64, f64, usize) {
+            v.sort_unstable();
+            let mean = if v.is_empty() {
+                0.0
+            } else {
+                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
+            };
+            (mean, percentile(v, 0.5), percentile(v, 0.99), v.len())
+        };
+        let mut all: Vec<u32> = per_interval.iter().flatten().copied().collect();
+        let (mean, p50, p99, _) = summary(&mut all);
+        let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
+        let check = self.store(engine)?.check()?;
+        let costs = std::mem::take(&mut *self.costs.lock().unwrap_or_else(|p| p.into_inner()));
+        notes.extras = vec![
+            ("getlinkslist_rows_mean".into(), mean),
+            ("getlinkslist_rows_p50".into(), p50),
+            ("getlinkslist_rows_p99".into(), p99),
+            ("multiget_found".into(), found as f64),
+            ("multiget_not_found".into(), missing as f64),
+            ("consistency_pairs".into(), check.pairs as f64),
+            ("consistency_mismatches".into(), check.mismatches as f64),
+        ];
+        let mut by_interval = Vec::new();
+        for (i, mut v) in per_interval.into_iter().enumerate() {
+            let (m, p5, p9, n) = summary(&mut v);
+            if n == 0 {
+                continue;
+            }
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_mean.interval.{i}"), m));
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_p50.interval.{i}"), p5));
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_p99.interval.{i}"), p9));
+            by_interval.push(format!("{m:.1}/{p5}/{p9}"));
+        }
+        let mut total = OpTotals::default();
+        let (mut said, mut stmts) = (Vec::new(), Vec::new());
+        for (op, c) in LinkOp::ALL.iter().zip(&costs) {
+            total.add(c);
+            let link_write = matches!(
+                op,
+                LinkOp::AddLink | LinkOp::DeleteLink | LinkOp::UpdateLink
+            );
+            // The link writes always (a 0 is a finding too); others when retried.
+            if link_write || c.retries > 0 {
+                notes
+                    .extras
+                    .push((format!("retried_ops.{op}"), c.retried_ops as f64));
+                notes
+                    .extras
+                    .push((format!("retries.{op}"), c.retries as f64));
+                said.push(format!("{op} {} in {} ops", c.retries, c.ops));
+            }
+            if c.ops == 0 {
+                continue;
+            }
+            notes
+                .extras
+                .push((format!("rollbacks.{op}"), c.rollbacks as f64));
+            notes
+                .extras
+                .push((format!("fallbacks.{op}"), c.fallbacks as f64));
+            if c.statements > 0 {
+                let per = c.statements as f64 / c.ops as f64;
+                notes.extras.push((format!("statements_per_op.{op}"), per));
+                let extra = match (c.rollbacks, c.fallbacks) {
+                    (0, 0) => String::new(),
+                    (r, f) => format!(" ({r} rollbacks, {f} fallbacks)"),
+                };
+                stmts.push(format!("{op} {per:.2}{extra}"));
+            }
+        }
+        notes.lines.push(format!(
+            "GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"
+        ));
+        if by_interval.len() > 1 {
+            notes.lines.push(format!(
+                "GET_LINKS_LIST rows per interval (mean/p50/p99): {}",
+                by_interval.join(", ")
+            ));
+        }
+        if total.statements > 0 && total.ops > 0 {
+            let per = total.statements as f64 / total.ops as f64;
+            notes.extras.push(("statements_per_request".into(), per));
+            notes.lines.push(format!(
+                "statements per request: {per:.3} ({} variant; COMMIT and ROLLBACK included): {}",
+                self.variant,
+                stmts.join(", ")
+            ));
+        }
+        notes.lines.push(format!(
+            "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
+            check.mismatches, check.pairs
+        ));
+        notes.lines.push(format!(
+            "concurrency: {}; retries after conflicts: {}",
+            concurrency(engine),
+            said.join(", ")
+        ));
+        Ok(())
     }
 }
 

@@ -1,12 +1,13 @@
 //! The request step's worker.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use super::payload::Motif;
 use super::store::{LINK_TYPE_BASE, LIST_LIMIT, Link, LinkStore, NODE_TYPE, Node};
-use super::{Accesses, LinkOp, Linkbench, choose, dist, now_ms};
+use super::{Accesses, LinkOp, Linkbench, Variant, choose, dist, now_ms};
 use crate::driver::{Done, Worker};
 use crate::rng::Rng;
 
@@ -19,9 +20,14 @@ pub(super) struct Requester<'a> {
     pub(super) link_motif: Motif,
     pub(super) node_motif: Motif,
     pub(super) history: Vec<(u64, u64, u64)>,
-    pub(super) rows: Vec<u64>,
+    /// Rows of each non-history GET_LINKS_LIST, by interval of the
+    /// measured phase (warm-up dropped).
+    pub(super) rows: Vec<Vec<u32>>,
+    /// When the measured phase starts, and the interval length.
+    pub(super) measured: (Instant, Duration),
     pub(super) found: (u64, u64),
-    pub(super) retries: super::Retries,
+    pub(super) costs: super::Costs,
+    pub(super) id2s: Vec<u64>,
 }
 
 impl Requester<'_> {
@@ -45,6 +51,22 @@ impl Requester<'_> {
         let k = self.rng.below(self.wl.types);
         (k, LINK_TYPE_BASE + k)
     }
+    fn id2(&mut self, id1: u64, k: u64, p_exist: f64) -> u64 {
+        let wl = self.wl;
+        let n0 = wl.degrees.of_type(id1, k, wl.types);
+        dist::choose_id2(&mut self.rng, wl.variant, id1, n0, p_exist, wl.start + wl.n)
+    }
+    fn record_rows(&mut self, rows: usize) {
+        let (t0, every) = self.measured;
+        let Some(since) = Instant::now().checked_duration_since(t0) else {
+            return; // warm-up
+        };
+        let i = (since.as_nanos() / every.as_nanos().max(1)) as usize;
+        if self.rows.len() <= i {
+            self.rows.resize_with(i + 1, Vec::new);
+        }
+        self.rows[i].push(rows.min(u32::MAX as usize) as u32);
+    }
     fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) -> Link {
         let len = dist::lognormal_len(&mut self.rng, self.wl.link_median, 254);
         Link {
@@ -62,16 +84,20 @@ impl Requester<'_> {
 impl Drop for Requester<'_> {
     fn drop(&mut self) {
         if let Ok(mut r) = self.wl.rows.lock() {
-            r.append(&mut self.rows);
+            if r.len() < self.rows.len() {
+                r.resize_with(self.rows.len(), Vec::new);
+            }
+            for (all, mine) in r.iter_mut().zip(&mut self.rows) {
+                all.append(mine);
+            }
         }
         if let Ok(mut m) = self.wl.multiget.lock() {
             m.0 += self.found.0;
             m.1 += self.found.1;
         }
-        if let Ok(mut r) = self.wl.retries.lock() {
-            for (total, mine) in r.iter_mut().zip(self.retries) {
-                total.0 += mine.0;
-                total.1 += mine.1;
+        if let Ok(mut r) = self.wl.costs.lock() {
+            for (total, mine) in r.iter_mut().zip(&self.costs) {
+                total.add(mine);
             }
         }
     }
@@ -87,22 +113,20 @@ impl Worker for Requester<'_> {
                 let id1 = self.link_write_id();
                 let (k, t) = self.link_type();
                 let p = if op == LinkOp::AddLink { 0.05 } else { 0.9 };
-                let id2 =
-                    dist::choose_id2(&mut self.rng, id1, wl.degrees.of_type(id1, k, wl.types), p);
+                let id2 = self.id2(id1, k, p);
                 let l = self.new_link(id1, t, id2);
                 written = 37 + l.data.len() as u64;
-                self.store.add_link(&l)?;
+                if op == LinkOp::UpdateLink && wl.variant == Variant::Fork {
+                    self.store.update_link(&l)?;
+                } else {
+                    self.store.add_link(&l)?;
+                }
                 op
             }
             LinkOp::DeleteLink => {
                 let id1 = self.link_write_id();
                 let (k, t) = self.link_type();
-                let id2 = dist::choose_id2(
-                    &mut self.rng,
-                    id1,
-                    wl.degrees.of_type(id1, k, wl.types),
-                    0.9,
-                );
+                let id2 = self.id2(id1, k, 0.9);
                 self.store.delete_link(id1, t, id2, now_ms())?;
                 op
             }
@@ -117,24 +141,25 @@ impl Worker for Requester<'_> {
                 let (k, t) = self.link_type();
                 let want = dist::multiget_count(&mut self.rng);
                 let n0 = wl.degrees.of_type(id1, k, wl.types);
-                let range = ((n0 as f64 / 0.5).ceil() as u64).max(1);
-                let mut id2s: Vec<u64> = Vec::with_capacity(want);
-                if range <= want as u64 {
-                    id2s.extend((0..want as u64).map(|j| id1 + j));
-                } else {
-                    for _ in 0..100 {
-                        if id2s.len() >= want {
-                            break;
-                        }
-                        let id2 = id1 + self.rng.below(range);
-                        if !id2s.contains(&id2) {
-                            id2s.push(id2);
-                        }
-                    }
-                }
+                let mut id2s = std::mem::take(&mut self.id2s);
+                dist::multiget_id2s(
+                    &mut self.rng,
+                    wl.variant,
+                    id1,
+                    n0,
+                    want,
+                    wl.start + wl.n,
+                    &mut id2s,
+                );
                 let got = self.store.multiget_links(id1, t, &id2s)?.len() as u64;
                 self.found.0 += got;
-                self.found.1 += id2s.len() as u64 - got;
+                let distinct = id2s
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, x)| !id2s[..*i].contains(x))
+                    .count() as u64;
+                self.found.1 += distinct.saturating_sub(got);
+                self.id2s = id2s;
                 op
             }
             LinkOp::GetLinksList => {
@@ -155,13 +180,16 @@ impl Worker for Requester<'_> {
                     let rows = self
                         .store
                         .get_links_list(id1, t, i64::MAX as u64, 0, LIST_LIMIT)?;
-                    self.rows.push(rows.len() as u64);
+                    self.record_rows(rows.len());
                     if rows.len() >= LIST_LIMIT {
                         let last = rows.last().map_or(0, |l| l.time);
-                        if self.history.len() >= 2048 {
+                        // One entry per list, kept as it was when present
+                        // (the reference's HistoryKey index).
+                        let known = self.history.iter().any(|h| h.0 == id1 && h.1 == t);
+                        if !known && self.history.len() >= 2048 {
                             let i = self.rng.below(2048) as usize;
                             self.history[i] = (id1, t, last);
-                        } else {
+                        } else if !known {
                             self.history.push((id1, t, last));
                         }
                     }
@@ -208,11 +236,8 @@ impl Worker for Requester<'_> {
                 LinkOp::GetNode
             }
         };
-        let retried = self.store.retries();
-        if retried > 0 {
-            self.retries[op.index()].0 += 1;
-            self.retries[op.index()].1 += retried;
-        }
+        let cost = self.store.take_cost();
+        self.costs[op.index()].record(&cost);
         Ok(Some(Done {
             kind: op.index(),
             ops: 1,

@@ -1,84 +1,206 @@
-//! LinkBench on a SQL engine: the reference DDL and SQL (`LinkStoreMysql`),
-//! each write operation one transaction with counttable kept in it, and a
-//! PostgreSQL dialect for upserts. Deadlocks and lock-wait timeouts are
-//! retried, as the reference does.
+//! LinkBench on a SQL engine: each operation sends the statements of the
+//! reference client it follows (the [`Variant`]), no more, and counts them.
 //!
-//! Differences from the reference, each for a reason: payloads are
-//! VARBINARY/MEDIUMBLOB (BYTEA) rather than latin1 text, so random bytes
-//! need no escaping; node ids come from the workload's allocator (as on
-//! the KV engines) rather than AUTO_INCREMENT; on PostgreSQL, ADD_LINK reads
-//! the row `FOR UPDATE` first, because its upsert cannot tell a new row from
-//! a changed one (MariaDB's affected rows can: 1 new, 2 changed, 0 same).
+//! Like the reference, a store holds two connections: one with autocommit
+//! off for the link writes (on MariaDB no BEGIN is sent: a statement opens
+//! the transaction; PostgreSQL has no such mode, so BEGIN is sent and
+//! counted), one in autocommit for reads, the fork's node writes and the
+//! load. Deadlocks and lock-wait timeouts roll back and run the
+//! transaction again, as the reference does, counted as retries.
+//!
+//! - **fork** (`LinkStoreSql`, `LinkStoreMysql`): ADD_LINK is a plain
+//!   INSERT and the count upsert, COMMIT; on a duplicate key it rolls back
+//!   and takes the update path. UPDATE_LINK is `SELECT … FOR UPDATE`, then
+//!   UPDATE (and, when the link was hidden, `UPDATE counttable`), COMMIT; a
+//!   missing link rolls back and takes the insert path. DELETE_LINK locks
+//!   the row, hides it and decrements the count, or rolls back when the
+//!   link is missing or hidden. Node writes autocommit.
+//! - **original** (`LinkStoreMysql` of facebookarchive/linkbench): ADD_LINK
+//!   and UPDATE_LINK are `INSERT … ON DUPLICATE KEY UPDATE`, whose affected
+//!   rows (1 new, 2 revived, 0 existing) choose the count upsert and the
+//!   UPDATE, COMMIT; DELETE_LINK ends with COMMIT either way; node writes
+//!   are the statement and COMMIT on the write connection. On PostgreSQL,
+//!   whose upsert cannot tell a new row from a changed one, ADD_LINK reads
+//!   the row `FOR UPDATE` first (one statement more than the reference).
+//!
+//! Other differences, each for a reason: node ids come from the
+//! workload's allocator (as on the KV engines) rather than AUTO_INCREMENT;
+//! the load autocommits one multi-row INSERT per batch.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
-use super::store::{Added, Check, Count, Link, LinkStore, NODE_TYPE, Node};
+use super::ddl::Texts;
+pub use super::ddl::{index_ddl, schema};
+use super::dist::Variant;
+use super::store::{Added, Check, Count, Link, LinkStore, NODE_TYPE, Node, OpCost};
 use crate::engine::Durability;
 use crate::engine::sql::{Cell, Dialect, SqlConn, Val};
 
-/// The tables' DDL; `with_index` adds id1_type at creation (otherwise the
-/// `index` step creates it).
-pub fn schema(dialect: Dialect, options: &str, with_index: bool) -> Vec<String> {
-    match dialect {
-        Dialect::MySql => vec![
-            format!(
-                "CREATE TABLE linktable (id1 BIGINT UNSIGNED NOT NULL DEFAULT 0, id2 BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                 link_type BIGINT UNSIGNED NOT NULL DEFAULT 0, visibility TINYINT NOT NULL DEFAULT 0, \
-                 data VARBINARY(255) NOT NULL DEFAULT '', time BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                 version INT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (link_type, id1, id2){}) {options}",
-                if with_index {
-                    ", KEY id1_type (id1, link_type, visibility, time, id2, version, data)"
-                } else {
-                    ""
-                }
-            ),
-            format!(
-                "CREATE TABLE counttable (id BIGINT UNSIGNED NOT NULL DEFAULT 0, link_type BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                 count INT UNSIGNED NOT NULL DEFAULT 0, time BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                 version BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (id, link_type)) {options}"
-            ),
-            format!(
-                "CREATE TABLE nodetable (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, type INT UNSIGNED NOT NULL, \
-                 version BIGINT UNSIGNED NOT NULL, time INT UNSIGNED NOT NULL, data MEDIUMBLOB NOT NULL) {options}"
-            ),
-        ],
-        Dialect::Postgres => {
-            let mut v = vec![
-                "CREATE TABLE linktable (id1 BIGINT NOT NULL DEFAULT 0, id2 BIGINT NOT NULL DEFAULT 0, \
-                 link_type BIGINT NOT NULL DEFAULT 0, visibility SMALLINT NOT NULL DEFAULT 0, data BYTEA NOT NULL DEFAULT '', \
-                 time BIGINT NOT NULL DEFAULT 0, version INT NOT NULL DEFAULT 0, PRIMARY KEY (link_type, id1, id2))"
-                    .to_string(),
-                "CREATE TABLE counttable (id BIGINT NOT NULL DEFAULT 0, link_type BIGINT NOT NULL DEFAULT 0, \
-                 count BIGINT NOT NULL DEFAULT 0, time BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0, \
-                 PRIMARY KEY (id, link_type))"
-                    .to_string(),
-                "CREATE TABLE nodetable (id BIGINT NOT NULL PRIMARY KEY, type INT NOT NULL, version BIGINT NOT NULL, \
-                 time INT NOT NULL, data BYTEA NOT NULL)"
-                    .to_string(),
-            ];
-            if with_index {
-                v.push(index_ddl(Dialect::Postgres));
-            }
-            v
+/// The most switches between the insert and the update path in one
+/// ADD_LINK or UPDATE_LINK (links are never removed, so one suffices).
+const MAX_SWITCHES: usize = 10;
+
+/// The two connections and what they cost.
+struct Conns {
+    /// Link writes: autocommit off (or BEGIN sent).
+    rw: Box<dyn SqlConn>,
+    /// Reads, the fork's node writes, the load: autocommit.
+    ac: Box<dyn SqlConn>,
+    /// `rw` opens transactions by itself (no BEGIN).
+    implicit: bool,
+    cost: OpCost,
+}
+
+impl Conns {
+    fn rw_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
+        self.cost.statements += 1;
+        self.rw.execute(sql, p)
+    }
+    fn rw_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
+        self.cost.statements += 1;
+        self.rw.query(sql, p)
+    }
+    fn ac_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
+        self.cost.statements += 1;
+        self.ac.execute(sql, p)
+    }
+    fn ac_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
+        self.cost.statements += 1;
+        self.ac.query(sql, p)
+    }
+    fn begin(&mut self) -> Result<()> {
+        if !self.implicit {
+            self.cost.statements += 1;
+            self.rw.begin()?;
         }
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<()> {
+        self.cost.statements += 1;
+        self.rw.commit()
+    }
+    fn rollback(&mut self) -> Result<()> {
+        self.cost.statements += 1;
+        self.cost.rollbacks += 1;
+        self.rw.rollback()
+    }
+    /// The link's visibility, locked until the transaction ends.
+    fn visibility(
+        &mut self,
+        t: &Texts,
+        id1: u64,
+        link_type: u64,
+        id2: u64,
+    ) -> Result<Option<bool>> {
+        let rows = self.rw_query(
+            &t.visibility_for_update,
+            &[
+                Val::Int(id1 as i64),
+                Val::Int(id2 as i64),
+                Val::Int(link_type as i64),
+            ],
+        )?;
+        Ok(rows.first().map(|r| int(&r[0]) == 1))
+    }
+    fn count_add(
+        &mut self,
+        t: &Texts,
+        id1: u64,
+        link_type: u64,
+        base: i64,
+        now: u64,
+    ) -> Result<()> {
+        let now = now as i64;
+        self.rw_exec(
+            &t.count_add,
+            &[
+                Val::Int(id1 as i64),
+                Val::Int(link_type as i64),
+                Val::Int(base),
+                Val::Int(now),
+                Val::Int(base),
+                Val::Int(now),
+            ],
+        )?;
+        Ok(())
+    }
+    fn count_inc(
+        &mut self,
+        t: &Texts,
+        id1: u64,
+        link_type: u64,
+        delta: i64,
+        now: u64,
+    ) -> Result<()> {
+        let n = self.rw_exec(
+            &t.count_inc,
+            &[
+                Val::Int(delta),
+                Val::Int(now as i64),
+                Val::Int(id1 as i64),
+                Val::Int(link_type as i64),
+            ],
+        )?;
+        if n != 1 {
+            bail!("linkbench: no count row for ({id1}, {link_type}) to change by {delta}");
+        }
+        Ok(())
+    }
+    fn update_link(&mut self, t: &Texts, l: &Link) -> Result<u64> {
+        self.rw_exec(
+            &t.update_link,
+            &[
+                Val::Int(1),
+                Val::Bytes(&l.data),
+                Val::Int(l.version as i64),
+                Val::Int(l.time as i64),
+                Val::Int(l.id1 as i64),
+                Val::Int(l.id2 as i64),
+                Val::Int(l.link_type as i64),
+            ],
+        )
+    }
+    fn hide_link(&mut self, t: &Texts, id1: u64, link_type: u64, id2: u64) -> Result<()> {
+        self.rw_exec(
+            &t.hide_link,
+            &[
+                Val::Int(id1 as i64),
+                Val::Int(id2 as i64),
+                Val::Int(link_type as i64),
+            ],
+        )?;
+        Ok(())
+    }
+    fn insert_link(&mut self, sql: &str, l: &Link) -> Result<u64> {
+        self.rw_exec(sql, &link_params(l))
     }
 }
 
-/// The id1_type index, as its own statement (the `index` step).
-pub fn index_ddl(dialect: Dialect) -> String {
-    match dialect {
-        Dialect::MySql => "ALTER TABLE linktable ADD KEY id1_type (id1, link_type, visibility, time, id2, version, data)".into(),
-        Dialect::Postgres => "CREATE INDEX id1_type ON linktable (id1, link_type, visibility, time, id2, version, data)".into(),
-    }
+fn link_params(l: &Link) -> [Val<'_>; 7] {
+    [
+        Val::Int(l.id1 as i64),
+        Val::Int(l.id2 as i64),
+        Val::Int(l.link_type as i64),
+        Val::Int(i64::from(l.visible)),
+        Val::Bytes(&l.data),
+        Val::Int(l.time as i64),
+        Val::Int(l.version as i64),
+    ]
 }
 
-const LINK_COLS: &str = "id1, id2, link_type, visibility, data, time, version";
+/// Where one attempt of the fork's link write ended.
+enum Path {
+    Done(Added),
+    /// Take the other path (insert ↔ update).
+    Switch,
+}
 
-/// LinkBench over one SQL connection.
+/// LinkBench over two connections to one server.
 pub struct SqlLinks {
-    c: Box<dyn SqlConn>,
+    c: Conns,
+    t: Texts,
     d: Dialect,
-    retries: u64,
+    variant: Variant,
 }
 
 fn int(c: &Cell) -> u64 {
@@ -98,225 +220,213 @@ fn link_of(r: &[Cell]) -> Link {
 }
 
 impl SqlLinks {
-    /// The mapping over `c`; writes commit with `durability`.
-    pub fn new(mut c: Box<dyn SqlConn>, d: Dialect, durability: Durability) -> Result<SqlLinks> {
-        c.set_durability(durability)?;
-        Ok(SqlLinks { c, d, retries: 0 })
+    /// The mapping over `rw` (link writes) and `ac` (the rest); writes
+    /// commit with `durability`.
+    pub fn new(
+        mut rw: Box<dyn SqlConn>,
+        mut ac: Box<dyn SqlConn>,
+        d: Dialect,
+        variant: Variant,
+        durability: Durability,
+    ) -> Result<SqlLinks> {
+        rw.set_durability(durability)?;
+        if d == Dialect::MySql {
+            // The tables are latin1: payload bytes pass through unchanged.
+            rw.batch("SET NAMES latin1")?;
+            ac.batch("SET NAMES latin1")?;
+        }
+        let implicit = rw.autocommit_off()?;
+        Ok(SqlLinks {
+            c: Conns {
+                rw,
+                ac,
+                implicit,
+                cost: OpCost::default(),
+            },
+            t: Texts::new(d),
+            d,
+            variant,
+        })
     }
 
-    fn p(&self, n: usize) -> String {
-        self.d.ph(n)
-    }
-
-    /// Placeholders for `rows` rows of `cols` columns: `(?, ?), (?, ?)`.
-    fn values(&self, rows: usize, cols: usize) -> String {
-        (0..rows)
-            .map(|i| {
-                format!(
-                    "({})",
-                    (1..=cols)
-                        .map(|j| self.p(cols * i + j))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// Runs `f` in a transaction, retrying deadlocks and lock-wait timeouts.
-    fn tx<R>(&mut self, f: impl Fn(&mut Self) -> Result<R>) -> Result<R> {
+    /// Runs a write transaction on `rw`: `f` ends it (COMMIT or ROLLBACK);
+    /// on a deadlock or lock-wait timeout it is rolled back and run again.
+    fn write<R>(&mut self, mut f: impl FnMut(&mut Conns, &Texts) -> Result<R>) -> Result<R> {
         loop {
             self.c.begin()?;
-            match f(self).and_then(|r| self.c.commit().map(|_| r)) {
+            match f(&mut self.c, &self.t) {
                 Ok(r) => return Ok(r),
                 Err(e) => {
-                    let retry = self.c.is_retryable(&e) || e.to_string() == postgres_conflict();
+                    let retry = self.c.rw.is_retryable(&e) || e.to_string() == lost_race();
                     let _ = self.c.rollback();
                     if !retry {
                         return Err(e);
                     }
-                    self.retries += 1;
+                    self.c.cost.retries += 1;
                 }
             }
         }
     }
 
-    fn count_upsert(&mut self, l: &Link, delta: i64) -> Result<()> {
-        let (p1, p2, p3, p4) = (self.p(1), self.p(2), self.p(3), self.p(4));
-        let sql = match (self.d, delta > 0) {
-            (Dialect::MySql, true) => format!(
-                "INSERT INTO counttable (id, link_type, count, time, version) VALUES ({p1}, {p2}, 1, {p3}, 0) \
-                 ON DUPLICATE KEY UPDATE count = count + 1, version = version + 1, time = {p4}"
-            ),
-            (Dialect::MySql, false) => format!(
-                "INSERT INTO counttable (id, link_type, count, time, version) VALUES ({p1}, {p2}, 0, {p3}, 0) \
-                 ON DUPLICATE KEY UPDATE count = IF(count = 0, 0, count - 1), time = {p4}, version = version + 1"
-            ),
-            (Dialect::Postgres, true) => format!(
-                "INSERT INTO counttable (id, link_type, count, time, version) VALUES ({p1}, {p2}, 1, {p3}, 0) \
-                 ON CONFLICT (id, link_type) DO UPDATE SET count = counttable.count + 1, version = counttable.version + 1, time = {p4}"
-            ),
-            (Dialect::Postgres, false) => format!(
-                "INSERT INTO counttable (id, link_type, count, time, version) VALUES ({p1}, {p2}, 0, {p3}, 0) \
-                 ON CONFLICT (id, link_type) DO UPDATE SET count = GREATEST(counttable.count - 1, 0), time = {p4}, version = counttable.version + 1"
-            ),
-        };
-        let t = l.time as i64;
-        self.c.execute(
-            &sql,
-            &[
-                Val::Int(l.id1 as i64),
-                Val::Int(l.link_type as i64),
-                Val::Int(t),
-                Val::Int(t),
-            ],
-        )?;
-        Ok(())
-    }
-
-    fn update_visible(&mut self, l: &Link) -> Result<()> {
-        let sql = format!(
-            "UPDATE linktable SET visibility = 1, data = {}, time = {}, version = {} WHERE id1 = {} AND id2 = {} AND link_type = {}",
-            self.p(1),
-            self.p(2),
-            self.p(3),
-            self.p(4),
-            self.p(5),
-            self.p(6)
-        );
-        self.c.execute(
-            &sql,
-            &[
-                Val::Bytes(&l.data),
-                Val::Int(l.time as i64),
-                Val::Int(l.version as i64),
-                Val::Int(l.id1 as i64),
-                Val::Int(l.id2 as i64),
-                Val::Int(l.link_type as i64),
-            ],
-        )?;
-        Ok(())
-    }
-
-    fn insert_links(&mut self, links: &[Link], upsert: bool) -> Result<u64> {
-        let rows = self.values(links.len(), 7);
-        let tail = match (self.d, upsert) {
-            (Dialect::MySql, _) => " ON DUPLICATE KEY UPDATE visibility = VALUES(visibility)",
-            (Dialect::Postgres, true) => {
-                " ON CONFLICT (link_type, id1, id2) DO UPDATE SET visibility = EXCLUDED.visibility"
+    /// Runs one autocommitted statement on `ac`, again after a deadlock or
+    /// lock-wait timeout.
+    fn auto<R>(&mut self, mut f: impl FnMut(&mut Conns, &Texts) -> Result<R>) -> Result<R> {
+        loop {
+            match f(&mut self.c, &self.t) {
+                Err(e) if self.c.ac.is_retryable(&e) => self.c.cost.retries += 1,
+                r => return r,
             }
-            (Dialect::Postgres, false) => " ON CONFLICT (link_type, id1, id2) DO NOTHING",
-        };
-        let sql = format!("INSERT INTO linktable ({LINK_COLS}) VALUES {}{tail}", rows);
-        let mut params = Vec::with_capacity(links.len() * 7);
-        for l in links {
-            params.extend([
-                Val::Int(l.id1 as i64),
-                Val::Int(l.id2 as i64),
-                Val::Int(l.link_type as i64),
-                Val::Int(i64::from(l.visible)),
-                Val::Bytes(&l.data),
-                Val::Int(l.time as i64),
-                Val::Int(l.version as i64),
-            ]);
         }
-        self.c.execute(&sql, &params)
     }
 
-    fn visibility_for_update(
-        &mut self,
-        id1: u64,
-        link_type: u64,
-        id2: u64,
-    ) -> Result<Option<bool>> {
-        let sql = format!(
-            "SELECT visibility FROM linktable WHERE id1 = {} AND id2 = {} AND link_type = {} FOR UPDATE",
-            self.p(1),
-            self.p(2),
-            self.p(3)
-        );
-        let rows = self.c.query(
-            &sql,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(id2 as i64),
-                Val::Int(link_type as i64),
-            ],
-        )?;
-        Ok(rows.first().map(|r| int(&r[0]) == 1))
+    /// The fork's `newLinkLoop`: the insert or the update path, switching
+    /// on a duplicate key or a missing link.
+    fn fork_link(&mut self, l: &Link, mut insert: bool) -> Result<Added> {
+        for _ in 0..MAX_SWITCHES {
+            let path = if insert {
+                self.write(|c, t| {
+                    match c.insert_link(&t.insert_link, l) {
+                        Err(e) if c.rw.is_duplicate_key(&e) => {
+                            c.rollback()?;
+                            return Ok(Path::Switch);
+                        }
+                        r => r?,
+                    };
+                    c.count_add(t, l.id1, l.link_type, 1, super::now_ms())?;
+                    c.commit()?;
+                    Ok(Path::Done(Added::New))
+                })?
+            } else {
+                self.write(|c, t| {
+                    let Some(visible) = c.visibility(t, l.id1, l.link_type, l.id2)? else {
+                        c.rollback()?;
+                        return Ok(Path::Switch);
+                    };
+                    if c.update_link(t, l)? == 0 {
+                        c.rollback()?;
+                        return Ok(Path::Done(Added::Updated));
+                    }
+                    if !visible {
+                        c.count_inc(t, l.id1, l.link_type, 1, super::now_ms())?;
+                    }
+                    c.commit()?;
+                    Ok(Path::Done(if visible {
+                        Added::Updated
+                    } else {
+                        Added::Revived
+                    }))
+                })?
+            };
+            match path {
+                Path::Done(a) => return Ok(a),
+                Path::Switch => {
+                    self.c.cost.fallbacks += 1;
+                    insert = !insert;
+                }
+            }
+        }
+        bail!(
+            "linkbench: the write of link ({}, {}, {}) switched between insert and update {MAX_SWITCHES} times",
+            l.id1,
+            l.link_type,
+            l.id2
+        )
+    }
+
+    /// The original's ADD_LINK (and UPDATE_LINK).
+    fn original_link(&mut self, l: &Link) -> Result<Added> {
+        let d = self.d;
+        self.write(|c, t| {
+            let now = super::now_ms();
+            let got = match d {
+                Dialect::MySql => match c.insert_link(&t.upsert_link, l)? {
+                    1 => Added::New,
+                    2 => Added::Revived,
+                    _ => Added::Updated,
+                },
+                Dialect::Postgres => match c.visibility(t, l.id1, l.link_type, l.id2)? {
+                    None => {
+                        if c.insert_link(&t.upsert_link, l)? == 0 {
+                            // A concurrent insert won: run again as a conflict.
+                            bail!(lost_race());
+                        }
+                        Added::New
+                    }
+                    Some(false) => Added::Revived,
+                    Some(true) => Added::Updated,
+                },
+            };
+            if got != Added::Updated {
+                c.count_add(t, l.id1, l.link_type, 1, now)?;
+            }
+            if got != Added::New {
+                c.update_link(t, l)?;
+            }
+            c.commit()?;
+            Ok(got)
+        })
+    }
+
+    /// A node write: autocommitted (fork) or with COMMIT on the write
+    /// connection (original).
+    fn node_write(&mut self, sql: fn(&Texts) -> &str, p: &[Val<'_>]) -> Result<u64> {
+        match self.variant {
+            Variant::Fork => self.auto(|c, t| c.ac_exec(sql(t), p)),
+            Variant::Original => self.write(|c, t| {
+                let n = c.rw_exec(sql(t), p)?;
+                c.commit()?;
+                Ok(n)
+            }),
+        }
     }
 }
 
 impl LinkStore for SqlLinks {
     fn add_link(&mut self, l: &Link) -> Result<Added> {
-        let mut new = l.clone();
-        new.visible = true;
-        self.tx(|s| match s.d {
-            Dialect::MySql => match s.insert_links(std::slice::from_ref(&new), true)? {
-                1 => {
-                    s.count_upsert(&new, 1)?;
-                    Ok(Added::New)
-                }
-                2 => {
-                    s.count_upsert(&new, 1)?;
-                    s.update_visible(&new)?;
-                    Ok(Added::Revived)
-                }
-                _ => {
-                    s.update_visible(&new)?;
-                    Ok(Added::Updated)
-                }
-            },
-            Dialect::Postgres => match s.visibility_for_update(new.id1, new.link_type, new.id2)? {
-                None => {
-                    if s.insert_links(std::slice::from_ref(&new), false)? == 0 {
-                        // A concurrent insert won: retry as a conflict.
-                        return Err(anyhow::anyhow!(postgres_conflict()));
-                    }
-                    s.count_upsert(&new, 1)?;
-                    Ok(Added::New)
-                }
-                Some(false) => {
-                    s.count_upsert(&new, 1)?;
-                    s.update_visible(&new)?;
-                    Ok(Added::Revived)
-                }
-                Some(true) => {
-                    s.update_visible(&new)?;
-                    Ok(Added::Updated)
-                }
-            },
-        })
+        let mut l = l.clone();
+        l.visible = true;
+        match self.variant {
+            Variant::Fork => self.fork_link(&l, true),
+            Variant::Original => self.original_link(&l),
+        }
+    }
+
+    fn update_link(&mut self, l: &Link) -> Result<Added> {
+        let mut l = l.clone();
+        l.visible = true;
+        match self.variant {
+            Variant::Fork => self.fork_link(&l, false),
+            Variant::Original => self.original_link(&l),
+        }
     }
 
     fn delete_link(&mut self, id1: u64, link_type: u64, id2: u64, now_ms: u64) -> Result<bool> {
-        self.tx(|s| {
-            if s.visibility_for_update(id1, link_type, id2)? != Some(true) {
+        let variant = self.variant;
+        self.write(|c, t| {
+            if c.visibility(t, id1, link_type, id2)? != Some(true) {
+                match variant {
+                    Variant::Fork => c.rollback()?,
+                    Variant::Original => c.commit()?,
+                }
                 return Ok(false);
             }
-            let sql = format!(
-                "UPDATE linktable SET visibility = 0 WHERE id1 = {} AND id2 = {} AND link_type = {}",
-                s.p(1),
-                s.p(2),
-                s.p(3)
-            );
-            s.c.execute(&sql, &[Val::Int(id1 as i64), Val::Int(id2 as i64), Val::Int(link_type as i64)])?;
-            let l = Link { id1, link_type, id2, visible: false, data: vec![], time: now_ms, version: 0 };
-            s.count_upsert(&l, -1)?;
+            c.hide_link(t, id1, link_type, id2)?;
+            match variant {
+                Variant::Fork => c.count_inc(t, id1, link_type, -1, now_ms)?,
+                Variant::Original => {
+                    let now = Val::Int(now_ms as i64);
+                    let p = [Val::Int(id1 as i64), Val::Int(link_type as i64), now, now];
+                    c.rw_exec(&t.count_dec_upsert, &p)?;
+                }
+            }
+            c.commit()?;
             Ok(true)
         })
     }
 
     fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64> {
-        let sql = format!(
-            "SELECT count FROM counttable WHERE id = {} AND link_type = {}",
-            self.p(1),
-            self.p(2)
-        );
-        let rows = self
-            .c
-            .query(&sql, &[Val::Int(id1 as i64), Val::Int(link_type as i64)])?;
+        let p = [Val::Int(id1 as i64), Val::Int(link_type as i64)];
+        let rows = self.auto(|c, t| c.ac_query(&t.count_links, &p))?;
         Ok(rows.first().map_or(0, |r| int(&r[0])))
     }
 
@@ -324,21 +434,13 @@ impl LinkStore for SqlLinks {
         if id2s.is_empty() {
             return Ok(Vec::new());
         }
-        let ins: Vec<String> = (0..id2s.len()).map(|i| self.p(i + 3)).collect();
-        let sql = format!(
-            "SELECT {LINK_COLS} FROM linktable WHERE id1 = {} AND link_type = {} AND id2 IN ({})",
-            self.p(1),
-            self.p(2),
-            ins.join(", ")
-        );
-        let mut params = vec![Val::Int(id1 as i64), Val::Int(link_type as i64)];
-        params.extend(id2s.iter().map(|i| Val::Int(*i as i64)));
-        Ok(self
-            .c
-            .query(&sql, &params)?
-            .iter()
-            .map(|r| link_of(r))
-            .collect())
+        let mut p = Vec::with_capacity(id2s.len() + 2);
+        p.extend([Val::Int(id1 as i64), Val::Int(link_type as i64)]);
+        p.extend(id2s.iter().map(|i| Val::Int(*i as i64)));
+        let n = id2s.len();
+        self.t.prepare_multiget(n);
+        let rows = self.auto(|c, t| c.ac_query(t.multiget(n), &p))?;
+        Ok(rows.iter().map(|r| link_of(r)).collect())
     }
 
     fn get_links_list(
@@ -349,104 +451,66 @@ impl LinkStore for SqlLinks {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Link>> {
-        let sql = match self.d {
-            Dialect::MySql => format!(
-                "SELECT {LINK_COLS} FROM linktable FORCE INDEX(id1_type) WHERE id1 = ? AND link_type = ? AND time >= 0 \
-                 AND time <= ? AND visibility = 1 ORDER BY time DESC LIMIT ?, ?"
-            ),
-            Dialect::Postgres => format!(
-                "SELECT {LINK_COLS} FROM linktable WHERE id1 = $1 AND link_type = $2 AND time >= 0 \
-                 AND time <= $3 AND visibility = 1 ORDER BY time DESC OFFSET $4 LIMIT $5"
-            ),
-        };
-        let rows = self.c.query(
-            &sql,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(link_type as i64),
-                Val::Int(max_time.min(i64::MAX as u64) as i64),
-                Val::Int(offset as i64),
-                Val::Int(limit as i64),
-            ],
-        )?;
+        let p = [
+            Val::Int(id1 as i64),
+            Val::Int(link_type as i64),
+            Val::Int(0),
+            Val::Int(max_time.min(i64::MAX as u64) as i64),
+            Val::Int(limit as i64),
+            Val::Int(offset as i64),
+        ];
+        let rows = self.auto(|c, t| c.ac_query(&t.links_list, &p))?;
         Ok(rows.iter().map(|r| link_of(r)).collect())
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
-        let sql = format!(
-            "INSERT INTO nodetable (id, type, version, time, data) VALUES ({}, {}, {}, {}, {})",
-            self.p(1),
-            self.p(2),
-            self.p(3),
-            self.p(4),
-            self.p(5)
-        );
-        self.tx(|s| {
-            s.c.execute(
-                &sql,
-                &[
-                    Val::Int(n.id as i64),
-                    Val::Int(n.node_type as i64),
-                    Val::Int(n.version as i64),
-                    Val::Int(n.time as i64),
-                    Val::Bytes(&n.data),
-                ],
-            )
-        })?;
+        let p = [
+            Val::Int(n.id as i64),
+            Val::Int(n.node_type as i64),
+            Val::Int(n.version as i64),
+            Val::Int(n.time as i64),
+            Val::Bytes(&n.data),
+        ];
+        self.node_write(|t| &t.add_node, &p)?;
         Ok(())
     }
 
     fn update_node(&mut self, n: &Node) -> Result<bool> {
-        let sql = format!(
-            "UPDATE nodetable SET version = {}, time = {}, data = {} WHERE id = {} AND type = {NODE_TYPE}",
-            self.p(1),
-            self.p(2),
-            self.p(3),
-            self.p(4)
-        );
-        let n = self.tx(|s| {
-            s.c.execute(
-                &sql,
-                &[
-                    Val::Int(n.version as i64),
-                    Val::Int(n.time as i64),
-                    Val::Bytes(&n.data),
-                    Val::Int(n.id as i64),
-                ],
-            )
-        })?;
-        Ok(n > 0)
+        let p = [
+            Val::Int(n.version as i64),
+            Val::Int(n.time as i64),
+            Val::Bytes(&n.data),
+            Val::Int(n.id as i64),
+        ];
+        Ok(self.node_write(|t| &t.update_node, &p)? > 0)
     }
 
     fn delete_node(&mut self, id: u64) -> Result<bool> {
-        let sql = format!(
-            "DELETE FROM nodetable WHERE id = {} AND type = {NODE_TYPE}",
-            self.p(1)
-        );
-        Ok(self.tx(|s| s.c.execute(&sql, &[Val::Int(id as i64)]))? > 0)
+        Ok(self.node_write(|t| &t.delete_node, &[Val::Int(id as i64)])? > 0)
     }
 
     fn get_node(&mut self, id: u64) -> Result<Option<Node>> {
-        let sql = format!(
-            "SELECT id, type, version, time, data FROM nodetable WHERE id = {}",
-            self.p(1)
-        );
-        let rows = self.c.query(&sql, &[Val::Int(id as i64)])?;
-        Ok(rows.first().map(|r| Node {
-            id: int(&r[0]),
-            node_type: int(&r[1]) as u32,
-            version: int(&r[2]),
-            time: int(&r[3]) as u32,
-            data: r[4].bytes().unwrap_or_default().to_vec(),
+        let p = [Val::Int(id as i64)];
+        let rows = self.auto(|c, t| c.ac_query(&t.get_node, &p))?;
+        Ok(rows.first().and_then(|r| {
+            let node = Node {
+                id: int(&r[0]),
+                node_type: int(&r[1]) as u32,
+                version: int(&r[2]),
+                time: int(&r[3]) as u32,
+                data: r[4].bytes().unwrap_or_default().to_vec(),
+            };
+            // The reference returns nothing for another type.
+            (node.node_type == NODE_TYPE).then_some(node)
         }))
     }
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {
         for chunk in nodes.chunks(1024) {
-            let rows = self.values(chunk.len(), 5);
-            let sql = format!(
-                "INSERT INTO nodetable (id, type, version, time, data) VALUES {}",
-                rows
+            let sql = self.t.values(
+                "INSERT INTO nodetable (id, type, version, time, data) VALUES",
+                chunk.len(),
+                5,
             );
             let mut params = Vec::with_capacity(chunk.len() * 5);
             for n in chunk {
@@ -458,32 +522,41 @@ impl LinkStore for SqlLinks {
                     Val::Bytes(&n.data),
                 ]);
             }
-            self.tx(|s| s.c.execute(&sql, &params))?;
+            self.auto(|c, _| c.ac_exec(&sql, &params))?;
         }
         Ok(())
     }
 
     fn load_links(&mut self, links: &[Link]) -> Result<()> {
         for chunk in links.chunks(1024) {
-            self.tx(|s| s.insert_links(chunk, true))?;
+            let mut sql = self.t.values(
+                &format!("INSERT INTO linktable ({}) VALUES", super::ddl::LINK_COLS),
+                chunk.len(),
+                7,
+            );
+            if self.variant == Variant::Original && self.d == Dialect::MySql {
+                sql.push_str(" ON DUPLICATE KEY UPDATE visibility = VALUES(visibility)");
+            }
+            let mut params = Vec::with_capacity(chunk.len() * 7);
+            for l in chunk {
+                params.extend(link_params(l));
+            }
+            self.auto(|c, _| c.ac_exec(&sql, &params))?;
         }
         Ok(())
     }
 
     fn load_counts(&mut self, counts: &[Count]) -> Result<()> {
         for chunk in counts.chunks(1024) {
-            let rows = self.values(chunk.len(), 5);
-            let sql = match self.d {
-                Dialect::MySql => format!(
-                    "REPLACE INTO counttable (id, link_type, count, time, version) VALUES {}",
-                    rows
-                ),
-                Dialect::Postgres => format!(
-                    "INSERT INTO counttable (id, link_type, count, time, version) VALUES {} ON CONFLICT (id, link_type) DO UPDATE \
-                     SET count = EXCLUDED.count, time = EXCLUDED.time, version = EXCLUDED.version",
-                    rows
-                ),
+            let verb = match (self.variant, self.d) {
+                (Variant::Original, Dialect::MySql) => "REPLACE",
+                _ => "INSERT",
             };
+            let sql = self.t.values(
+                &format!("{verb} INTO counttable (id, link_type, count, time, version) VALUES"),
+                chunk.len(),
+                5,
+            );
             let mut params = Vec::with_capacity(chunk.len() * 5);
             for c in chunk {
                 params.extend([
@@ -494,26 +567,27 @@ impl LinkStore for SqlLinks {
                     Val::Int(c.version as i64),
                 ]);
             }
-            self.tx(|s| s.c.execute(&sql, &params))?;
+            self.auto(|c, _| c.ac_exec(&sql, &params))?;
         }
         Ok(())
     }
 
     fn build_index(&mut self) -> Result<u64> {
-        self.c.batch(&index_ddl(self.d))?;
-        let rows = self.c.query("SELECT count(*) FROM linktable", &[])?;
+        self.c.ac.batch(&index_ddl(self.d))?;
+        let rows = self.c.ac.query("SELECT count(*) FROM linktable", &[])?;
         Ok(rows.first().map_or(0, |r| int(&r[0])))
     }
 
     fn check(&mut self) -> Result<Check> {
-        let pairs = self.c.query("SELECT count(*) FROM counttable", &[])?;
-        let bad_counts = self.c.query(
+        let c = &mut self.c.ac;
+        let pairs = c.query("SELECT count(*) FROM counttable", &[])?;
+        let bad_counts = c.query(
             "SELECT count(*) FROM counttable c LEFT JOIN (SELECT id1, link_type, COUNT(*) AS n FROM linktable \
              WHERE visibility = 1 GROUP BY id1, link_type) l ON c.id = l.id1 AND c.link_type = l.link_type \
              WHERE COALESCE(l.n, 0) <> c.count",
             &[],
         )?;
-        let missing = self.c.query(
+        let missing = c.query(
             "SELECT count(*) FROM (SELECT id1, link_type FROM linktable WHERE visibility = 1 GROUP BY id1, link_type) l \
              LEFT JOIN counttable c ON c.id = l.id1 AND c.link_type = l.link_type WHERE c.id IS NULL",
             &[],
@@ -525,12 +599,12 @@ impl LinkStore for SqlLinks {
         })
     }
 
-    fn retries(&mut self) -> u64 {
-        std::mem::take(&mut self.retries)
+    fn take_cost(&mut self) -> OpCost {
+        std::mem::take(&mut self.c.cost)
     }
 }
 
 /// A marker error for PostgreSQL's lost insert race (treated as retryable).
-fn postgres_conflict() -> &'static str {
+fn lost_race() -> &'static str {
     "linkbench: concurrent insert of the same link; retrying"
 }

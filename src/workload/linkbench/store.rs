@@ -73,6 +73,24 @@ pub enum Added {
     Revived,
 }
 
+/// What a store did for one operation beyond its result: the reference
+/// client's retry and fallback paths, counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpCost {
+    /// Transactions run again after a conflict (a deadlock or lock-wait
+    /// timeout on a server, a write conflict in an engine transaction).
+    pub retries: u64,
+    /// ROLLBACKs issued (after a conflict or a duplicate key, or when the
+    /// operation found nothing to change).
+    pub rollbacks: u64,
+    /// Switches between the insert and the update path: the fork's
+    /// ADD_LINK on a duplicate key, its UPDATE_LINK on a missing link.
+    pub fallbacks: u64,
+    /// Statements sent to the server, COMMIT and ROLLBACK included (0 on
+    /// an embedded engine).
+    pub statements: u64,
+}
+
 /// The result of the consistency check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Check {
@@ -88,6 +106,13 @@ pub trait LinkStore: Send {
     /// insert, update a visible link, or revive a hidden one; the count
     /// follows in the same transaction.
     fn add_link(&mut self, l: &Link) -> Result<Added>;
+    /// The fork's UPDATE_LINK: the same change as ADD_LINK (update a link,
+    /// reviving it if hidden, inserting it if missing), issued as the fork
+    /// issues it: the update path first. Stores whose statements do not
+    /// differ run [`add_link`](LinkStore::add_link).
+    fn update_link(&mut self, l: &Link) -> Result<Added> {
+        self.add_link(l)
+    }
     /// DELETE_LINK: hide a visible link and decrement its count; returns
     /// whether a visible link was hidden.
     fn delete_link(&mut self, id1: u64, link_type: u64, id2: u64, now_ms: u64) -> Result<bool>;
@@ -123,11 +148,10 @@ pub trait LinkStore: Send {
     fn build_index(&mut self) -> Result<u64>;
     /// Checks count == visible links for every (id1, link_type).
     fn check(&mut self) -> Result<Check>;
-    /// Transactions run again, since the last call, because they lost a
-    /// conflict (a deadlock or lock-wait timeout on a server, a write
-    /// conflict in an engine transaction).
-    fn retries(&mut self) -> u64 {
-        0
+    /// What the operations since the last call cost beyond their result
+    /// (retries, rollbacks, fallbacks, statements); resets it.
+    fn take_cost(&mut self) -> OpCost {
+        OpCost::default()
     }
 }
 
