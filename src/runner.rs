@@ -200,6 +200,12 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
+    if cfg.engines.iter().any(|e| e.def().server) {
+        // Before any worker thread exists: the counter is inherited.
+        if let Err(why) = crate::probe::syscalls::start() {
+            writeln!(out, "client system calls not counted: {why}")?;
+        }
+    }
     let results = Results::open(&cfg.results)?;
     let mut versions = serde_json::Map::new();
     for e in &cfg.engines {

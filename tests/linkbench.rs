@@ -372,7 +372,6 @@ fn kv_mapping_original_variant() {
 /// dates loaded links over the 2³² ms before now.
 #[test]
 fn no_link_is_dated_in_the_future() {
-    use ampbench::driver::Worker;
     use ampbench::workload::{Step, StepCtx};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
     let now = || {
@@ -485,7 +484,10 @@ fn linkbench_end_to_end() {
         "{out}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(out.contains(" links and 2.00 counts per node (fork variant)"), "{out}");
+    assert!(
+        out.contains(" links and 2.00 counts per node (fork variant)"),
+        "{out}"
+    );
     // Statements are counted on the server engine only (said at run time
     // and in the report's notes).
     assert_eq!(out.matches("statements per request: ").count(), 2, "{out}");

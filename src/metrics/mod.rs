@@ -79,6 +79,15 @@ crate::named! {
         /// Δ ampbench's own CPU µs / ops, when the engine is a server (for an
         /// embedded engine it is in `cpu_us_per_op`).
         ClientCpuUsPerOp = "client_cpu_us_per_op",
+        /// The user part of `client_cpu_us_per_op`.
+        ClientUserUsPerOp = "client_user_us_per_op",
+        /// The system part of `client_cpu_us_per_op`.
+        ClientSysUsPerOp = "client_sys_us_per_op",
+        /// Δ ampbench's own context switches / ops, when the engine is a server.
+        ClientCsPerOp = "client_cs_per_op",
+        /// Δ ampbench's own system calls / ops, when the engine is a server
+        /// (a perf counter on raw_syscalls:sys_enter).
+        ClientSyscallsPerOp = "client_syscalls_per_op",
         /// Δ machine-wide user+nice+system+irq+softirq ticks, in µs, / ops
         /// (vmstat's us+sy as the seeds use it).
         SysCpuUsPerOp = "sys_cpu_us_per_op",
@@ -141,6 +150,17 @@ pub fn compute(
         _ => None,
     };
     let per_op = |v: Option<f64>, why: &str| Figure::ratio(v, ops, why, no_ops);
+    let client = |f: fn(&crate::probe::ProcCounters) -> Option<u64>| match (a.client, b.client) {
+        (Some(x), Some(y)) => match (f(&x), f(&y)) {
+            (Some(x), Some(y)) => per_op(Some(y.saturating_sub(x) as f64), ""),
+            _ => Figure::NotMeasured(
+                crate::probe::syscalls::not_counted().unwrap_or_else(|| "not counted".into()),
+            ),
+        },
+        _ => Figure::NotMeasured(
+            "embedded engine: the client's cost is in the engine's figures".into(),
+        ),
+    };
     let logical = w.logical_bytes as f64;
     vec![
         (Metric::Ops, Figure::Value(ops)),
@@ -166,15 +186,11 @@ pub fn compute(
             per_op(pd(|p| p.write_bytes).map(|v| v / 1024.0), proc_why),
         ),
         (Metric::CpuUsPerOp, per_op(pd(|p| p.cpu_us), proc_why)),
-        (
-            Metric::ClientCpuUsPerOp,
-            match (a.client, b.client) {
-                (Some(x), Some(y)) => per_op(Some(y.cpu_us.saturating_sub(x.cpu_us) as f64), ""),
-                _ => Figure::NotMeasured(
-                    "embedded engine: the client's CPU is in cpu_us_per_op".into(),
-                ),
-            },
-        ),
+        (Metric::ClientCpuUsPerOp, client(|c| Some(c.cpu_us))),
+        (Metric::ClientUserUsPerOp, client(|c| Some(c.user_us))),
+        (Metric::ClientSysUsPerOp, client(|c| Some(c.sys_us))),
+        (Metric::ClientCsPerOp, client(|c| Some(c.ctx_switches))),
+        (Metric::ClientSyscallsPerOp, client(|c| c.syscalls)),
         (Metric::SysCpuUsPerOp, per_op(sys.map(|s| s.0), cpu_why)),
         (Metric::CsPerOp, per_op(pd(|p| p.ctx_switches), proc_why)),
         (Metric::SysCsPerOp, per_op(sys.map(|s| s.1), cpu_why)),
@@ -246,6 +262,7 @@ mod tests {
                 ctx_switches: 50,
                 rss: 1,
                 rss_peak: 1,
+                ..Default::default()
             }),
             client: None,
             dir: DirSize {
@@ -279,6 +296,7 @@ mod tests {
                 ctx_switches: 1050,
                 rss: 300 << 20,
                 rss_peak: 400 << 20,
+                ..Default::default()
             }),
             client: None,
             dir: DirSize {
@@ -293,6 +311,40 @@ mod tests {
     fn get(f: &[(Metric, Figure)], n: &str) -> Option<f64> {
         let m = Metric::parse(n).unwrap();
         f.iter().find(|(k, _)| *k == m).and_then(|(_, v)| v.value())
+    }
+
+    #[test]
+    fn client_cost_split_by_hand() {
+        let (mut a, mut b) = samples();
+        let c = |user_us, sys_us, cs, sc| ProcCounters {
+            user_us,
+            sys_us,
+            cpu_us: user_us + sys_us,
+            ctx_switches: cs,
+            syscalls: sc,
+            ..Default::default()
+        };
+        a.client = Some(c(1000, 500, 10, Some(100)));
+        b.client = Some(c(41_000, 20_500, 1010, Some(3100)));
+        let w = WorkDone {
+            ops: 1000,
+            secs: 10.0,
+            ..Default::default()
+        };
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "client_cpu_us_per_op"), Some(60.0));
+        assert_eq!(get(&f, "client_user_us_per_op"), Some(40.0));
+        assert_eq!(get(&f, "client_sys_us_per_op"), Some(20.0));
+        assert_eq!(get(&f, "client_cs_per_op"), Some(1.0));
+        assert_eq!(get(&f, "client_syscalls_per_op"), Some(3.0));
+        // Not counted: said, not 0.
+        b.client = Some(c(41_000, 20_500, 1010, None));
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "client_syscalls_per_op"), None);
+        // An embedded engine has no client figures.
+        let (a, b) = samples();
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "client_cpu_us_per_op"), None);
     }
 
     #[test]

@@ -11,7 +11,9 @@ pub mod cpu;
 pub mod device;
 pub mod dirsize;
 pub mod diskstats;
+pub mod loopback;
 pub mod process;
+pub mod syscalls;
 
 use std::path::{Path, PathBuf};
 

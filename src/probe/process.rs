@@ -12,6 +12,16 @@ pub struct ProcCounters {
     pub write_bytes: u64,
     /// User + system CPU time, µs.
     pub cpu_us: u64,
+    /// User CPU time, µs.
+    #[serde(default)]
+    pub user_us: u64,
+    /// System CPU time, µs.
+    #[serde(default)]
+    pub sys_us: u64,
+    /// System calls, when counted (our own process only; see
+    /// [`syscalls`](super::syscalls)).
+    #[serde(default)]
+    pub syscalls: Option<u64>,
     /// Voluntary + involuntary context switches.
     pub ctx_switches: u64,
     /// Resident set size now, bytes.
@@ -46,9 +56,12 @@ pub fn read(pid: u32) -> Option<ProcCounters> {
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
             let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-            c.cpu_us = us(ru.ru_utime) + us(ru.ru_stime);
+            c.user_us = us(ru.ru_utime);
+            c.sys_us = us(ru.ru_stime);
+            c.cpu_us = c.user_us + c.sys_us;
             c.ctx_switches = (ru.ru_nvcsw + ru.ru_nivcsw) as u64;
         }
+        c.syscalls = super::syscalls::read();
     } else {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         // Fields after the parenthesized command name; utime, stime are 14, 15.
@@ -57,8 +70,10 @@ pub fn read(pid: u32) -> Option<ProcCounters> {
         // utime + stime, plus cutime + cstime: children it has reaped
         // (a server's finished backends) stay charged to it.
         let n = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        let ticks: u64 = n(11) + n(12) + n(13) + n(14);
-        c.cpu_us = (ticks as f64 * 1e6 / super::cpu::ticks_per_sec()) as u64;
+        let us = |ticks: u64| (ticks as f64 * 1e6 / super::cpu::ticks_per_sec()) as u64;
+        c.user_us = us(n(11) + n(13));
+        c.sys_us = us(n(12) + n(14));
+        c.cpu_us = us(n(11) + n(12) + n(13) + n(14));
         let mut cs = 0;
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for t in tasks.flatten() {
@@ -112,6 +127,8 @@ pub fn read_tree(pid: u32) -> Option<ProcCounters> {
             total.read_bytes += c.read_bytes;
             total.write_bytes += c.write_bytes;
             total.cpu_us += c.cpu_us;
+            total.user_us += c.user_us;
+            total.sys_us += c.sys_us;
             total.ctx_switches += c.ctx_switches;
             total.rss += c.rss;
             total.rss_peak += c.rss_peak;

@@ -126,6 +126,42 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             status
         );
     }
+    // 3a. The client's own cost, where the engine is a server.
+    let served: Vec<_> = run
+        .steps
+        .iter()
+        .filter(|s| s.fig(Metric::ClientCpuUsPerOp).is_some())
+        .collect();
+    if !served.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nclient cost per operation (ampbench's own process, server engines)"
+        );
+        let _ = writeln!(
+            o,
+            "{:>8} {:>8} {:>8} {:>8} {:>9}  {:<15} step",
+            "cpu.us", "user.us", "sys.us", "cs/o", "syscall/o", "engine"
+        );
+        for s in served {
+            let _ = writeln!(
+                o,
+                "{:>8} {:>8} {:>8} {:>8} {:>9}  {:<15} {}",
+                cell(s.fig(Metric::ClientCpuUsPerOp), 1),
+                cell(s.fig(Metric::ClientUserUsPerOp), 1),
+                cell(s.fig(Metric::ClientSysUsPerOp), 1),
+                cell(s.fig(Metric::ClientCsPerOp), 2),
+                cell(s.fig(Metric::ClientSyscallsPerOp), 2),
+                s.engine,
+                s.step
+            );
+            if let Some((None, Some(why))) = s.figures.get(&Metric::ClientSyscallsPerOp) {
+                notes.insert(format!(
+                    "client system calls not measured for {} {}: {why}",
+                    s.engine, s.step
+                ));
+            }
+        }
+    }
     // 3b. Ratios to the base engine.
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
         o.push_str(&render_ratios(run, &b));

@@ -16,6 +16,7 @@ mod ddl;
 pub mod dist;
 pub mod kv;
 mod load;
+mod notes;
 mod payload;
 mod request;
 pub mod sql;
@@ -37,6 +38,7 @@ use crate::rng::{Rng, derive_seed};
 use crate::workload::{ParamDef, Params, Planned, Step, StepCtx, StepKind, StepNotes, Workload};
 pub use dist::Variant;
 use dist::{Access, Cdf, Degrees};
+use notes::{Costs, OpTotals, Window};
 use store::LinkStore;
 
 crate::named! {
@@ -235,40 +237,8 @@ pub struct Linkbench {
     multiget: Mutex<(u64, u64)>,
     costs: Mutex<Costs>,
     counts_loaded: AtomicU64,
+    window: Mutex<Option<Window>>,
 }
-
-/// One operation kind's costs summed over a step.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct OpTotals {
-    ops: u64,
-    retried_ops: u64,
-    retries: u64,
-    rollbacks: u64,
-    fallbacks: u64,
-    statements: u64,
-}
-
-impl OpTotals {
-    fn record(&mut self, c: &store::OpCost) {
-        self.ops += 1;
-        self.retried_ops += u64::from(c.retries > 0);
-        self.retries += c.retries;
-        self.rollbacks += c.rollbacks;
-        self.fallbacks += c.fallbacks;
-        self.statements += c.statements;
-    }
-    fn add(&mut self, o: &OpTotals) {
-        self.ops += o.ops;
-        self.retried_ops += o.retried_ops;
-        self.retries += o.retries;
-        self.rollbacks += o.rollbacks;
-        self.fallbacks += o.fallbacks;
-        self.statements += o.statements;
-    }
-}
-
-/// Costs per operation kind, in [`LinkOp`] order.
-pub(crate) type Costs = [OpTotals; LinkOp::ALL.len()];
 
 /// Ids per loader chunk.
 const CHUNK: u64 = 2048;
@@ -323,6 +293,7 @@ impl Linkbench {
             multiget: Mutex::new((0, 0)),
             costs: Mutex::new([OpTotals::default(); LinkOp::ALL.len()]),
             counts_loaded: AtomicU64::new(0),
+            window: Mutex::new(None),
         })
     }
 
@@ -355,13 +326,6 @@ impl Linkbench {
             node_delete: Access::uniform(self.start, self.n),
         })
     }
-}
-
-fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
 }
 
 impl Workload for Linkbench {
@@ -427,8 +391,15 @@ impl Workload for Linkbench {
                 }),
             ),
             LinkbenchStep::Request => {
+                if let EngineRef::Sql(e) = engine {
+                    let server = sql::server_traffic(&mut *e.connect()?, e.dialect())?;
+                    let client = crate::probe::process::read(std::process::id());
+                    *self.window.lock().unwrap_or_else(|p| p.into_inner()) =
+                        client.map(|client| Window { client, server });
+                }
                 let acc = self.accesses();
-                let measured = (std::time::Instant::now() + ctx.warmup, ctx.interval);
+                let start = std::time::Instant::now() + ctx.warmup;
+                let measured = (start, start + ctx.duration, ctx.interval);
                 (
                     ctx.spec(ctx.threads, op_names(), false),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
@@ -497,121 +468,6 @@ impl Workload for Linkbench {
             LinkbenchStep::Index => {}
         }
         Ok(notes)
-    }
-}
-
-impl Linkbench {
-    /// The request step's notes: rows per GET_LINKS_LIST (whole step and
-    /// per interval), MULTIGET hits, the consistency check, and per
-    /// operation kind the retries, rollbacks, fallbacks and statements.
-    fn request_notes(&self, engine: EngineRef<'_>, notes: &mut StepNotes) -> Result<()> {
-        let per_interval =
-            std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
-        let summary = |v: &mut Vec<u32>| -> (f64, f64, f64, usize) {
-            v.sort_unstable();
-            let mean = if v.is_empty() {
-                0.0
-            } else {
-                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
-            };
-            (mean, percentile(v, 0.5), percentile(v, 0.99), v.len())
-        };
-        let mut all: Vec<u32> = per_interval.iter().flatten().copied().collect();
-        let (mean, p50, p99, _) = summary(&mut all);
-        let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
-        let check = self.store(engine)?.check()?;
-        let costs = std::mem::take(&mut *self.costs.lock().unwrap_or_else(|p| p.into_inner()));
-        notes.extras = vec![
-            ("getlinkslist_rows_mean".into(), mean),
-            ("getlinkslist_rows_p50".into(), p50),
-            ("getlinkslist_rows_p99".into(), p99),
-            ("multiget_found".into(), found as f64),
-            ("multiget_not_found".into(), missing as f64),
-            ("consistency_pairs".into(), check.pairs as f64),
-            ("consistency_mismatches".into(), check.mismatches as f64),
-        ];
-        let mut by_interval = Vec::new();
-        for (i, mut v) in per_interval.into_iter().enumerate() {
-            let (m, p5, p9, n) = summary(&mut v);
-            if n == 0 {
-                continue;
-            }
-            notes
-                .extras
-                .push((format!("getlinkslist_rows_mean.interval.{i}"), m));
-            notes
-                .extras
-                .push((format!("getlinkslist_rows_p50.interval.{i}"), p5));
-            notes
-                .extras
-                .push((format!("getlinkslist_rows_p99.interval.{i}"), p9));
-            by_interval.push(format!("{m:.1}/{p5}/{p9}"));
-        }
-        let mut total = OpTotals::default();
-        let (mut said, mut stmts) = (Vec::new(), Vec::new());
-        for (op, c) in LinkOp::ALL.iter().zip(&costs) {
-            total.add(c);
-            let link_write = matches!(
-                op,
-                LinkOp::AddLink | LinkOp::DeleteLink | LinkOp::UpdateLink
-            );
-            // The link writes always (a 0 is a finding too); others when retried.
-            if link_write || c.retries > 0 {
-                notes
-                    .extras
-                    .push((format!("retried_ops.{op}"), c.retried_ops as f64));
-                notes
-                    .extras
-                    .push((format!("retries.{op}"), c.retries as f64));
-                said.push(format!("{op} {} in {} ops", c.retries, c.ops));
-            }
-            if c.ops == 0 {
-                continue;
-            }
-            notes
-                .extras
-                .push((format!("rollbacks.{op}"), c.rollbacks as f64));
-            notes
-                .extras
-                .push((format!("fallbacks.{op}"), c.fallbacks as f64));
-            if c.statements > 0 {
-                let per = c.statements as f64 / c.ops as f64;
-                notes.extras.push((format!("statements_per_op.{op}"), per));
-                let extra = match (c.rollbacks, c.fallbacks) {
-                    (0, 0) => String::new(),
-                    (r, f) => format!(" ({r} rollbacks, {f} fallbacks)"),
-                };
-                stmts.push(format!("{op} {per:.2}{extra}"));
-            }
-        }
-        notes.lines.push(format!(
-            "GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"
-        ));
-        if by_interval.len() > 1 {
-            notes.lines.push(format!(
-                "GET_LINKS_LIST rows per interval (mean/p50/p99): {}",
-                by_interval.join(", ")
-            ));
-        }
-        if total.statements > 0 && total.ops > 0 {
-            let per = total.statements as f64 / total.ops as f64;
-            notes.extras.push(("statements_per_request".into(), per));
-            notes.lines.push(format!(
-                "statements per request: {per:.3} ({} variant; COMMIT and ROLLBACK included): {}",
-                self.variant,
-                stmts.join(", ")
-            ));
-        }
-        notes.lines.push(format!(
-            "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
-            check.mismatches, check.pairs
-        ));
-        notes.lines.push(format!(
-            "concurrency: {}; retries after conflicts: {}",
-            concurrency(engine),
-            said.join(", ")
-        ));
-        Ok(())
     }
 }
 

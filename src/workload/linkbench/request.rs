@@ -23,8 +23,8 @@ pub(super) struct Requester<'a> {
     /// Rows of each non-history GET_LINKS_LIST, by interval of the
     /// measured phase (warm-up dropped).
     pub(super) rows: Vec<Vec<u32>>,
-    /// When the measured phase starts, and the interval length.
-    pub(super) measured: (Instant, Duration),
+    /// When the measured phase starts and ends, and the interval length.
+    pub(super) measured: (Instant, Instant, Duration),
     pub(super) found: (u64, u64),
     pub(super) costs: super::Costs,
     pub(super) id2s: Vec<u64>,
@@ -57,10 +57,14 @@ impl Requester<'_> {
         dist::choose_id2(&mut self.rng, wl.variant, id1, n0, p_exist, wl.start + wl.n)
     }
     fn record_rows(&mut self, rows: usize) {
-        let (t0, every) = self.measured;
-        let Some(since) = Instant::now().checked_duration_since(t0) else {
+        let (t0, end, every) = self.measured;
+        let now = Instant::now();
+        let Some(since) = now.checked_duration_since(t0) else {
             return; // warm-up
         };
+        if now > end {
+            return; // past the measured phase (the last ops of a stopping step)
+        }
         let i = (since.as_nanos() / every.as_nanos().max(1)) as usize;
         if self.rows.len() <= i {
             self.rows.resize_with(i + 1, Vec::new);

@@ -1,0 +1,271 @@
+//! What the request step reports beyond the driver's figures: rows per
+//! GET_LINKS_LIST (whole step and per interval), MULTIGET hits, the
+//! consistency check, per operation kind the retries, rollbacks, fallbacks
+//! and statements, and on a server the client's cost per request against
+//! its floor.
+
+use anyhow::Result;
+
+use super::{LinkOp, Linkbench, concurrency, sql, store};
+use crate::engine::EngineRef;
+use crate::workload::StepNotes;
+
+/// Counters at the request step's start, for the client's cost per
+/// request: taken over the whole step, warm-up included, like the
+/// operation counts they are divided by.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Window {
+    pub(super) client: crate::probe::ProcCounters,
+    pub(super) server: Option<[u64; 3]>,
+}
+
+/// One operation kind's costs summed over a step.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OpTotals {
+    ops: u64,
+    retried_ops: u64,
+    retries: u64,
+    rollbacks: u64,
+    fallbacks: u64,
+    statements: u64,
+}
+
+impl OpTotals {
+    pub(super) fn record(&mut self, c: &store::OpCost) {
+        self.ops += 1;
+        self.retried_ops += u64::from(c.retries > 0);
+        self.retries += c.retries;
+        self.rollbacks += c.rollbacks;
+        self.fallbacks += c.fallbacks;
+        self.statements += c.statements;
+    }
+    pub(super) fn add(&mut self, o: &OpTotals) {
+        self.ops += o.ops;
+        self.retried_ops += o.retried_ops;
+        self.retries += o.retries;
+        self.rollbacks += o.rollbacks;
+        self.fallbacks += o.fallbacks;
+        self.statements += o.statements;
+    }
+}
+
+/// Costs per operation kind, in [`LinkOp`] order.
+pub(crate) type Costs = [OpTotals; LinkOp::ALL.len()];
+
+fn percentile(sorted: &[u32], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64
+}
+
+impl Linkbench {
+    /// The request step's notes: rows per GET_LINKS_LIST (whole step and
+    /// per interval), MULTIGET hits, the consistency check, and per
+    /// operation kind the retries, rollbacks, fallbacks and statements.
+    pub(super) fn request_notes(&self, engine: EngineRef<'_>, notes: &mut StepNotes) -> Result<()> {
+        let per_interval =
+            std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
+        let summary = |v: &mut Vec<u32>| -> (f64, f64, f64, usize) {
+            v.sort_unstable();
+            let mean = if v.is_empty() {
+                0.0
+            } else {
+                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
+            };
+            (mean, percentile(v, 0.5), percentile(v, 0.99), v.len())
+        };
+        let mut all: Vec<u32> = per_interval.iter().flatten().copied().collect();
+        let (mean, p50, p99, _) = summary(&mut all);
+        let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
+        let costs = std::mem::take(&mut *self.costs.lock().unwrap_or_else(|p| p.into_inner()));
+        let requests: u64 = costs.iter().map(|c| c.ops).sum();
+        let statements: u64 = costs.iter().map(|c| c.statements).sum();
+        // Before the check's own queries.
+        self.client_cost(engine, requests, statements, notes)?;
+        let check = self.store(engine)?.check()?;
+        notes.extras.extend([
+            ("getlinkslist_rows_mean".into(), mean),
+            ("getlinkslist_rows_p50".into(), p50),
+            ("getlinkslist_rows_p99".into(), p99),
+            ("multiget_found".into(), found as f64),
+            ("multiget_not_found".into(), missing as f64),
+            ("consistency_pairs".into(), check.pairs as f64),
+            ("consistency_mismatches".into(), check.mismatches as f64),
+        ]);
+        let mut by_interval = Vec::new();
+        for (i, mut v) in per_interval.into_iter().enumerate() {
+            let (m, p5, p9, n) = summary(&mut v);
+            if n == 0 {
+                continue;
+            }
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_mean.interval.{i}"), m));
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_p50.interval.{i}"), p5));
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_p99.interval.{i}"), p9));
+            by_interval.push(format!("{m:.1}/{p5}/{p9}"));
+        }
+        let mut total = OpTotals::default();
+        let (mut said, mut stmts) = (Vec::new(), Vec::new());
+        for (op, c) in LinkOp::ALL.iter().zip(&costs) {
+            total.add(c);
+            let link_write = matches!(
+                op,
+                LinkOp::AddLink | LinkOp::DeleteLink | LinkOp::UpdateLink
+            );
+            // The link writes always (a 0 is a finding too); others when retried.
+            if link_write || c.retries > 0 {
+                notes
+                    .extras
+                    .push((format!("retried_ops.{op}"), c.retried_ops as f64));
+                notes
+                    .extras
+                    .push((format!("retries.{op}"), c.retries as f64));
+                said.push(format!("{op} {} in {} ops", c.retries, c.ops));
+            }
+            if c.ops == 0 {
+                continue;
+            }
+            notes
+                .extras
+                .push((format!("rollbacks.{op}"), c.rollbacks as f64));
+            notes
+                .extras
+                .push((format!("fallbacks.{op}"), c.fallbacks as f64));
+            if c.statements > 0 {
+                let per = c.statements as f64 / c.ops as f64;
+                notes.extras.push((format!("statements_per_op.{op}"), per));
+                let extra = match (c.rollbacks, c.fallbacks) {
+                    (0, 0) => String::new(),
+                    (r, f) => format!(" ({r} rollbacks, {f} fallbacks)"),
+                };
+                stmts.push(format!("{op} {per:.2}{extra}"));
+            }
+        }
+        notes.lines.insert(0, format!(
+            "GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"
+        ));
+        if by_interval.len() > 1 {
+            notes.lines.push(format!(
+                "GET_LINKS_LIST rows per interval (mean/p50/p99): {}",
+                by_interval.join(", ")
+            ));
+        }
+        if total.statements > 0 && total.ops > 0 {
+            let per = total.statements as f64 / total.ops as f64;
+            notes.extras.push(("statements_per_request".into(), per));
+            notes.lines.push(format!(
+                "statements per request: {per:.3} ({} variant; COMMIT and ROLLBACK included): {}",
+                self.variant,
+                stmts.join(", ")
+            ));
+        }
+        notes.lines.push(format!(
+            "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
+            check.mismatches, check.pairs
+        ));
+        notes.lines.push(format!(
+            "concurrency: {}; retries after conflicts: {}",
+            concurrency(engine),
+            said.join(", ")
+        ));
+        Ok(())
+    }
+}
+
+impl Linkbench {
+    /// The client's cost per request on a server, against its floor: the
+    /// statements per request times one loopback round trip.
+    fn client_cost(
+        &self,
+        engine: EngineRef<'_>,
+        requests: u64,
+        statements: u64,
+        notes: &mut StepNotes,
+    ) -> Result<()> {
+        let EngineRef::Sql(e) = engine else {
+            return Ok(());
+        };
+        let Some(w) = self.window.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        let server = sql::server_traffic(&mut *e.connect()?, e.dialect())?;
+        let Some(now) = crate::probe::process::read(std::process::id()) else {
+            return Ok(());
+        };
+        if requests == 0 {
+            return Ok(());
+        }
+        let n = requests as f64;
+        let per = |a: u64, b: u64| b.saturating_sub(a) as f64 / n;
+        let (cpu, user, sys) = (
+            per(w.client.cpu_us, now.cpu_us),
+            per(w.client.user_us, now.user_us),
+            per(w.client.sys_us, now.sys_us),
+        );
+        let cs = per(w.client.ctx_switches, now.ctx_switches);
+        notes.extras.extend([
+            ("client_cpu_us_per_request".to_string(), cpu),
+            ("client_user_us_per_request".to_string(), user),
+            ("client_sys_us_per_request".to_string(), sys),
+            ("client_cs_per_request".to_string(), cs),
+        ]);
+        let syscalls = match (w.client.syscalls, now.syscalls) {
+            (Some(a), Some(b)) => {
+                let v = per(a, b);
+                notes.extras.push(("client_syscalls_per_request".into(), v));
+                format!("{v:.2} system calls")
+            }
+            _ => format!(
+                "system calls not counted ({})",
+                crate::probe::syscalls::not_counted().unwrap_or_default()
+            ),
+        };
+        let said_server = match (w.server, server) {
+            (Some(a), Some(b)) => {
+                let (q, rx, tx) = (per(a[0], b[0]), per(a[1], b[1]), per(a[2], b[2]));
+                notes.extras.extend([
+                    ("server_statements_per_request".to_string(), q),
+                    ("bytes_sent_per_request".to_string(), rx),
+                    ("bytes_received_per_request".to_string(), tx),
+                ]);
+                format!(
+                    "; the server counted {q:.3} statements (Questions), {rx:.0} bytes from clients and {tx:.0} to them per request"
+                )
+            }
+            _ => format!("; {} keeps no statement or byte counters", e.kind()),
+        };
+        notes.lines.push(format!(
+            "client per request: {cpu:.1} µs CPU (user {user:.1}, system {sys:.1}), {syscalls}, {cs:.2} context switches{said_server}"
+        ));
+        match crate::probe::loopback::floor() {
+            Ok(rt) => {
+                let rts = statements as f64 / n;
+                let floor = rts * rt.cpu_us();
+                notes.extras.extend([
+                    ("loopback_round_trip_cpu_us".to_string(), rt.cpu_us()),
+                    ("client_floor_us_per_request".to_string(), floor),
+                ]);
+                notes.lines.push(format!(
+                    "client floor: {rts:.3} round trips per request x {:.1} µs client CPU per loopback round trip \
+                     ({} B request, {} B reply; user {:.1}, system {:.1}) = {floor:.1} µs; the client runs at {:.2}x its floor",
+                    rt.cpu_us(),
+                    crate::probe::loopback::REQUEST,
+                    crate::probe::loopback::REPLY,
+                    rt.user_us,
+                    rt.sys_us,
+                    if floor > 0.0 { cpu / floor } else { 0.0 }
+                ));
+            }
+            Err(why) => notes
+                .lines
+                .push(format!("client floor not measured: {why}")),
+        }
+        Ok(())
+    }
+}
