@@ -27,6 +27,7 @@ lint: deps
 bench: build
 	./bench/vs-db_bench.sh
 	./bench/linkbench-null.sh
+	./bench/loopback.sh
 
 clean:
 	$(CARGO) clean

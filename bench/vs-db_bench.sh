@@ -30,7 +30,8 @@
 #   the log ratios); the median, the mean per order and the range are
 #   printed beside it.
 # Targets: ampbench >= 0.97x db_bench on readrandom, >= 0.95x on fillrandom.
-# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=16 by default, about 14 minutes)
+# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=16 by default, about 14 minutes,
+#        then CG_NUM=20000 CG_READS=40000 under callgrind, a few minutes; ROUNDS=0 skips the timed rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUM=${NUM:-1000000}
@@ -78,6 +79,7 @@ run_ampbench() {
 }
 
 echo "== $("$DB_BENCH" --version 2>/dev/null | head -1) vs ampbench micro: num=$NUM, reads=$READS, $ROUNDS rounds, one thread"
+if [ "$ROUNDS" -gt 0 ]; then  # ROUNDS=0: only the callgrind counts below
 : > "$WORK/rows"
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then run_db_bench; run_ampbench; order="d,a"; else run_ampbench; run_db_bench; order="a,d"; fi
@@ -160,4 +162,54 @@ print("options: identical" + (" but" if diff else "") +
       " (not compared: listeners, db_bench's error-handler callback)")
 for k in diff:
     print(f"  {k[0]}.{k[1]}: db_bench {a.get(k)}  ampbench {b.get(k)}")
+PY
+fi
+
+# Instructions and first-level data-cache misses per op, under callgrind
+# (deterministic, so no rounds). Each tool runs one thread of work at two
+# sizes, and the difference between them divided by the difference in ops
+# is the cost of one more op: start-up, opening and closing cancel out.
+# fillrandom: a fill of CG_NUM and of 2*CG_NUM keys. readrandom: a fill of
+# CG_NUM keys, settled, then CG_READS and 2*CG_READS reads. Background
+# flushes and compactions run in both tools with the same options and are
+# counted in both. Target: ampbench <= 1.02x db_bench's instructions per op.
+CG_NUM=${CG_NUM:-20000}
+CG_READS=${CG_READS:-40000}
+if ! command -v valgrind >/dev/null; then
+  echo "callgrind: not measured: valgrind is not installed (run make deps)"
+  exit 0
+fi
+cg() { # cg OUT CMD...: runs CMD under callgrind; prints "Ir D1mr+D1mw"
+  local out=$1; shift
+  fresh
+  valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file="$WORK/cg.out" "$@" > "$out" 2> "$out.err" || {
+    echo "callgrind run failed: $*" >&2; tail -5 "$out.err" >&2; exit 1; }
+  awk '/Events *:/ {for (i=3;i<=NF;i++) ev[i]=$i} /Collected *:/ {for (i=4;i<=NF;i++) if (ev[i-1]=="Ir") ir=$i; else if (ev[i-1]=="D1mr"||ev[i-1]=="D1mw") d1+=$i} END {print ir, d1}' "$out.err"
+}
+cg_db_bench() { # benchmarks num reads
+  cg "$WORK/cg.txt" "$DB_BENCH" --benchmarks="$1" --num="$2" --reads="$3" --db="$WORK/db_bench" --seed=1 $COMMON
+}
+cg_ampbench() { # steps num reads
+  cg "$WORK/cg.txt" "$BIN" run -w micro -e rocksdb --steps "$1" -p num="$2" -p reads="$3" --threads 1 --settle \
+    --warmup 0 --set rocksdb.statistics=false --results "$WORK/r.db" --dir "$WORK"
+}
+echo
+echo "== under callgrind: instructions (Ir) and D1 misses per op, one more op at a time"
+fill_d1=$(cg_db_bench fillrandom "$CG_NUM" 1); fill_d2=$(cg_db_bench fillrandom $((2 * CG_NUM)) 1)
+fill_a1=$(cg_ampbench fillrandom "$CG_NUM" 1); fill_a2=$(cg_ampbench fillrandom $((2 * CG_NUM)) 1)
+read_d1=$(cg_db_bench fillrandom,flush,waitforcompaction,readrandom "$CG_NUM" "$CG_READS")
+read_d2=$(cg_db_bench fillrandom,flush,waitforcompaction,readrandom "$CG_NUM" $((2 * CG_READS)))
+read_a1=$(cg_ampbench fillrandom,readrandom "$CG_NUM" "$CG_READS")
+read_a2=$(cg_ampbench fillrandom,readrandom "$CG_NUM" $((2 * CG_READS)))
+python3 - "$CG_NUM" "$CG_READS" "$fill_d1" "$fill_d2" "$fill_a1" "$fill_a2" "$read_d1" "$read_d2" "$read_a1" "$read_a2" <<'PY'
+import sys
+n, r = int(sys.argv[1]), int(sys.argv[2])
+v = [tuple(map(float, a.split())) for a in sys.argv[3:]]
+print(f"{'step':<11} {'Ir/op db_bench':>15} {'Ir/op ampbench':>15} {'ratio':>6} {'D1miss/op db_bench':>19} {'D1miss/op ampbench':>19} {'ratio':>6}")
+for name, (d1, d2, a1, a2), ops in [("fillrandom", v[0:4], n), ("readrandom", v[4:8], r)]:
+    di, ai = (d2[0] - d1[0]) / ops, (a2[0] - a1[0]) / ops
+    dm, am = (d2[1] - d1[1]) / ops, (a2[1] - a1[1]) / ops
+    verdict = "met" if ai <= 1.02 * di else "NOT met"
+    print(f"{name:<11} {di:>15.0f} {ai:>15.0f} {ai/di:>6.3f} {dm:>19.1f} {am:>19.1f} {am/dm:>6.3f}  "
+          f"target ampbench <= 1.02x instructions: {verdict}")
 PY

@@ -3,7 +3,8 @@
 # quiet, non-interactive (CI has no stdin). Needs root (or sudo).
 set -euo pipefail
 PKGS=(librocksdb-dev rocksdb-tools libwiredtiger-dev wiredtiger liblmdb-dev libleveldb-dev
-      libsqlite3-dev libclang-dev clang pkg-config mariadb-server mariadb-plugin-rocksdb postgresql)
+      libsqlite3-dev libclang-dev clang pkg-config mariadb-server mariadb-plugin-rocksdb postgresql
+      valgrind)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

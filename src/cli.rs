@@ -36,6 +36,13 @@ enum Cmd {
     Doctor(DoctorArgs),
     /// Print the commented plan template (every key, workload and engine).
     Template,
+    /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
+    /// client's cost per statement) and print it as JSON.
+    Loopback {
+        /// Round trips to measure.
+        #[arg(long, default_value_t = 20_000)]
+        rounds: u64,
+    },
 }
 
 /// Arrival process under --rate.
@@ -321,6 +328,11 @@ pub fn main() -> Result<i32> {
         }
         Cmd::Template => {
             write!(out, "{}", crate::plan::template())?;
+            Ok(0)
+        }
+        Cmd::Loopback { rounds } => {
+            let rt = crate::probe::loopback::measure(rounds)?;
+            writeln!(out, "{}", serde_json::to_string(&rt)?)?;
             Ok(0)
         }
         Cmd::Doctor(a) => {

@@ -154,7 +154,10 @@ mod tests {
         // A child process is not ours.
         let before = super::read().unwrap();
         let st = std::process::Command::new("sh")
-            .args(["-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); : </dev/null; done"])
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); : </dev/null; done",
+            ])
             .status()
             .unwrap();
         assert!(st.success());
