@@ -114,6 +114,9 @@ struct RunArgs {
     /// Wait for the engine's background work (compaction, checkpoint) after load steps.
     #[arg(long)]
     settle: bool,
+    /// How clients reach a server engine [default: tcp, as the reference clients].
+    #[arg(long, value_enum)]
+    transport: Option<crate::engine::Transport>,
 }
 
 #[derive(Args, Debug)]
@@ -248,6 +251,7 @@ impl RunArgs {
                 .unwrap_or_else(std::env::temp_dir),
             keep: self.keep || plan.keep.unwrap_or(false),
             settle: self.settle || plan.settle.unwrap_or(false),
+            transport: self.transport.or(plan.transport).unwrap_or_default(),
         })
     }
 }

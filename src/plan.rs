@@ -43,6 +43,8 @@ pub struct Plan {
     pub keep: Option<bool>,
     /// Settle after loads.
     pub settle: Option<bool>,
+    /// How clients reach server engines.
+    pub transport: Option<crate::engine::Transport>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
@@ -161,6 +163,10 @@ pub fn template() -> String {
         (
             "settle = false",
             "wait for compaction/checkpoint after load steps",
+        ),
+        (
+            "transport = \"tcp\"",
+            "how clients reach a server engine: tcp (127.0.0.1) or socket",
         ),
     ] {
         line(&mut o, setting, comment);

@@ -61,6 +61,9 @@ pub struct RunConfig {
     pub keep: bool,
     /// Wait for engine background work after each load step.
     pub settle: bool,
+    /// How clients reach server engines.
+    #[serde(default)]
+    pub transport: crate::engine::Transport,
 }
 
 /// Writes figures and latencies to the results file as the driver reports them.
@@ -278,6 +281,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         cache_bytes: cfg.cache_bytes,
         options: cfg.sets.get(&kind).cloned().unwrap_or_default(),
         transactions: workload.transactions(),
+        transport: cfg.transport,
     };
     let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
         return Ok(After::Next);
@@ -292,6 +296,13 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     let settings = eng.settings();
     if !settings.is_empty() {
         writeln!(out, "  settings: {}", engine::options::show(&settings))?;
+    }
+    if kind.def().server {
+        writeln!(
+            out,
+            "  clients connect over {} (--transport)",
+            cfg.transport
+        )?;
     }
     let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
     let mut after = After::Next;

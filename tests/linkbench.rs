@@ -81,6 +81,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         cache_bytes: 32 << 20,
         options: EngineOptions::default(),
         transactions: w.transactions(),
+        transport: Default::default(),
     };
     let opened = engine::open(kind, &spec).unwrap();
     if let EngineRef::Sql(s) = opened.face() {
@@ -397,6 +398,7 @@ fn no_link_is_dated_in_the_future() {
         cache_bytes: 32 << 20,
         options: EngineOptions::default(),
         transactions: w.transactions(),
+        transport: Default::default(),
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
     let ctx = StepCtx {
@@ -549,4 +551,81 @@ fn kv_mapping_wiredtiger() {
 #[test]
 fn sql_mapping_mariadb_myrocks() {
     exercise(EngineKind::parse("mariadb-myrocks").unwrap());
+}
+
+/// `--transport socket` on both servers: requests run, counts stay exact,
+/// and the client's cost per request and its floor are printed.
+#[test]
+fn linkbench_over_unix_sockets() {
+    let d = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+        .args([
+            "run",
+            "-w",
+            "linkbench",
+            "-e",
+            "mariadb-innodb,postgres",
+            "-p",
+            "maxid1=1001",
+            "--threads",
+            "2",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+            "--transport",
+            "socket",
+        ])
+        .args(["--results", d.path().join("r.db").to_str().unwrap()])
+        .args(["--dir", d.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        out.matches("  clients connect over socket").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("\n  consistency check: 0 mismatches").count(),
+        2,
+        "{out}"
+    );
+    // At run time: the client's cost and its floor, for each server.
+    assert_eq!(out.matches("\n  client per request: ").count(), 2, "{out}");
+    assert_eq!(out.matches("\n  client floor: ").count(), 2, "{out}");
+    // MariaDB counts statements itself: the same as the client counted.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  client per request: ") && l.contains("Questions"))
+        .unwrap();
+    let server: f64 = line
+        .split("the server counted ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let ours: f64 = out
+        .lines()
+        .find(|l| l.starts_with("  statements per request: "))
+        .unwrap()
+        .split(' ')
+        .nth(5)
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The server also counts each statement's PREPARE (once per connection)
+    // and the status queries around the step: a few hundred in a short run.
+    assert!(
+        (server - ours).abs() < 0.05,
+        "server {server}, client {ours}: {out}"
+    );
 }

@@ -45,6 +45,7 @@ fn load_then_full_scan_counts_every_doc() {
             cache_bytes: 8 << 20,
             options: EngineOptions::default(),
             transactions: false,
+            transport: Default::default(),
         };
         let e = engine::open(kind, &spec).unwrap();
         let ctx = StepCtx {

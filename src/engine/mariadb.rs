@@ -134,6 +134,7 @@ pub struct MariaDb {
     socket: PathBuf,
     port: u16,
     table_options: String,
+    transport: super::Transport,
 }
 
 fn root_conn(socket: &Path) -> mysql::Result<mysql::Conn> {
@@ -212,7 +213,8 @@ impl MariaDb {
         let pid = server.pid();
         let mut c = root_conn(&socket).context("connecting as root over the socket")?;
         c.query_drop(
-            "CREATE DATABASE ampbench; CREATE USER 'bench'@'127.0.0.1'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'",
+            "CREATE DATABASE ampbench; CREATE USER 'bench'@'127.0.0.1'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; \
+             CREATE USER 'bench'@'localhost'; GRANT ALL ON *.* TO 'bench'@'localhost'",
         )
         .context("creating the benchmark user and database")?;
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
@@ -241,6 +243,7 @@ impl MariaDb {
             root,
             socket,
             port,
+            transport: spec.transport,
             table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
             } else {
@@ -342,21 +345,22 @@ impl SqlEngine for MariaDb {
         &self.table_options
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let c = mysql::Conn::new(
-            mysql::OptsBuilder::new()
-                .ip_or_hostname(Some("127.0.0.1"))
-                .tcp_port(self.port)
-                .user(Some("bench"))
-                .db_name(Some("ampbench"))
-                .stmt_cache_size(Some(256)),
-        )
-        .map_err(|e| {
-            anyhow!(
-                "{}: cannot connect to 127.0.0.1:{}: {e}",
-                self.info.kind,
-                self.port
-            )
-        })?;
+        let opts = mysql::OptsBuilder::new()
+            .user(Some("bench"))
+            .db_name(Some("ampbench"))
+            .stmt_cache_size(Some(256));
+        let (opts, at) = match self.transport {
+            super::Transport::Tcp => (
+                opts.ip_or_hostname(Some("127.0.0.1")).tcp_port(self.port),
+                format!("127.0.0.1:{}", self.port),
+            ),
+            super::Transport::Socket => (
+                opts.socket(Some(self.socket.to_string_lossy())),
+                self.socket.display().to_string(),
+            ),
+        };
+        let c = mysql::Conn::new(opts)
+            .map_err(|e| anyhow!("{}: cannot connect to {at}: {e}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
             durability_var: if self.myrocks {

@@ -182,6 +182,28 @@ pub struct OpenSpec {
     /// (RocksDB's OptimisticTransactionDB keeps memtable history) open
     /// them only then.
     pub transactions: bool,
+    /// How clients reach a server engine (`--transport`).
+    pub transport: Transport,
+}
+
+/// How a client reaches a server ampbench started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// TCP on 127.0.0.1, as the reference clients connect.
+    #[default]
+    Tcp,
+    /// The server's unix socket.
+    Socket,
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Tcp => "tcp",
+            Transport::Socket => "socket",
+        })
+    }
 }
 
 impl OpenSpec {
@@ -199,6 +221,7 @@ impl OpenSpec {
             cache_bytes,
             options: EngineOptions::default(),
             transactions: false,
+            transport: Transport::Tcp,
         }
     }
 }

@@ -113,6 +113,9 @@ pub struct Postgres {
     pid: u32,
     port: u16,
     db_oid: u32,
+    /// The unix socket's directory, for `--transport socket`.
+    socket_dir: std::path::PathBuf,
+    transport: super::Transport,
 }
 
 fn connect(port: u16, user: &str, db: &str) -> Result<Client, postgres::Error> {
@@ -193,6 +196,8 @@ impl Postgres {
             pid,
             port,
             db_oid: oid,
+            socket_dir: root,
+            transport: spec.transport,
         })
     }
 }
@@ -329,8 +334,18 @@ impl SqlEngine for Postgres {
         ""
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let c = connect(self.port, "bench", "ampbench")
-            .map_err(|e| anyhow!("postgres: cannot connect to 127.0.0.1:{}: {e}", self.port))?;
+        let host = match self.transport {
+            super::Transport::Tcp => "127.0.0.1".to_string(),
+            super::Transport::Socket => self.socket_dir.display().to_string(),
+        };
+        let c = Client::connect(
+            &format!(
+                "host={host} port={} user=bench dbname=ampbench connect_timeout=5",
+                self.port
+            ),
+            NoTls,
+        )
+        .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
         Ok(Box::new(PgConn {
             c,
             stmts: HashMap::new(),

@@ -131,12 +131,11 @@ impl Linkbench {
             if c.ops == 0 {
                 continue;
             }
-            notes
-                .extras
-                .push((format!("rollbacks.{op}"), c.rollbacks as f64));
-            notes
-                .extras
-                .push((format!("fallbacks.{op}"), c.fallbacks as f64));
+            if link_write || c.rollbacks > 0 || c.fallbacks > 0 {
+                let (r, f) = (c.rollbacks as f64, c.fallbacks as f64);
+                notes.extras.push((format!("rollbacks.{op}"), r));
+                notes.extras.push((format!("fallbacks.{op}"), f));
+            }
             if c.statements > 0 {
                 let per = c.statements as f64 / c.ops as f64;
                 notes.extras.push((format!("statements_per_op.{op}"), per));
