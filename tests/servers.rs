@@ -338,7 +338,8 @@ fn kv_workloads_on_servers() {
             .unwrap();
         assert!(
             o.status.success(),
-            "{w}: {}",
+            "{w}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr)
         );
         let out = Command::new(BIN)

@@ -305,12 +305,14 @@ impl SqlConn for MySqlConn {
         Ok(self.c.affected_rows())
     }
     fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        let rows: Vec<mysql::Row> = self.c.exec(sql, to_mysql(params))?;
-        Ok(rows
-            .into_iter()
-            // `Row::unwrap` returns the row's values (it cannot fail), not Option::unwrap.
-            .map(|r| r.unwrap().into_iter().map(from_mysql).collect())
-            .collect())
+        // Rows converted as they are read (no intermediate Vec of rows);
+        // `Row::unwrap` returns the row's values (it cannot fail), not
+        // Option::unwrap.
+        let mut out = Vec::new();
+        for r in self.c.exec_iter(sql, to_mysql(params))? {
+            out.push(r?.unwrap().into_iter().map(from_mysql).collect());
+        }
+        Ok(out)
     }
     fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.c.query_drop(sql)?)

@@ -207,13 +207,20 @@ fn int(c: &Cell) -> u64 {
     c.int().unwrap_or(0) as u64
 }
 
-fn link_of(r: &[Cell]) -> Link {
+/// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
+/// copied.
+fn link_of(mut r: Vec<Cell>) -> Link {
+    let data = match std::mem::replace(&mut r[4], Cell::Null) {
+        Cell::Bytes(b) => b,
+        Cell::Text(t) => t.into_bytes(),
+        _ => Vec::new(),
+    };
     Link {
         id1: int(&r[0]),
         id2: int(&r[1]),
         link_type: int(&r[2]),
         visible: int(&r[3]) == 1,
-        data: r[4].bytes().unwrap_or_default().to_vec(),
+        data,
         time: int(&r[5]),
         version: int(&r[6]) as u32,
     }
@@ -440,7 +447,7 @@ impl LinkStore for SqlLinks {
         let n = id2s.len();
         self.t.prepare_multiget(n);
         let rows = self.auto(|c, t| c.ac_query(t.multiget(n), &p))?;
-        Ok(rows.iter().map(|r| link_of(r)).collect())
+        Ok(rows.into_iter().map(link_of).collect())
     }
 
     fn get_links_list(
@@ -460,7 +467,7 @@ impl LinkStore for SqlLinks {
             Val::Int(offset as i64),
         ];
         let rows = self.auto(|c, t| c.ac_query(&t.links_list, &p))?;
-        Ok(rows.iter().map(|r| link_of(r)).collect())
+        Ok(rows.into_iter().map(link_of).collect())
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
