@@ -19,7 +19,8 @@ def show(name, xs):
     m = statistics.mean(xs)
     half = 2.262 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
     print(f"{name:<28} {m:8.2f} us  (95% interval {m-half:.2f}-{m+half:.2f}, range {min(xs):.2f}-{max(xs):.2f})")
-print(f"== loopback round trip, {len(rows)} runs of {rows[0][\"rounds\"]}")
+n = rows[0]["rounds"]
+print(f"== loopback round trip, {len(rows)} runs of {n}")
 show("client CPU per round trip", [r["user_us"] + r["sys_us"] for r in rows])
 show("  user", [r["user_us"] for r in rows])
 show("  system", [r["sys_us"] for r in rows])
