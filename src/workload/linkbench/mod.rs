@@ -392,7 +392,7 @@ impl Workload for Linkbench {
             ),
             LinkbenchStep::Request => {
                 if let EngineRef::Sql(e) = engine {
-                    let server = sql::server_traffic(&mut *e.connect()?, e.dialect())?;
+                    let server = notes::server_traffic(&mut *e.connect()?, e.dialect())?;
                     let client = crate::probe::process::read(std::process::id());
                     *self.window.lock().unwrap_or_else(|p| p.into_inner()) =
                         client.map(|client| Window { client, server });

@@ -6,8 +6,9 @@
 
 use anyhow::Result;
 
-use super::{LinkOp, Linkbench, concurrency, sql, store};
+use super::{LinkOp, Linkbench, concurrency, store};
 use crate::engine::EngineRef;
+use crate::engine::sql::{Dialect, SqlConn};
 use crate::workload::StepNotes;
 
 /// Counters at the request step's start, for the client's cost per
@@ -193,7 +194,7 @@ impl Linkbench {
         let Some(w) = self.window.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return Ok(());
         };
-        let server = sql::server_traffic(&mut *e.connect()?, e.dialect())?;
+        let server = server_traffic(&mut *e.connect()?, e.dialect())?;
         let Some(now) = crate::probe::process::read(std::process::id()) else {
             return Ok(());
         };
@@ -267,4 +268,28 @@ impl Linkbench {
         }
         Ok(())
     }
+}
+
+/// The server's own counters of what clients sent it: statements
+/// (MariaDB's `Questions`), bytes received and bytes sent. `None` where
+/// the server keeps no such counters (PostgreSQL).
+pub fn server_traffic(c: &mut dyn SqlConn, d: Dialect) -> Result<Option<[u64; 3]>> {
+    if d != Dialect::MySql {
+        return Ok(None);
+    }
+    let rows = c.query(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Bytes_received', 'Bytes_sent')",
+        &[],
+    )?;
+    let mut v = [0u64; 3];
+    for r in rows {
+        let i = match r[0].text().as_str() {
+            "Questions" => 0,
+            "Bytes_received" => 1,
+            "Bytes_sent" => 2,
+            _ => continue,
+        };
+        v[i] = r[1].int().unwrap_or(0) as u64;
+    }
+    Ok(Some(v))
 }

@@ -615,27 +615,3 @@ impl LinkStore for SqlLinks {
 fn lost_race() -> &'static str {
     "linkbench: concurrent insert of the same link; retrying"
 }
-
-/// The server's own counters of what clients sent it: statements
-/// (MariaDB's `Questions`), bytes received and bytes sent. `None` where
-/// the server keeps no such counters (PostgreSQL).
-pub fn server_traffic(c: &mut dyn SqlConn, d: Dialect) -> Result<Option<[u64; 3]>> {
-    if d != Dialect::MySql {
-        return Ok(None);
-    }
-    let rows = c.query(
-        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Bytes_received', 'Bytes_sent')",
-        &[],
-    )?;
-    let mut v = [0u64; 3];
-    for r in rows {
-        let i = match r[0].text().as_str() {
-            "Questions" => 0,
-            "Bytes_received" => 1,
-            "Bytes_sent" => 2,
-            _ => continue,
-        };
-        v[i] = int(&r[1]);
-    }
-    Ok(Some(v))
-}
