@@ -12,6 +12,7 @@
 //! `request` (the 2011 or 2017 mix; a consistency check follows).
 //! "ops" of the load is node inserts, as in the seeds.
 
+mod conns;
 mod ddl;
 pub mod dist;
 pub mod kv;

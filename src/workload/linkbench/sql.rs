@@ -29,6 +29,7 @@
 
 use anyhow::{Result, bail};
 
+use super::conns::{Conns, int, link_params};
 use super::ddl::Texts;
 pub use super::ddl::{index_ddl, schema};
 use super::dist::Variant;
@@ -39,154 +40,6 @@ use crate::engine::sql::{Cell, Dialect, SqlConn, Val};
 /// The most switches between the insert and the update path in one
 /// ADD_LINK or UPDATE_LINK (links are never removed, so one suffices).
 const MAX_SWITCHES: usize = 10;
-
-/// The two connections and what they cost.
-struct Conns {
-    /// Link writes: autocommit off (or BEGIN sent).
-    rw: Box<dyn SqlConn>,
-    /// Reads, the fork's node writes, the load: autocommit.
-    ac: Box<dyn SqlConn>,
-    /// `rw` opens transactions by itself (no BEGIN).
-    implicit: bool,
-    cost: OpCost,
-}
-
-impl Conns {
-    fn rw_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
-        self.cost.statements += 1;
-        self.rw.execute(sql, p)
-    }
-    fn rw_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        self.cost.statements += 1;
-        self.rw.query(sql, p)
-    }
-    fn ac_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
-        self.cost.statements += 1;
-        self.ac.execute(sql, p)
-    }
-    fn ac_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        self.cost.statements += 1;
-        self.ac.query(sql, p)
-    }
-    fn begin(&mut self) -> Result<()> {
-        if !self.implicit {
-            self.cost.statements += 1;
-            self.rw.begin()?;
-        }
-        Ok(())
-    }
-    fn commit(&mut self) -> Result<()> {
-        self.cost.statements += 1;
-        self.rw.commit()
-    }
-    fn rollback(&mut self) -> Result<()> {
-        self.cost.statements += 1;
-        self.cost.rollbacks += 1;
-        self.rw.rollback()
-    }
-    /// The link's visibility, locked until the transaction ends.
-    fn visibility(
-        &mut self,
-        t: &Texts,
-        id1: u64,
-        link_type: u64,
-        id2: u64,
-    ) -> Result<Option<bool>> {
-        let rows = self.rw_query(
-            &t.visibility_for_update,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(id2 as i64),
-                Val::Int(link_type as i64),
-            ],
-        )?;
-        Ok(rows.first().map(|r| int(&r[0]) == 1))
-    }
-    fn count_add(
-        &mut self,
-        t: &Texts,
-        id1: u64,
-        link_type: u64,
-        base: i64,
-        now: u64,
-    ) -> Result<()> {
-        let now = now as i64;
-        self.rw_exec(
-            &t.count_add,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(link_type as i64),
-                Val::Int(base),
-                Val::Int(now),
-                Val::Int(base),
-                Val::Int(now),
-            ],
-        )?;
-        Ok(())
-    }
-    fn count_inc(
-        &mut self,
-        t: &Texts,
-        id1: u64,
-        link_type: u64,
-        delta: i64,
-        now: u64,
-    ) -> Result<()> {
-        let n = self.rw_exec(
-            &t.count_inc,
-            &[
-                Val::Int(delta),
-                Val::Int(now as i64),
-                Val::Int(id1 as i64),
-                Val::Int(link_type as i64),
-            ],
-        )?;
-        if n != 1 {
-            bail!("linkbench: no count row for ({id1}, {link_type}) to change by {delta}");
-        }
-        Ok(())
-    }
-    fn update_link(&mut self, t: &Texts, l: &Link) -> Result<u64> {
-        self.rw_exec(
-            &t.update_link,
-            &[
-                Val::Int(1),
-                Val::Bytes(&l.data),
-                Val::Int(l.version as i64),
-                Val::Int(l.time as i64),
-                Val::Int(l.id1 as i64),
-                Val::Int(l.id2 as i64),
-                Val::Int(l.link_type as i64),
-            ],
-        )
-    }
-    fn hide_link(&mut self, t: &Texts, id1: u64, link_type: u64, id2: u64) -> Result<()> {
-        self.rw_exec(
-            &t.hide_link,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(id2 as i64),
-                Val::Int(link_type as i64),
-            ],
-        )?;
-        Ok(())
-    }
-    fn insert_link(&mut self, sql: &str, l: &Link) -> Result<u64> {
-        self.rw_exec(sql, &link_params(l))
-    }
-}
-
-fn link_params(l: &Link) -> [Val<'_>; 7] {
-    [
-        Val::Int(l.id1 as i64),
-        Val::Int(l.id2 as i64),
-        Val::Int(l.link_type as i64),
-        Val::Int(i64::from(l.visible)),
-        Val::Bytes(&l.data),
-        Val::Int(l.time as i64),
-        Val::Int(l.version as i64),
-    ]
-}
 
 /// Where one attempt of the fork's link write ended.
 enum Path {
@@ -201,10 +54,6 @@ pub struct SqlLinks {
     t: Texts,
     d: Dialect,
     variant: Variant,
-}
-
-fn int(c: &Cell) -> u64 {
-    c.int().unwrap_or(0) as u64
 }
 
 /// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
@@ -390,20 +239,16 @@ impl SqlLinks {
 
 impl LinkStore for SqlLinks {
     fn add_link(&mut self, l: &Link) -> Result<Added> {
-        let mut l = l.clone();
-        l.visible = true;
         match self.variant {
-            Variant::Fork => self.fork_link(&l, true),
-            Variant::Original => self.original_link(&l),
+            Variant::Fork => self.fork_link(l, true),
+            Variant::Original => self.original_link(l),
         }
     }
 
     fn update_link(&mut self, l: &Link) -> Result<Added> {
-        let mut l = l.clone();
-        l.visible = true;
         match self.variant {
-            Variant::Fork => self.fork_link(&l, false),
-            Variant::Original => self.original_link(&l),
+            Variant::Fork => self.fork_link(l, false),
+            Variant::Original => self.original_link(l),
         }
     }
 
