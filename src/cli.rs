@@ -13,6 +13,8 @@ use crate::plan::Plan;
 use crate::report::Format;
 use crate::results::{Results, read};
 use crate::runner::{self, RunConfig};
+use crate::setup::StorageConfig;
+use crate::setup::storage::{Caps, Fs, StorageClass, parse_pair};
 use crate::workload::WorkloadKind;
 
 /// ampbench: benchmark storage engines for performance and efficiency
@@ -117,6 +119,33 @@ struct RunArgs {
     /// How clients reach a server engine [default: tcp, as the reference clients].
     #[arg(long, value_enum)]
     transport: Option<crate::engine::Transport>,
+    /// Where the data lives: a dedicated loop device throttled to a
+    /// storage class (disk-array ≈ 1k IOPS, slow-ssd ≈ 10k, fast-ssd ≈
+    /// 100k), unthrottled (dedicated), or the data directory's own disk
+    /// (native). Needs root; otherwise native, said and recorded [default: dedicated].
+    #[arg(long, value_enum)]
+    storage: Option<StorageClass>,
+    /// Filesystem on the dedicated device [default: ext4].
+    #[arg(long, value_enum)]
+    fs: Option<Fs>,
+    /// Size of the dedicated device, e.g. 4GB [default: half the free space under --dir, 1–64 GB].
+    #[arg(long)]
+    device_size: Option<String>,
+    /// IOPS cap READ[,WRITE] on the dedicated device (implies --storage custom
+    /// unless a class is given, whose cap it replaces).
+    #[arg(long)]
+    iops: Option<String>,
+    /// Bandwidth cap in MB/s READ[,WRITE] on the dedicated device (as --iops).
+    #[arg(long)]
+    mbps: Option<String>,
+    /// Memory limit for the engine's process, page cache included, e.g.
+    /// 256MB: the IO-bound configuration. Engines get their direct-IO
+    /// settings and, without --cache, a quarter of it as cache [default: unlimited].
+    #[arg(long)]
+    memory: Option<String>,
+    /// Drop the page cache before every step but the first.
+    #[arg(long)]
+    drop_caches: bool,
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +171,10 @@ struct DoctorArgs {
     /// Data directory to check (default: the system temp dir).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Remove what killed runs left (loop devices, mounts, throttles,
+    /// cgroups) and exit.
+    #[arg(long)]
+    cleanup: bool,
 }
 
 fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
@@ -160,6 +193,7 @@ impl RunArgs {
             Some(p) => Plan::load(p)?,
             None => Plan::default(),
         };
+        let storage = self.storage_config(&plan)?;
         let workload = match (self.workload, &plan.workload) {
             (Some(w), _) => w,
             (None, Some(name)) => WorkloadKind::from_str(name, false).map_err(|_| {
@@ -222,10 +256,26 @@ impl RunArgs {
         params.extend(crate::workload::params::parse_pairs(&self.param)?);
         let mut sets = plan.set_strings();
         sets.extend(self.set.iter().cloned());
-        let cache = self
-            .cache
-            .or(plan.cache.clone())
-            .unwrap_or_else(|| "256MB".into());
+        let size = |flag: &str, s: &str| {
+            options::parse_size(s).map_err(|e| UsageError(format!("--{flag}: {e}")))
+        };
+        let memory = match self.memory.as_deref().or(plan.memory.as_deref()) {
+            Some(m) => {
+                let b = size("memory", m)?;
+                if b < 16 << 20 {
+                    return Err(UsageError(format!("--memory {m}: at least 16MB")).into());
+                }
+                Some(b)
+            }
+            None => None,
+        };
+        let given_cache = self.cache.or(plan.cache.clone());
+        let cache_from_memory = given_cache.is_none() && memory.is_some();
+        let cache_bytes = match (&given_cache, memory) {
+            (Some(c), _) => size("cache", c)?,
+            (None, Some(m)) => (m / 4) >> 20 << 20,
+            (None, None) => 256 << 20,
+        };
         Ok(RunConfig {
             workload,
             engines,
@@ -239,8 +289,7 @@ impl RunArgs {
             rate,
             poisson,
             seed: self.seed.or(plan.seed).unwrap_or(crate::rng::DEFAULT_SEED),
-            cache_bytes: options::parse_size(&cache)
-                .map_err(|e| UsageError(format!("--cache: {e}")))?,
+            cache_bytes,
             results: self
                 .results
                 .or(plan.results.map(PathBuf::from))
@@ -252,6 +301,56 @@ impl RunArgs {
             keep: self.keep || plan.keep.unwrap_or(false),
             settle: self.settle || plan.settle.unwrap_or(false),
             transport: self.transport.or(plan.transport).unwrap_or_default(),
+            storage,
+            memory,
+            cache_from_memory,
+            drop_caches: self.drop_caches || plan.drop_caches.unwrap_or(false),
+        })
+    }
+
+    /// `--storage` with `--iops`/`--mbps`/`--fs`/`--device-size` (or the plan's keys).
+    fn storage_config(&self, plan: &Plan) -> Result<StorageConfig> {
+        let iops = self.iops.clone().or(plan.iops.clone());
+        let mbps = self.mbps.clone().or(plan.mbps.clone());
+        let class = match self.storage.or(plan.storage) {
+            Some(c) => c,
+            None if iops.is_some() || mbps.is_some() => StorageClass::Custom,
+            None => StorageClass::default(),
+        };
+        if class == StorageClass::Native && (iops.is_some() || mbps.is_some()) {
+            return Err(UsageError(
+                "--iops/--mbps need a dedicated device: not with --storage native".into(),
+            )
+            .into());
+        }
+        let mut caps: Caps = class.caps();
+        if let Some(s) = &iops {
+            let (r, w) = parse_pair("iops", s)?;
+            (caps.read_iops, caps.write_iops) = (Some(r), Some(w));
+        }
+        if let Some(s) = &mbps {
+            let (r, w) = parse_pair("mbps", s)?;
+            (caps.read_mbps, caps.write_mbps) = (Some(r), Some(w));
+        }
+        if class == StorageClass::Custom && caps.none() {
+            return Err(UsageError("--storage custom: give --iops and/or --mbps".into()).into());
+        }
+        let size = match self.device_size.as_deref().or(plan.device_size.as_deref()) {
+            Some(s) => {
+                let b = options::parse_size(s)
+                    .map_err(|e| UsageError(format!("--device-size: {e}")))?;
+                if b < 32 << 20 {
+                    return Err(UsageError(format!("--device-size {s}: at least 32MB")).into());
+                }
+                Some(b)
+            }
+            None => None,
+        };
+        Ok(StorageConfig {
+            class,
+            caps,
+            fs: self.fs.or(plan.fs).unwrap_or_default(),
+            size,
         })
     }
 }
@@ -337,6 +436,16 @@ pub fn main() -> Result<i32> {
         Cmd::Loopback { rounds } => {
             let rt = crate::probe::loopback::measure(rounds)?;
             writeln!(out, "{}", serde_json::to_string(&rt)?)?;
+            Ok(0)
+        }
+        Cmd::Doctor(a) if a.cleanup => {
+            let done = crate::setup::clean_leftovers();
+            if done.is_empty() {
+                writeln!(out, "nothing left by killed runs")?;
+            }
+            for l in &done {
+                writeln!(out, "{l}")?;
+            }
             Ok(0)
         }
         Cmd::Doctor(a) => {

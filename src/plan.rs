@@ -45,6 +45,20 @@ pub struct Plan {
     pub settle: Option<bool>,
     /// How clients reach server engines.
     pub transport: Option<crate::engine::Transport>,
+    /// Storage class.
+    pub storage: Option<crate::setup::storage::StorageClass>,
+    /// Filesystem on the dedicated device.
+    pub fs: Option<crate::setup::storage::Fs>,
+    /// Dedicated device size.
+    pub device_size: Option<String>,
+    /// IOPS cap `R[,W]`.
+    pub iops: Option<String>,
+    /// MB/s cap `R[,W]`.
+    pub mbps: Option<String>,
+    /// Memory limit for the engine's process.
+    pub memory: Option<String>,
+    /// Drop the page cache before every step but the first.
+    pub drop_caches: Option<bool>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
@@ -167,6 +181,28 @@ pub fn template() -> String {
         (
             "transport = \"tcp\"",
             "how clients reach a server engine: tcp (127.0.0.1) or socket",
+        ),
+        (
+            "storage = \"dedicated\"",
+            "native | dedicated | fast-ssd | slow-ssd | disk-array | custom",
+        ),
+        ("fs = \"ext4\"", "ext4 | xfs, on the dedicated device"),
+        (
+            "# device_size = \"8GB\"",
+            "default: half the free space under dir, 1-64 GB",
+        ),
+        (
+            "# iops = \"1000,500\"",
+            "IOPS cap read[,write] (custom, or replaces the class's)",
+        ),
+        ("# mbps = \"200\"", "MB/s cap read[,write]"),
+        (
+            "# memory = \"256MB\"",
+            "engine process memory limit (IO-bound); default unlimited",
+        ),
+        (
+            "drop_caches = false",
+            "drop the page cache before every step but the first",
         ),
     ] {
         line(&mut o, setting, comment);

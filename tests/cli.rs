@@ -1,25 +1,12 @@
 //! The real binary on tiny data sets against real engines.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
+mod common;
+use common::{BIN, ok, run};
+
 const ENGINES: &str = "rocksdb,wiredtiger,lmdb,leveldb,sqlite,null";
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run ampbench")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "ampbench {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&o.stderr),
-        String::from_utf8_lossy(&o.stdout)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 fn report_json(results: &Path) -> serde_json::Value {
     let out = ok(&[
@@ -187,6 +174,8 @@ fn sigkill_mid_step_keeps_completed_intervals() {
             "60",
             "--interval",
             "0.3",
+            "--storage",
+            "native",
         ])
         .args([
             "--results",
@@ -242,6 +231,8 @@ fn device_kb_written_matches_diskstats() {
         "value_size=4000",
         "-p",
         "sync=true",
+        "--storage",
+        "native",
         "--results",
         res.to_str().unwrap(),
         "--dir",

@@ -82,6 +82,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         options: EngineOptions::default(),
         transactions: w.transactions(),
         transport: Default::default(),
+        cgroup: None,
     };
     let opened = engine::open(kind, &spec).unwrap();
     if let EngineRef::Sql(s) = opened.face() {
@@ -399,6 +400,7 @@ fn no_link_is_dated_in_the_future() {
         options: EngineOptions::default(),
         transactions: w.transactions(),
         transport: Default::default(),
+        cgroup: None,
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
     let ctx = StepCtx {

@@ -138,6 +138,11 @@ pub trait StepSink {
     fn interval_latency(&mut self, idx: usize, latencies: &[(String, Latency)]) -> Result<()>;
     /// Progress: foreground ops and seconds so far in the measured phase.
     fn progress(&mut self, _ops: u64, _secs: f64) {}
+    /// Why the step must fail now (e.g. the engine ran out of memory at
+    /// its limit), checked while the step runs; None while all is well.
+    fn health(&mut self) -> Option<String> {
+        None
+    }
 }
 
 /// What a step measured.
@@ -280,6 +285,9 @@ pub fn run_step(
             && shared.fg_running.load(Ordering::SeqCst) > 0
             && !INTERRUPTED.load(Ordering::Relaxed)
         {
+            if let Some(why) = sink.health() {
+                shared.fail(why);
+            }
             std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
         }
         let t0 = Instant::now();
@@ -314,6 +322,9 @@ pub fn run_step(
             sink.interval(&rec)
         };
         loop {
+            if let Some(why) = sink.health() {
+                shared.fail(why);
+            }
             let now = Instant::now();
             let running = shared.fg_running.load(Ordering::SeqCst) > 0;
             let stopping =

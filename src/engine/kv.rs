@@ -317,6 +317,15 @@ pub trait KvSession: Send {
     /// Applies every change of `batch` atomically.
     fn write(&mut self, batch: &WriteBatch, durability: Durability) -> Result<()>;
 
+    /// Applies every change of a load's batch. Unlike [`write`](Self::write)
+    /// the batch need not be atomic: an engine whose transactions hold
+    /// every touched page in its cache until commit (WiredTiger) applies an
+    /// unsynced batch change by change, as the ForestDB benchmark's
+    /// WiredTiger wrapper does (it opens a transaction only to sync).
+    fn write_load(&mut self, batch: &WriteBatch, durability: Durability) -> Result<()> {
+        self.write(batch, durability)
+    }
+
     /// Inserts or overwrites one key.
     fn put(&mut self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
         let mut b = WriteBatch::new();

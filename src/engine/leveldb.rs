@@ -33,6 +33,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(ffi::version()),
     default_settings,
+    io_bound: &[],
     validate,
     open: |kind, spec| Ok(Box::new(LevelDb::open(kind, spec)?)),
 }];

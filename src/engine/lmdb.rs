@@ -37,6 +37,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(ffi::version()),
     default_settings,
+    io_bound: &[],
     validate,
     open: |kind, spec| Ok(Box::new(Lmdb::open(kind, spec)?)),
 }];

@@ -36,7 +36,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{ServerProcess, free_port, managed, tail};
+use crate::setup::server::{ServerProcess, free_port, join_cgroup, managed, tail};
 
 /// The registry entries: one server, two storage engines.
 pub const ENGINES: &[EngineDef] = &[
@@ -47,6 +47,7 @@ pub const ENGINES: &[EngineDef] = &[
         server: true,
         library_version,
         default_settings: |cache| default_settings(false, cache),
+        io_bound: &[("innodb_flush_method", "O_DIRECT")],
         validate,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },
@@ -57,6 +58,10 @@ pub const ENGINES: &[EngineDef] = &[
         server: true,
         library_version,
         default_settings: |cache| default_settings(true, cache),
+        io_bound: &[
+            ("rocksdb_use_direct_reads", "ON"),
+            ("rocksdb_use_direct_io_for_flush_and_compaction", "ON"),
+        ],
         validate,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },
@@ -200,6 +205,7 @@ impl MariaDb {
         cmd.arg(format!("--defaults-file={}", cnf_path.display()));
         let slog = root.join("mariadbd.out");
         managed(&mut cmd, &slog)?;
+        join_cgroup(&mut cmd, spec.cgroup.as_deref())?;
         let sock = socket.clone();
         let server = ServerProcess::start(
             &format!("mariadbd ({kind})"),

@@ -184,6 +184,10 @@ pub struct OpenSpec {
     pub transactions: bool,
     /// How clients reach a server engine (`--transport`).
     pub transport: Transport,
+    /// A cgroup's `cgroup.procs` a server joins before it runs (the
+    /// run's memory limit); embedded engines run in ampbench, which the
+    /// runner moves into the group itself.
+    pub cgroup: Option<PathBuf>,
 }
 
 /// How a client reaches a server ampbench started.
@@ -222,6 +226,7 @@ impl OpenSpec {
             options: EngineOptions::default(),
             transactions: false,
             transport: Transport::Tcp,
+            cgroup: None,
         }
     }
 }

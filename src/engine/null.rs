@@ -21,6 +21,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(VERSION.into()),
     default_settings: |_| Vec::new(),
+    io_bound: &[],
     validate: |kind, options| options.reject_all(kind),
     open: |kind, spec| {
         spec.options.reject_all(kind)?;

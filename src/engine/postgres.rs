@@ -29,7 +29,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{ServerProcess, free_port, managed, tail, user_ids};
+use crate::setup::server::{ServerProcess, free_port, join_cgroup, managed, tail, user_ids};
 
 /// The newest installed PostgreSQL's bin directory.
 pub fn bin_dir() -> Result<PathBuf> {
@@ -102,6 +102,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: true,
     library_version,
     default_settings,
+    io_bound: &[],
     validate,
     open: |kind, spec| Ok(Box::new(Postgres::open(kind, spec)?)),
 }];
@@ -165,6 +166,12 @@ impl Postgres {
         cmd.uid(uid).gid(gid);
         let slog = root.join("postgres.log");
         managed(&mut cmd, &slog)?;
+        if let Some(procs) = &spec.cgroup {
+            // The server runs as postgres and joins the group itself.
+            std::os::unix::fs::chown(procs, Some(uid), Some(gid))
+                .with_context(|| format!("cannot give {} to postgres", procs.display()))?;
+        }
+        join_cgroup(&mut cmd, spec.cgroup.as_deref())?;
         let server = ServerProcess::start(
             "postgres",
             cmd,

@@ -50,6 +50,11 @@ pub struct EngineDef {
     pub library_version: fn() -> Result<String>,
     /// The default settings for a cache size in bytes (`--cache`).
     pub default_settings: fn(u64) -> Vec<(String, String)>,
+    /// Settings added for IO-bound runs (`--memory`): the engine's direct
+    /// IO, so reads the cache misses reach the device rather than the page
+    /// cache. Empty where the engine has none (it runs buffered; said in
+    /// the report). `--set` overrides them.
+    pub io_bound: &'static [(&'static str, &'static str)],
     /// Checks `--set` options without opening anything; the error names
     /// the first bad key.
     pub validate: fn(EngineKind, &EngineOptions) -> Result<()>,

@@ -36,6 +36,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(library_version()),
     default_settings,
+    io_bound: &[],
     validate,
     open: |kind, spec| Ok(Box::new(Sqlite::open(kind, spec)?)),
 }];

@@ -265,6 +265,7 @@ mod tests {
                 ..Default::default()
             }),
             client: None,
+            backing: None,
             dir: DirSize {
                 allocated: 0,
                 apparent: 0,
@@ -299,6 +300,7 @@ mod tests {
                 ..Default::default()
             }),
             client: None,
+            backing: None,
             dir: DirSize {
                 allocated: 30 << 20,
                 apparent: 25 << 20,

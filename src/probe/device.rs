@@ -15,6 +15,15 @@ pub struct Device {
     pub minor: u32,
 }
 
+/// The disk behind a loop device's backing file (None for other
+/// devices): what a dedicated device costs the machine's own disk.
+pub fn backing_of(dev: &Device) -> Option<Device> {
+    let file =
+        std::fs::read_to_string(format!("/sys/block/{}/loop/backing_file", dev.name)).ok()?;
+    let file = file.trim().trim_end_matches(" (deleted)");
+    device_for(Path::new(file).parent()?).ok()
+}
+
 /// The device behind `dir`, or why there is none (tmpfs, overlay, …).
 pub fn device_for(dir: &Path) -> Result<Device, String> {
     let md = std::fs::metadata(dir).map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;

@@ -42,6 +42,10 @@ pub struct Sample {
     pub client: Option<ProcCounters>,
     /// The database's size.
     pub dir: DirSize,
+    /// The counters of the disk behind a dedicated (loop) device: the
+    /// engine's IO as the machine's disk saw it.
+    #[serde(default)]
+    pub backing: Option<DiskCounters>,
 }
 
 /// What to sample: a data directory (and its device) and a process.
@@ -49,6 +53,7 @@ pub struct Sample {
 pub struct Probe {
     paths: Vec<PathBuf>,
     device: Result<Device, String>,
+    backing: Option<Device>,
     pid: u32,
 }
 
@@ -62,9 +67,11 @@ impl Probe {
     /// `paths` (files or directories), charged to `pid` (and its children
     /// when it is not us).
     pub fn with_paths(dir: &Path, paths: Vec<PathBuf>, pid: u32) -> Probe {
+        let device = device::device_for(dir);
         Probe {
             paths,
-            device: device::device_for(dir),
+            backing: device.as_ref().ok().and_then(device::backing_of),
+            device,
             pid,
         }
     }
@@ -93,6 +100,7 @@ impl Probe {
                 .then(|| process::read(std::process::id()))
                 .flatten(),
             dir: dirsize::measure_all(&self.paths),
+            backing: self.backing.as_ref().and_then(|d| diskstats::read(&d.name)),
         }
     }
 }

@@ -69,6 +69,50 @@ pub fn cgroups() -> String {
     format!("v1: {}", parts.join(", "))
 }
 
+/// Whether a memory cgroup with a limit can be made (made and removed).
+pub fn memory_limit() -> String {
+    match super::cgroup::MemCgroup::create("doctor", Some(64 << 20)) {
+        Ok(mut c) => {
+            let v = c.version();
+            match c.remove() {
+                Ok(()) => format!("works (cgroup {v:?}, page cache charged): --memory"),
+                Err(e) => format!("made but not removed: {e:#}"),
+            }
+        }
+        Err(e) => format!("not available: {e:#} (--memory cannot be used)"),
+    }
+}
+
+/// Whether a dedicated loop device can be made, and how it is throttled.
+pub fn dedicated(dir: &Path) -> String {
+    use super::storage::{Caps, Device, Fs};
+    let made = Device::create(dir, 64 << 20, Fs::Ext4).and_then(|mut d| {
+        let how = match super::cgroup::version() {
+            Some(super::cgroup::Version::V2) => {
+                "throttled by io.max in the engine's cgroup (cgroup v2)".to_string()
+            }
+            _ => {
+                let caps = Caps {
+                    read_iops: Some(1000),
+                    ..Caps::default()
+                };
+                match d.throttle_v1(&caps) {
+                    Ok(()) => {
+                        "throttled at the device (cgroup v1 blkio, writeback included)".into()
+                    }
+                    Err(e) => format!("NOT throttled: {e:#}"),
+                }
+            }
+        };
+        d.close()?;
+        Ok(how)
+    });
+    match made {
+        Ok(how) => format!("works (loop device, ext4, mount), {how}: --storage CLASS"),
+        Err(e) => format!("not available: {e:#} (runs fall back to --storage native)"),
+    }
+}
+
 /// Whether the page cache can be dropped (writes `1` to drop_caches).
 pub fn drop_caches() -> String {
     match std::fs::OpenOptions::new()
@@ -141,6 +185,8 @@ pub fn report(dir: &Path) -> (String, bool) {
     };
     let _ = writeln!(o, "data directory  {} -> {dev}", dir.display());
     let _ = writeln!(o, "cgroups         {}", cgroups());
+    let _ = writeln!(o, "memory limit    {}", memory_limit());
+    let _ = writeln!(o, "dedicated dev.  {}", dedicated(dir));
     let _ = writeln!(o, "drop_caches     {}", drop_caches());
     let _ = writeln!(o, "O_DIRECT        {}", o_direct(dir));
     (o, any)

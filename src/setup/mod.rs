@@ -1,6 +1,180 @@
-//! What changes or inspects the machine for a run: `doctor`'s checks of
-//! engines, devices, cgroups, cache dropping and direct IO. (Memory limits,
-//! IO throttling and managed servers build on these.)
+//! What changes or inspects the machine for a run, and always undoes it:
+//! a dedicated, throttled device ([`storage`]), a memory cgroup
+//! ([`cgroup`]), the class probe ([`ioprobe`]), dropping caches, local
+//! servers ([`server`]) and `doctor`'s checks.
 
+pub mod cgroup;
 pub mod doctor;
+pub mod ioprobe;
+pub mod oom;
 pub mod server;
+pub mod storage;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use storage::{Caps, Device, Fs, StorageClass};
+
+/// Where the engines' data goes and how it is throttled (`--storage`,
+/// `--fs`, `--device-size`, `--iops`, `--mbps`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StorageConfig {
+    /// The class.
+    pub class: StorageClass,
+    /// Its caps (the class's, or `--iops`/`--mbps` for custom or to
+    /// override).
+    pub caps: Caps,
+    /// Filesystem on the dedicated device.
+    pub fs: Fs,
+    /// Device size in bytes; None: half the free space under `--dir`,
+    /// between 1 GiB and 64 GiB.
+    pub size: Option<u64>,
+}
+
+/// The storage a run got: the dedicated device (None: native), what was
+/// set and measured, and why it fell back to native if it did.
+pub struct Prepared {
+    /// The device, undone on drop.
+    pub device: Option<Device>,
+    /// Where the engines' data directories are made.
+    pub parent: PathBuf,
+    /// What is recorded with the run (`config.storage_effective`).
+    pub record: serde_json::Value,
+    /// Lines for the console.
+    pub lines: Vec<String>,
+    /// Caps to apply as v2 `io.max` in each engine's cgroup (v2 only).
+    pub io_max: Option<String>,
+}
+
+/// True while a process with that PID exists (a leftover's owner).
+pub fn alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Removes what killed runs left (devices, mounts, throttles, cgroups);
+/// one line per thing removed.
+pub fn clean_leftovers() -> Vec<String> {
+    let mut v = storage::clean_leftovers(alive);
+    v.extend(cgroup::clean_leftovers(alive));
+    v
+}
+
+/// Free bytes of the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct; c is a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0)
+        .then(|| st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Makes the run's storage: for every class but native a dedicated
+/// device under `dir`, throttled, and probed once. Where the machine
+/// cannot, falls back to native and says why (one line, recorded).
+pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
+    let mut record = serde_json::json!({
+        "class": cfg.class,
+        "caps": cfg.caps,
+        "fs": cfg.fs,
+    });
+    let native = |record: serde_json::Value, lines| Prepared {
+        device: None,
+        parent: dir.to_path_buf(),
+        record,
+        lines,
+        io_max: None,
+    };
+    if cfg.class == StorageClass::Native {
+        return native(
+            record,
+            vec!["storage: native (the data directory's own disk, shared with the machine)".into()],
+        );
+    }
+    let size = cfg.size.unwrap_or_else(|| {
+        free_bytes(dir)
+            .map_or(8 << 30, |f| f / 2)
+            .clamp(1 << 30, 64 << 30)
+    });
+    let v2 = cgroup::version() == Some(cgroup::Version::V2);
+    let made = Device::create(dir, size, cfg.fs).and_then(|mut d| {
+        if !cfg.caps.none() && !v2 {
+            d.throttle_v1(&cfg.caps)?;
+        }
+        Ok(d)
+    });
+    let dev = match made {
+        Ok(d) => d,
+        Err(e) => {
+            let why = format!("{e:#}");
+            record["fallback"] = why.clone().into();
+            record["class_effective"] = "native".into();
+            return native(
+                record,
+                vec![format!(
+                    "storage: {} not possible here ({why}): running on native storage instead",
+                    cfg.class
+                )],
+            );
+        }
+    };
+    record["device"] = dev.name().into();
+    record["maj_min"] = dev.maj_min().into();
+    record["size_bytes"] = size.into();
+    record["image"] = dev.image.display().to_string().into();
+    record["throttle"] = if cfg.caps.none() {
+        "none".into()
+    } else if v2 {
+        "cgroup v2 io.max in each engine's cgroup".into()
+    } else {
+        "cgroup v1 blkio device rule (every submitter, writeback included)".into()
+    };
+    let mut lines = vec![format!(
+        "storage: {} on {} ({} {}, {:.1} GiB, image {}), {}",
+        cfg.class,
+        dev.loopdev.display(),
+        match cfg.fs {
+            Fs::Ext4 => "ext4",
+            Fs::Xfs => "xfs",
+        },
+        dev.maj_min(),
+        size as f64 / (1u64 << 30) as f64,
+        dev.image.display(),
+        cfg.caps.show()
+    )];
+    if v2 && !cfg.caps.none() {
+        lines.push(
+            "  cgroup v2: the throttle holds the engine's cgroup (io.max), not the device".into(),
+        );
+    }
+    // On v2 the probe runs unthrottled (it is not in an engine's cgroup);
+    // on v1 it sees the class.
+    if probe_secs > 0.0 {
+        match ioprobe::measure(&dev.mount, &dev.name(), probe_secs) {
+            Ok(m) => {
+                lines.push(format!("  measured: {}", m.show()));
+                record["measured"] = serde_json::to_value(m).unwrap_or_default();
+            }
+            Err(e) => {
+                lines.push(format!("  not measured: {e:#}"));
+                record["measured"] = format!("not measured: {e:#}").into();
+            }
+        }
+    }
+    Prepared {
+        parent: dev.mount.clone(),
+        io_max: (v2 && !cfg.caps.none()).then(|| storage::io_max_line(&dev.maj_min(), &cfg.caps)),
+        device: Some(dev),
+        record,
+        lines,
+    }
+}
+
+/// Drops the page cache (after `sync`), for `--drop-caches`.
+pub fn drop_caches() -> Result<(), String> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n")
+        .map_err(|e| format!("cannot write /proc/sys/vm/drop_caches: {e}"))
+}

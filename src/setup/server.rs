@@ -151,3 +151,31 @@ impl Drop for ServerProcess {
         let _ = self.stop();
     }
 }
+
+/// Makes `cmd` join a cgroup before it runs, by writing `0` (the writer
+/// itself) to the group's `cgroup.procs`: the server and every process it
+/// forks are charged to the group from their first byte.
+pub fn join_cgroup(cmd: &mut Command, procs: Option<&Path>) -> Result<()> {
+    let Some(procs) = procs else {
+        return Ok(());
+    };
+    let c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).context("cgroup path")?;
+    // SAFETY: open/write/close are async-signal-safe; the path was built
+    // before fork, so nothing is allocated in the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(c.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let err = std::io::Error::last_os_error();
+            libc::close(fd);
+            if n != 1 {
+                return Err(err);
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}

@@ -59,6 +59,10 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version,
     default_settings,
+    io_bound: &[
+        ("use_direct_reads", "true"),
+        ("use_direct_io_for_flush_and_compaction", "true"),
+    ],
     validate,
     open: |kind, spec| Ok(Box::new(RocksDb::open(kind, spec)?)),
 }];

@@ -37,7 +37,7 @@ impl DocStore for KvDocs<'_> {
         for (k, v) in docs {
             self.batch.put(self.table, k, v);
         }
-        self.session.write(&self.batch, d)
+        self.session.write_load(&self.batch, d)
     }
     fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
         self.session.get_len(self.table, key)

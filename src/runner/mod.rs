@@ -6,6 +6,11 @@
 //! (its data may be half-written); the next engine still runs. Ctrl-C ends
 //! the step in progress, records it as interrupted, and ends the run.
 
+mod env;
+
+pub use env::machine_facts;
+use env::{EngineMem, engine_cgroup, engine_options, memory_line};
+
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -22,6 +27,8 @@ use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
 use crate::rng::derive_seed;
+use crate::setup::oom::OomWatch;
+use crate::setup::{self, StorageConfig};
 use crate::workload::{Params, Step, StepCtx, Workload, WorkloadKind};
 
 /// A validated run configuration: plain data, recorded with the run.
@@ -64,11 +71,22 @@ pub struct RunConfig {
     /// How clients reach server engines.
     #[serde(default)]
     pub transport: crate::engine::Transport,
+    /// Where the data lives: native, or a dedicated throttled device.
+    pub storage: StorageConfig,
+    /// The engine process's memory limit in bytes (page cache included):
+    /// the IO-bound configuration. None: unlimited (cached).
+    pub memory: Option<u64>,
+    /// True when the cache size was derived from `memory`, not given.
+    pub cache_from_memory: bool,
+    /// Drop the page cache before every step but the first.
+    pub drop_caches: bool,
 }
 
 /// Writes figures and latencies to the results file as the driver reports them.
 struct Sink<'r> {
     results: &'r mut Results,
+    /// The memory limit's watcher and the limit, for embedded engines.
+    oom: Option<(&'r crate::setup::oom::OomWatch, u64)>,
     step: i64,
     workload: &'r dyn Workload,
     no_device: Option<String>,
@@ -105,6 +123,15 @@ impl StepSink for Sink<'_> {
     fn interval_latency(&mut self, idx: usize, l: &[(String, Latency)]) -> Result<()> {
         self.results.add_latencies(self.step, idx as i64, l)
     }
+    fn health(&mut self) -> Option<String> {
+        let (w, limit) = self.oom?;
+        (w.fired() > 0).then(|| {
+            format!(
+                "out of memory at the --memory limit of {}: the engine's process needed more (cache, write buffers and the harness); the limit was raised to let it stop cleanly. Give more --memory, or a smaller --cache or --set buffer",
+                crate::engine::options::format_size(limit)
+            )
+        })
+    }
     fn progress(&mut self, ops: u64, secs: f64) {
         let rate = if secs > 0.0 { ops as f64 / secs } else { 0.0 };
         self.bar.set_message(format!(
@@ -113,38 +140,6 @@ impl StepSink for Sink<'_> {
         ));
         self.bar.tick();
     }
-}
-
-/// Machine facts recorded with every run.
-pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let cpu = read("/proc/cpuinfo")
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .map(|s| s.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_default();
-    let mem_kb = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("MemTotal:")
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
-    let device = match crate::probe::device::device_for(dir) {
-        Ok(d) => serde_json::json!({"name": d.name, "major": d.major, "minor": d.minor}),
-        Err(why) => serde_json::json!({"none": why}),
-    };
-    serde_json::json!({
-        "kernel": read("/proc/sys/kernel/osrelease").trim(),
-        "cpu": cpu,
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "mem_bytes": mem_kb * 1024,
-        "data_dir": dir.display().to_string(),
-        "device": device,
-        "ampbench": env!("CARGO_PKG_VERSION"),
-    })
 }
 
 /// What a step's end means for the engine's remaining steps and the run.
@@ -160,6 +155,8 @@ enum After {
 /// A run in progress: its configuration, results file and outcome so far.
 struct Run<'c> {
     cfg: &'c RunConfig,
+    /// The run's storage (its device is undone when the run ends).
+    storage: setup::Prepared,
     params: Params,
     steps: Vec<Step>,
     results: Results,
@@ -203,6 +200,11 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
+    for l in setup::clean_leftovers() {
+        writeln!(out, "leftover of a killed run: {l}")?;
+    }
+    let probe_secs = if cfg.storage.caps.none() { 0.5 } else { 1.0 };
+    let storage = setup::prepare(&cfg.storage, &cfg.dir, probe_secs);
     if cfg.engines.iter().any(|e| e.def().server) {
         // Before any worker thread exists: the counter is inherited.
         if let Err(why) = crate::probe::syscalls::start() {
@@ -220,6 +222,7 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     let mut config = serde_json::to_value(cfg)?;
     config["params_effective"] = serde_json::to_value(params.effective())?;
     config["steps_run"] = serde_json::to_value(&steps)?;
+    config["storage_effective"] = storage.record.clone();
     let names =
         |v: &[EngineKind], sep: &str| v.iter().map(|e| e.name()).collect::<Vec<_>>().join(sep);
     let id = results.begin_run(&RunRecord {
@@ -229,7 +232,7 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         seed: cfg.seed,
         config,
         versions: serde_json::Value::Object(versions),
-        machine: machine_facts(&cfg.dir),
+        machine: machine_facts(&storage.parent),
     })?;
     writeln!(
         out,
@@ -245,6 +248,10 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     writeln!(out, "parameters: {}", effective.join(" "))?;
+    for l in &storage.lines {
+        writeln!(out, "{l}")?;
+    }
+    writeln!(out, "{}", memory_line(cfg))?;
     if let Some(load) = added {
         let all: Vec<&str> = steps.iter().map(|s| s.name()).collect();
         writeln!(
@@ -255,6 +262,7 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     }
     Ok(Run {
         cfg,
+        storage,
         params,
         steps,
         results,
@@ -269,23 +277,49 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
 /// its directory removed (or kept with `--keep`).
 fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<After> {
     let cfg = r.cfg;
+    let parent = r.storage.parent.clone();
     let tmp = tempfile::Builder::new()
         .prefix(&format!("ampbench-{kind}-"))
-        .tempdir_in(&cfg.dir)
-        .with_context(|| format!("cannot create a data directory in {}", cfg.dir.display()))?;
+        .tempdir_in(&parent)
+        .with_context(|| format!("cannot create a data directory in {}", parent.display()))?;
     let mut workload = cfg.workload.build(&r.params)?;
     workload.configure(&r.steps);
+    let cg = match engine_cgroup(cfg, r.storage.io_max.as_deref(), kind) {
+        Ok(cg) => cg,
+        Err(e) => {
+            writeln!(out, "{kind}: cannot limit its memory: {e:#}")?;
+            fail_open(r, kind, &format!("cannot limit its memory: {e:#}"))?;
+            return Ok(After::Next);
+        }
+    };
     let spec = OpenSpec {
         dir: tmp.path().to_path_buf(),
         tables: workload.tables(),
         cache_bytes: cfg.cache_bytes,
-        options: cfg.sets.get(&kind).cloned().unwrap_or_default(),
+        options: engine_options(cfg, kind),
         transactions: workload.transactions(),
         transport: cfg.transport,
+        cgroup: cg
+            .as_ref()
+            .filter(|_| kind.is_server())
+            .map(|c| c.procs_file()),
     };
+    let mut mem = EngineMem { cg, watch: None };
+    if let Some(c) = mem.cg.as_mut().filter(|_| !kind.is_server()) {
+        // The engine runs in this process: ampbench joins the group for
+        // the engine's lifetime, so its memory and page cache are charged.
+        mem.watch = cfg.memory.and_then(|m| OomWatch::start(c, m));
+        c.join_self()?;
+    }
     let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
         return Ok(After::Next);
     };
+    if cfg.memory.is_some() && kind.def().io_bound.is_empty() {
+        writeln!(
+            out,
+            "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"
+        )?;
+    }
     writeln!(
         out,
         "{kind} {} in {} (pid {})",
@@ -307,13 +341,33 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
     let mut after = After::Next;
     for (si, step) in r.steps.clone().into_iter().enumerate() {
-        after = run_step(r, &*eng, &*workload, &probe, (si, step), out)?;
+        if cfg.drop_caches && si > 0 {
+            if let Err(e) = setup::drop_caches() {
+                writeln!(out, "  cannot drop caches: {e}")?;
+            }
+        }
+        after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step), out)?;
         if !matches!(after, After::Next) {
             break;
         }
     }
     if let Err(e) = eng.close() {
         writeln!(out, "{kind}: close failed: {e:#}")?;
+    }
+    drop(mem.watch.take());
+    if let Some(mut c) = mem.cg.take() {
+        if let (Some(limit), Some(peak)) = (cfg.memory, c.peak()) {
+            writeln!(
+                out,
+                "  memory cgroup: limit {:.0} MB, peak {:.0} MB, {} charges refused at the limit",
+                limit as f64 / 1e6,
+                peak as f64 / 1e6,
+                c.limit_hits().unwrap_or(0)
+            )?;
+        }
+        if let Err(e) = c.remove() {
+            writeln!(out, "{kind}: {e:#}")?;
+        }
     }
     if cfg.keep {
         writeln!(out, "  kept {}", tmp.keep().display())?;
@@ -335,18 +389,7 @@ fn open_engine(
         Ok(e) => e,
         Err(e) => {
             writeln!(out, "{kind}: cannot open: {e:#}")?;
-            let id = r.results.begin_step(
-                r.id,
-                r.ordinal,
-                kind.name(),
-                "open",
-                &serde_json::json!({}),
-            )?;
-            r.ordinal += 1;
-            let why = format!("cannot open: {e:#}");
-            r.results
-                .end_step(id, Status::Failed, Some(&why), 0.0, None)?;
-            r.status = Status::Failed;
+            fail_open(r, kind, &format!("cannot open: {e:#}"))?;
             return Ok(None);
         }
     };
@@ -363,6 +406,18 @@ fn open_engine(
         }
     }
     Ok(Some(eng))
+}
+
+/// Records a failed `open` step for an engine that could not start.
+fn fail_open(r: &mut Run<'_>, kind: EngineKind, why: &str) -> Result<()> {
+    let id = r
+        .results
+        .begin_step(r.id, r.ordinal, kind.name(), "open", &serde_json::json!({}))?;
+    r.ordinal += 1;
+    r.results
+        .end_step(id, Status::Failed, Some(why), 0.0, None)?;
+    r.status = Status::Failed;
+    Ok(())
 }
 
 /// The driver settings of step number `si`.
@@ -391,10 +446,15 @@ fn run_step(
     eng: &dyn Engine,
     workload: &dyn Workload,
     probe: &Probe,
+    mem: &EngineMem,
     (si, step): (usize, Step),
     out: &mut dyn Write,
 ) -> Result<After> {
     let cfg = r.cfg;
+    let cg = mem.cg.as_ref();
+    if let Some(c) = cg {
+        c.reset_peak();
+    }
     let kind = eng.kind();
     let ctx = step_ctx(cfg, si);
     let planned = match workload.plan(step, eng.face(), &ctx) {
@@ -423,6 +483,7 @@ fn run_step(
     r.ordinal += 1;
     let no_device = probe.device().as_ref().err().cloned();
     let mut sink = Sink {
+        oom: mem.watch.as_ref().zip(cfg.memory),
         results: &mut r.results,
         step: step_id,
         workload,
@@ -456,6 +517,14 @@ fn run_step(
             });
     if o.bg_ops > 0 {
         notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
+    }
+    if let Some(c) = cg {
+        if let Some(p) = c.peak() {
+            notes.extras.push(("mem_peak_mb".into(), p as f64 / 1e6));
+        }
+        if let Some(h) = c.limit_hits() {
+            notes.extras.push(("mem_limit_hits".into(), h as f64));
+        }
     }
     r.results
         .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;

@@ -1,0 +1,115 @@
+//! What the runner sets up around an engine: its memory cgroup and
+//! watcher, its options for an IO-bound run, and the facts and lines
+//! recorded and printed about the machine and memory.
+
+use anyhow::Result;
+
+use super::RunConfig;
+use crate::engine::{EngineKind, EngineOptions};
+use crate::setup::cgroup::MemCgroup;
+use crate::setup::oom::OomWatch;
+
+/// Machine facts recorded with every run.
+pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|s| s.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let mem_kb = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    let device = match crate::probe::device::device_for(dir) {
+        Ok(d) => serde_json::json!({"name": d.name, "major": d.major, "minor": d.minor}),
+        Err(why) => serde_json::json!({"none": why}),
+    };
+    serde_json::json!({
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+        "cpu": cpu,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "mem_bytes": mem_kb * 1024,
+        "data_dir": dir.display().to_string(),
+        "device": device,
+        "ampbench": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+/// An engine's memory cgroup and, for an embedded engine, its watcher.
+pub(super) struct EngineMem {
+    /// The group, when there is one.
+    pub(super) cg: Option<MemCgroup>,
+    /// The watcher of an embedded engine's group.
+    pub(super) watch: Option<OomWatch>,
+}
+
+/// The engine's cgroup: with `--memory`, or on cgroup v2 when the device
+/// is throttled (v2 throttles per cgroup).
+pub(super) fn engine_cgroup(
+    cfg: &RunConfig,
+    io_max: Option<&str>,
+    kind: EngineKind,
+) -> Result<Option<MemCgroup>> {
+    if cfg.memory.is_none() && io_max.is_none() {
+        return Ok(None);
+    }
+    let cg = MemCgroup::create(kind.name(), cfg.memory)?;
+    if let Some(line) = io_max {
+        cg.set_io_max(line)?;
+    }
+    Ok(Some(cg))
+}
+
+/// `--set` options over the engine's IO-bound profile (with `--memory`).
+pub(super) fn engine_options(cfg: &RunConfig, kind: EngineKind) -> EngineOptions {
+    let user = cfg.sets.get(&kind).cloned().unwrap_or_default();
+    if cfg.memory.is_none() {
+        return user;
+    }
+    let profile: Vec<(String, String)> = kind
+        .def()
+        .io_bound
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    EngineOptions {
+        pairs: user.merged_over(&profile),
+    }
+}
+
+/// The memory configuration as printed at start.
+pub(super) fn memory_line(cfg: &RunConfig) -> String {
+    let size = crate::engine::options::format_size;
+    match cfg.memory {
+        None => format!(
+            "memory: unlimited (cached configuration); engine cache {}{}",
+            size(cfg.cache_bytes),
+            if cfg.drop_caches {
+                "; page cache dropped before each step"
+            } else {
+                ""
+            }
+        ),
+        Some(m) => format!(
+            "memory: {} for the engine's process, page cache included (IO-bound configuration); engine cache {}{}{}",
+            size(m),
+            size(cfg.cache_bytes),
+            if cfg.cache_from_memory {
+                " (a quarter of --memory; --cache to choose)"
+            } else {
+                ""
+            },
+            if cfg.drop_caches {
+                "; page cache dropped before each step"
+            } else {
+                ""
+            }
+        ),
+    }
+}

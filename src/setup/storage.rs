@@ -1,0 +1,463 @@
+//! A device of the run's own: a file-backed loop device (`losetup
+//! --direct-io=on`, so the backing file is not cached a second time), a
+//! fresh filesystem mounted under `--dir`, and a throttle on the device
+//! that emulates a storage class. Device counters of the loop device see
+//! only this run. Everything is undone on close and on drop; a killed
+//! run's device (image, loop device, mount, throttle) is found by its name,
+//! `ampbench-PID-dev`, and removed by the next run or `doctor --cleanup`.
+//!
+//! The throttle: on cgroup v1 a rule for the loop device's MAJ:MIN in the
+//! root blkio group (`blkio.throttle.{read,write}_{iops,bps}_device`),
+//! which holds every submitter to it, kernel writeback threads included;
+//! on cgroup v2 an `io.max` line in the engine's cgroup (v2 attributes
+//! writeback to the cgroup that dirtied the pages).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+/// A storage class: what the dedicated device is throttled to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StorageClass {
+    /// The data directory as it is: no device of our own, no throttle.
+    Native,
+    /// A dedicated device without a throttle (the machine's own speed).
+    #[default]
+    Dedicated,
+    /// ≈ 100k IOPS, 2 GB/s: a fast NVMe SSD.
+    FastSsd,
+    /// ≈ 10k IOPS, 400 MB/s: a slow SSD.
+    SlowSsd,
+    /// ≈ 1k IOPS, 200 MB/s: an array of disks.
+    DiskArray,
+    /// `--iops R[,W]` and `--mbps R[,W]`.
+    Custom,
+}
+
+impl StorageClass {
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageClass::Native => "native",
+            StorageClass::Dedicated => "dedicated",
+            StorageClass::FastSsd => "fast-ssd",
+            StorageClass::SlowSsd => "slow-ssd",
+            StorageClass::DiskArray => "disk-array",
+            StorageClass::Custom => "custom",
+        }
+    }
+
+    /// The class's caps (custom: none until `--iops`/`--mbps` fill them).
+    pub fn caps(self) -> Caps {
+        let c = |iops: u64, mbps: u64| Caps {
+            read_iops: Some(iops),
+            write_iops: Some(iops),
+            read_mbps: Some(mbps),
+            write_mbps: Some(mbps),
+        };
+        match self {
+            StorageClass::FastSsd => c(100_000, 2_000),
+            StorageClass::SlowSsd => c(10_000, 400),
+            StorageClass::DiskArray => c(1_000, 200),
+            _ => Caps::default(),
+        }
+    }
+}
+
+impl std::fmt::Display for StorageClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// IOPS and bandwidth caps on the device; None is no cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caps {
+    /// Read operations per second.
+    pub read_iops: Option<u64>,
+    /// Write operations per second.
+    pub write_iops: Option<u64>,
+    /// Read MB/s (10⁶ bytes).
+    pub read_mbps: Option<u64>,
+    /// Write MB/s (10⁶ bytes).
+    pub write_mbps: Option<u64>,
+}
+
+impl Caps {
+    /// True when nothing is capped.
+    pub fn none(&self) -> bool {
+        *self == Caps::default()
+    }
+
+    /// `read 1000 IOPS 200 MB/s, write …` for the console.
+    pub fn show(&self) -> String {
+        if self.none() {
+            return "no throttle".into();
+        }
+        let one = |iops: Option<u64>, mbps: Option<u64>| {
+            let i = iops.map_or("∞".into(), |v| v.to_string());
+            let m = mbps.map_or("∞".into(), |v| v.to_string());
+            format!("{i} IOPS {m} MB/s")
+        };
+        format!(
+            "read {}, write {}",
+            one(self.read_iops, self.read_mbps),
+            one(self.write_iops, self.write_mbps)
+        )
+    }
+}
+
+/// Parses `R` or `R,W` (a single value caps both directions).
+pub fn parse_pair(flag: &str, s: &str) -> Result<(u64, u64), crate::UsageError> {
+    let bad = || {
+        crate::UsageError(format!(
+            "--{flag} {s}: expected a positive number, or READ,WRITE"
+        ))
+    };
+    let v: Vec<u64> = s
+        .split(',')
+        .map(|p| p.trim().parse::<u64>().ok().filter(|&n| n > 0))
+        .collect::<Option<_>>()
+        .ok_or_else(bad)?;
+    match v[..] {
+        [a] => Ok((a, a)),
+        [r, w] => Ok((r, w)),
+        _ => Err(bad()),
+    }
+}
+
+/// The filesystem made on the dedicated device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Fs {
+    /// ext4 (`mkfs.ext4`).
+    #[default]
+    Ext4,
+    /// XFS (`mkfs.xfs`, Debian's xfsprogs).
+    Xfs,
+}
+
+/// A dedicated loop device with a mounted filesystem, undone on drop.
+#[derive(Debug)]
+pub struct Device {
+    /// `/dev/loopN`.
+    pub loopdev: PathBuf,
+    /// Its major number.
+    pub major: u32,
+    /// Its minor number.
+    pub minor: u32,
+    /// The backing file.
+    pub image: PathBuf,
+    /// Where the filesystem is mounted.
+    pub mount: PathBuf,
+    /// True while a v1 device throttle is set.
+    throttled: bool,
+    closed: bool,
+}
+
+fn run(cmd: &mut Command) -> Result<String> {
+    let what = format!("{cmd:?}").replace('"', "");
+    let o = cmd.output().with_context(|| format!("cannot run {what}"))?;
+    if !o.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// The root blkio group (v1), where a device rule holds every submitter.
+fn blkio_root() -> Option<PathBuf> {
+    let p = Path::new("/sys/fs/cgroup/blkio");
+    p.join("blkio.throttle.read_iops_device")
+        .exists()
+        .then(|| p.to_path_buf())
+}
+
+/// Whether this machine can make a dedicated device: root, loop devices,
+/// mkfs for `fs`. The error says what is missing.
+pub fn check_abilities(fs: Fs) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root (loop devices and mounts need root)".into());
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Err("no loop device support (/dev/loop-control missing)".into());
+    }
+    let mkfs = match fs {
+        Fs::Ext4 => "mkfs.ext4",
+        Fs::Xfs => "mkfs.xfs",
+    };
+    let found = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        .iter()
+        .any(|d| Path::new(d).join(mkfs).exists());
+    if !found {
+        return Err(format!("{mkfs} not installed"));
+    }
+    Ok(())
+}
+
+impl Device {
+    /// Makes a `size`-byte sparse image in `parent`, a loop device on it,
+    /// a filesystem, and mounts it at `parent/ampbench-PID-dev`.
+    pub fn create(parent: &Path, size: u64, fs: Fs) -> Result<Device> {
+        check_abilities(fs).map_err(|e| anyhow!(e))?;
+        let base = parent.join(format!("ampbench-{}-dev", std::process::id()));
+        let image = base.with_extension("img");
+        let mount = base;
+        let f = std::fs::File::create(&image)
+            .with_context(|| format!("cannot create {}", image.display()))?;
+        f.set_len(size)
+            .with_context(|| format!("cannot size {}", image.display()))?;
+        drop(f);
+        let mut dev = Device {
+            loopdev: PathBuf::new(),
+            major: 0,
+            minor: 0,
+            image: image.clone(),
+            mount: mount.clone(),
+            throttled: false,
+            closed: false,
+        };
+        let loopdev = run(Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&image))?;
+        dev.loopdev = PathBuf::from(&loopdev);
+        let name = loopdev.trim_start_matches("/dev/");
+        let mm = std::fs::read_to_string(format!("/sys/block/{name}/dev"))
+            .with_context(|| format!("no /sys/block/{name}/dev"))?;
+        let (ma, mi) = mm
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| anyhow!("bad /sys/block/{name}/dev: {mm}"))?;
+        dev.major = ma.parse()?;
+        dev.minor = mi.parse()?;
+        match fs {
+            // Inode tables and journal written now, not by a background
+            // thread during the benchmark; one inode per MB of space.
+            Fs::Ext4 => run(Command::new("mkfs.ext4")
+                .args(["-q", "-F", "-T", "largefile", "-E"])
+                .arg("lazy_itable_init=0,lazy_journal_init=0")
+                .arg(&dev.loopdev))?,
+            Fs::Xfs => run(Command::new("mkfs.xfs")
+                .args(["-q", "-f"])
+                .arg(&dev.loopdev))?,
+        };
+        std::fs::create_dir_all(&mount)
+            .with_context(|| format!("cannot create {}", mount.display()))?;
+        run(Command::new("mount").arg(&dev.loopdev).arg(&mount))?;
+        Ok(dev)
+    }
+
+    /// `MAJ:MIN`.
+    pub fn maj_min(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
+
+    /// The device's name in /proc/diskstats (`loopN`).
+    pub fn name(&self) -> String {
+        self.loopdev
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Throttles the device on cgroup v1 (root blkio group). On v2 the
+    /// caller writes [`io_max_line`] to the engine's cgroup instead.
+    pub fn throttle_v1(&mut self, caps: &Caps) -> Result<()> {
+        let root = blkio_root().ok_or_else(|| anyhow!("no v1 blkio controller"))?;
+        self.throttled = true;
+        for (file, v) in rules(caps) {
+            let line = format!("{} {}", self.maj_min(), v.unwrap_or(0));
+            std::fs::write(root.join(file), &line)
+                .with_context(|| format!("cannot write '{line}' to blkio.{file}"))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the throttle, unmounts, detaches and deletes the image.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let mut errs = Vec::new();
+        if self.throttled {
+            unthrottle(&self.maj_min());
+        }
+        if let Err(e) = unmount(&self.mount) {
+            errs.push(format!("{e:#}"));
+        }
+        if !self.loopdev.as_os_str().is_empty() {
+            if let Err(e) = run(Command::new("losetup").arg("-d").arg(&self.loopdev)) {
+                errs.push(format!("{e:#}"));
+            }
+        }
+        let _ = std::fs::remove_dir(&self.mount);
+        let _ = std::fs::remove_file(&self.image);
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            bail!("{}", errs.join("; "))
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            eprintln!("ampbench: cleaning up the dedicated device: {e:#}");
+        }
+    }
+}
+
+/// The v1 throttle files and their values for caps (MB/s as bytes/s).
+fn rules(caps: &Caps) -> [(&'static str, Option<u64>); 4] {
+    [
+        ("blkio.throttle.read_iops_device", caps.read_iops),
+        ("blkio.throttle.write_iops_device", caps.write_iops),
+        (
+            "blkio.throttle.read_bps_device",
+            caps.read_mbps.map(|m| m * 1_000_000),
+        ),
+        (
+            "blkio.throttle.write_bps_device",
+            caps.write_mbps.map(|m| m * 1_000_000),
+        ),
+    ]
+}
+
+/// The cgroup v2 `io.max` line for a device and caps.
+pub fn io_max_line(maj_min: &str, caps: &Caps) -> String {
+    let v = |o: Option<u64>, scale: u64| o.map_or("max".into(), |n| (n * scale).to_string());
+    format!(
+        "{maj_min} riops={} wiops={} rbps={} wbps={}",
+        v(caps.read_iops, 1),
+        v(caps.write_iops, 1),
+        v(caps.read_mbps, 1_000_000),
+        v(caps.write_mbps, 1_000_000)
+    )
+}
+
+/// Removes every v1 throttle rule for a device (0 = no limit).
+fn unthrottle(maj_min: &str) {
+    if let Some(root) = blkio_root() {
+        for (file, _) in rules(&Caps::default()) {
+            let _ = std::fs::write(root.join(file), format!("{maj_min} 0"));
+        }
+    }
+}
+
+/// Unmounts, retrying while busy for up to 10 s, then lazily.
+fn unmount(dir: &Path) -> Result<()> {
+    if !mounted(dir) {
+        return Ok(());
+    }
+    let t0 = Instant::now();
+    loop {
+        match run(Command::new("umount").arg(dir)) {
+            Ok(_) => return Ok(()),
+            Err(_) if t0.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Err(e) => {
+                run(Command::new("umount").arg("-l").arg(dir))
+                    .with_context(|| format!("{e:#}; lazy unmount failed too"))?;
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// True when `dir` is a mount point (by /proc/self/mountinfo).
+fn mounted(dir: &Path) -> bool {
+    let Ok(canon) = dir.canonicalize() else {
+        return false;
+    };
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| Path::new(m) == canon))
+}
+
+/// The devices a killed ampbench left: every loop device whose backing
+/// file is `…/ampbench-PID-dev.img` with PID no longer running is
+/// unthrottled, unmounted, detached and its image deleted. One line each.
+pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/sys/block") else {
+        return out;
+    };
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(back) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
+            continue;
+        };
+        let back = back.trim().trim_end_matches(" (deleted)").to_string();
+        let image = PathBuf::from(&back);
+        let Some(pid) = image
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix("-dev.img"))
+            .and_then(|n| super::cgroup::leftover_pid(&format!("{n}-")))
+        else {
+            continue;
+        };
+        if alive(pid) {
+            continue;
+        }
+        let mm = std::fs::read_to_string(e.path().join("dev")).unwrap_or_default();
+        unthrottle(mm.trim());
+        let dev = format!("/dev/{name}");
+        let mounts: Vec<PathBuf> = info
+            .lines()
+            .filter(|l| l.split(" - ").nth(1).and_then(|r| r.split(' ').nth(1)) == Some(&dev))
+            .filter_map(|l| l.split(' ').nth(4).map(PathBuf::from))
+            .collect();
+        let mut errs = Vec::new();
+        for m in &mounts {
+            if let Err(err) = unmount(m) {
+                errs.push(format!("{err:#}"));
+            }
+            let _ = std::fs::remove_dir(m);
+        }
+        if let Err(err) = run(Command::new("losetup").arg("-d").arg(&dev)) {
+            errs.push(format!("{err:#}"));
+        }
+        let _ = std::fs::remove_file(&image);
+        out.push(if errs.is_empty() {
+            format!("removed {dev} ({back}) left by ampbench {pid}")
+        } else {
+            format!("{dev} ({back}): {}", errs.join("; "))
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_and_lines() {
+        assert_eq!(parse_pair("iops", "500").unwrap(), (500, 500));
+        assert_eq!(parse_pair("iops", "500,200").unwrap(), (500, 200));
+        assert!(parse_pair("iops", "0").is_err());
+        assert!(parse_pair("iops", "1,2,3").is_err());
+        let c = StorageClass::DiskArray.caps();
+        assert_eq!(
+            io_max_line("7:0", &c),
+            "7:0 riops=1000 wiops=1000 rbps=200000000 wbps=200000000"
+        );
+        assert_eq!(
+            rules(&c)[2],
+            ("blkio.throttle.read_bps_device", Some(200_000_000))
+        );
+        assert!(StorageClass::Dedicated.caps().none());
+    }
+}

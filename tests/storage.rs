@@ -1,0 +1,452 @@
+//! IO-bound runs on a dedicated, throttled device with a memory limit:
+//! the throttle holds for an LSM, a B-Tree and a server; a memory limit
+//! makes point reads reach the device; nothing of ours outlives a run
+//! (success, failure, Ctrl-C, kill -9 then `doctor --cleanup`); the
+//! fallback to native storage where loop devices are not allowed.
+//! Tests that need root and loop devices say why they skip.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{BIN, ok, run};
+
+/// One test at a time: each makes and throttles loop devices, and checks
+/// that no throttle rule at all remains.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Why this machine cannot run the dedicated-device tests, if it cannot.
+fn no_dedicated_device() -> Option<String> {
+    ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4).err()
+}
+
+macro_rules! need_device {
+    ($guard:ident) => {
+        let $guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(why) = no_dedicated_device() {
+            eprintln!("skipped: no dedicated device here: {why}");
+            return;
+        }
+    };
+}
+
+/// Loop devices, mounts and cgroups named after `pid` that still exist.
+fn leftovers(pid: u32) -> Vec<String> {
+    let tag = format!("ampbench-{pid}-");
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        if let Ok(b) = std::fs::read_to_string(e.path().join("loop/backing_file")) {
+            if b.contains(&tag) {
+                v.push(format!("loop device {:?} on {}", e.file_name(), b.trim()));
+            }
+        }
+    }
+    for l in std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+    {
+        if l.contains(&tag) {
+            v.push(format!("mount {l}"));
+        }
+    }
+    if let Some(home) = ampbench::setup::cgroup::own_dir(Some("memory")) {
+        for e in std::fs::read_dir(home).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().starts_with(&tag) {
+                v.push(format!("cgroup {}", e.path().display()));
+            }
+        }
+    }
+    for (f, rules) in throttle_rules() {
+        if !rules.is_empty() {
+            v.push(format!("{f}: {rules}"));
+        }
+    }
+    v
+}
+
+/// Asserts nothing of run `pid` is left.
+fn assert_clean(pid: u32) {
+    let left = leftovers(pid);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Every device rule in the root blkio group (all are ours: none should
+/// remain after a run).
+fn throttle_rules() -> Vec<(String, String)> {
+    let root = Path::new("/sys/fs/cgroup/blkio");
+    [
+        "read_iops_device",
+        "write_iops_device",
+        "read_bps_device",
+        "write_bps_device",
+    ]
+    .iter()
+    .map(|f| {
+        let t =
+            std::fs::read_to_string(root.join(format!("blkio.throttle.{f}"))).unwrap_or_default();
+        (f.to_string(), t.trim().to_string())
+    })
+    .collect()
+}
+
+/// The run's pid as printed in its storage line (`ampbench-PID-dev`).
+fn pid_of(stdout: &str) -> u32 {
+    let i = stdout.find("ampbench-").expect("a storage line") + "ampbench-".len();
+    stdout[i..].split('-').next().unwrap().parse().expect("pid")
+}
+
+/// Reads and writes the device did per second in each interval of each
+/// step: (engine, step, reads/s, writes/s, seconds).
+fn interval_iops(results: &Path) -> Vec<(String, String, f64, f64, f64)> {
+    let c = rusqlite::Connection::open(results).unwrap();
+    let mut q = c
+        .prepare(
+            "SELECT s.engine, s.step, a.sample, b.sample FROM samples a
+             JOIN samples b ON a.step_id = b.step_id AND a.interval_idx = b.interval_idx
+             JOIN steps s ON s.id = a.step_id
+             WHERE a.at = 'start' AND b.at = 'end' ORDER BY s.id, a.interval_idx",
+        )
+        .unwrap();
+    q.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })
+    .unwrap()
+    .map(|r| {
+        let (e, s, a, b) = r.unwrap();
+        let a: serde_json::Value = serde_json::from_str(&a).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&b).unwrap();
+        let secs = b["t"].as_f64().unwrap() - a["t"].as_f64().unwrap();
+        let d = |k: &str| b["disk"][k].as_f64().unwrap() - a["disk"][k].as_f64().unwrap();
+        (e, s, d("reads") / secs, d("writes") / secs, secs)
+    })
+    .collect()
+}
+
+/// A write-heavy step (synced overwrites) under a 300 IOPS cap, on an
+/// LSM, a B-Tree and a server: in every interval of at least half a
+/// second the device did at most 330 reads/s and 330 writes/s, and the
+/// write step did write.
+#[test]
+fn throttle_holds_for_lsm_btree_and_server() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-e",
+        "rocksdb,wiredtiger,mariadb-innodb",
+        "--steps",
+        "load,ows.1,owa.1",
+        "-p",
+        "docs=20000",
+        "--iops",
+        "300",
+        "--mbps",
+        "40",
+        "--device-size",
+        "2GB",
+        "--warmup",
+        "0",
+        "--duration",
+        "4",
+        "--interval",
+        "1",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(out.contains("storage: custom on /dev/loop"), "{out}");
+    assert!(out.contains("read 300 IOPS 40 MB/s"), "{out}");
+    let rows = interval_iops(&res);
+    for engine in ["rocksdb", "wiredtiger", "mariadb-innodb"] {
+        let writes: f64 = rows
+            .iter()
+            .filter(|r| r.0 == engine && r.1.starts_with("ow"))
+            .map(|r| r.3 * r.4)
+            .sum();
+        assert!(writes > 100.0, "{engine}: only {writes} device writes");
+    }
+    for (e, s, r, w, secs) in &rows {
+        if *secs >= 0.5 {
+            assert!(
+                *r <= 330.0 && *w <= 330.0,
+                "{e} {s}: {r:.0} reads/s, {w:.0} writes/s over {secs:.1}s"
+            );
+        }
+    }
+    assert_clean(pid_of(&out));
+}
+
+/// The IO-bound corner in one flag: with a 96MB memory limit (cache 24MB)
+/// a database of ~110MB answers point reads from the device (r/o > 0.3);
+/// the same run cached, on native storage, does not (r/o < 0.05). The
+/// probe stored its measured IOPS with the run.
+#[test]
+fn memory_limit_makes_point_reads_reach_the_device() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let common = [
+        "run",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "load,pq.1",
+        "-p",
+        "docs=200000",
+        "--warmup",
+        "0",
+        "--duration",
+        "2",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ];
+    let mut a = common.to_vec();
+    a.extend([
+        "--memory",
+        "96MB",
+        "--storage",
+        "slow-ssd",
+        "--device-size",
+        "2GB",
+    ]);
+    a.extend(["--set", "rocksdb.write_buffer_size=8388608"]);
+    let out = ok(&a);
+    assert!(
+        out.contains("engine cache 24MB (a quarter of --memory"),
+        "{out}"
+    );
+    assert!(out.contains("use_direct_reads=true"), "{out}");
+    let mut b = common.to_vec();
+    b.extend(["--storage", "native"]);
+    ok(&b);
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let ro = |run: i64| -> f64 {
+        c.query_row(
+            "SELECT f.value FROM figures f JOIN steps s ON s.id = f.step_id
+             WHERE s.run_id = ?1 AND s.step = 'pq.1' AND f.name = 'r_per_op' AND f.interval_idx = -1",
+            [run],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let (bound, cached) = (ro(1), ro(2));
+    assert!(bound > 0.3 && bound < 3.0, "IO-bound r/o {bound}");
+    assert!(cached < 0.05, "cached r/o {cached}");
+    let cfg: String = c
+        .query_row("SELECT config FROM runs WHERE id = 1", [], |r| r.get(0))
+        .unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    let qd1 = cfg["storage_effective"]["measured"]["read_qd1"]["ops_per_sec"]
+        .as_f64()
+        .unwrap();
+    assert!(qd1 > 1000.0 && qd1 < 11_000.0, "slow-ssd QD1 reads {qd1}/s");
+    assert_eq!(cfg["memory"], 96 << 20);
+}
+
+/// A limit the engine cannot live in: the step fails with a message
+/// naming --memory (ampbench is neither killed nor hung), and the run
+/// cleans up.
+#[test]
+fn too_little_memory_fails_the_step_with_a_message() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "run",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "load",
+        "-p",
+        "docs=200000",
+        "--memory",
+        "48MB",
+        "--device-size",
+        "1GB",
+        "--results",
+        d.path().join("r.db").to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("out of memory at the --memory limit of 48MB"),
+        "{out}"
+    );
+    assert_clean(pid_of(&out));
+}
+
+/// A device too small for the load: the step fails with "No space left"
+/// and the path, the run ends with exit 1, and nothing is left behind.
+#[test]
+fn full_device_fails_the_step_and_cleans_up() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let o = run(&[
+        "run",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "load",
+        "-p",
+        "docs=200000",
+        "--device-size",
+        "48MB",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("No space left"), "{out}");
+    assert_clean(pid_of(&out));
+}
+
+fn spawn(d: &Path, extra: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .args([
+            "run",
+            "-e",
+            "rocksdb",
+            "--steps",
+            "load,pq.1",
+            "-p",
+            "docs=20000",
+            "--memory",
+            "128MB",
+            "--warmup",
+            "0",
+            "--duration",
+            "60",
+            "--device-size",
+            "1GB",
+        ])
+        .args(extra)
+        .arg("--results")
+        .arg(d.join("r.db"))
+        .arg("--dir")
+        .arg(d)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the child's device is mounted and its cgroup exists.
+fn wait_for_setup(pid: u32) {
+    let t0 = Instant::now();
+    while leftovers(pid)
+        .iter()
+        .filter(|l| !l.contains("_device"))
+        .count()
+        < 3
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "never set up: {:?}",
+            leftovers(pid)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Into the timed step.
+    std::thread::sleep(Duration::from_secs(3));
+}
+
+/// Ctrl-C (a real SIGINT) mid-step: the run ends interrupted (exit 1)
+/// and its device, mount, throttle and cgroup are gone.
+#[test]
+fn ctrl_c_leaves_nothing() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let child = spawn(d.path(), &["--storage", "disk-array"]);
+    let pid = child.id();
+    wait_for_setup(pid);
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("interrupted"), "{out}");
+    assert_clean(pid);
+}
+
+/// kill -9 of ampbench mid-step leaves its device, mount, throttle and
+/// cgroup; `doctor --cleanup` removes them all.
+#[test]
+fn killed_run_is_cleaned_by_doctor() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let mut child = spawn(d.path(), &["--storage", "disk-array"]);
+    let pid = child.id();
+    wait_for_setup(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!leftovers(pid).is_empty(), "a killed run leaves its setup");
+    let out = ok(&["doctor", "--cleanup"]);
+    assert!(out.contains(&format!("left by ampbench {pid}")), "{out}");
+    assert_clean(pid);
+}
+
+/// Where loop devices are not allowed (here: not root), the run says so
+/// in one line, runs on native storage and records why.
+#[test]
+fn not_root_falls_back_to_native() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run ampbench as another user");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let res = d.path().join("r.db");
+    let o = Command::new("runuser")
+        .args([
+            "-u", "nobody", "--", BIN, "run", "-e", "lmdb", "--steps", "load",
+        ])
+        .args(["-p", "docs=1000", "--storage", "slow-ssd", "--results"])
+        .arg(&res)
+        .arg("--dir")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line: Vec<&str> = out.lines().filter(|l| l.starts_with("storage:")).collect();
+    assert_eq!(line.len(), 1, "{out}");
+    assert!(
+        line[0].contains("slow-ssd not possible here (not root")
+            && line[0].contains("native storage instead"),
+        "{out}"
+    );
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let cfg: String = c
+        .query_row("SELECT config FROM runs", [], |r| r.get(0))
+        .unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    assert_eq!(cfg["storage_effective"]["class_effective"], "native");
+    assert!(
+        cfg["storage_effective"]["fallback"]
+            .as_str()
+            .unwrap()
+            .contains("not root")
+    );
+}
