@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::RunConfig;
 use crate::engine::{EngineKind, EngineOptions};
 use crate::setup::cgroup::MemCgroup;
-use crate::setup::oom::OomWatch;
+use crate::setup::oom::DeathNote;
 
 /// Machine facts recorded with every run.
 pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
@@ -46,7 +46,7 @@ pub(super) struct EngineMem {
     /// The group, when there is one.
     pub(super) cg: Option<MemCgroup>,
     /// The watcher of an embedded engine's group.
-    pub(super) watch: Option<OomWatch>,
+    pub(super) watch: Option<DeathNote>,
 }
 
 /// The engine's cgroup: with `--memory`, or on cgroup v2 when the device

@@ -27,7 +27,8 @@ use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
 use crate::rng::derive_seed;
-use crate::setup::oom::OomWatch;
+use crate::setup::cgroup::MemCgroup;
+use crate::setup::oom::{DeathNote, oom_kills};
 use crate::setup::{self, StorageConfig};
 use crate::workload::{Params, Step, StepCtx, Workload, WorkloadKind};
 
@@ -85,8 +86,9 @@ pub struct RunConfig {
 /// Writes figures and latencies to the results file as the driver reports them.
 struct Sink<'r> {
     results: &'r mut Results,
-    /// The memory limit's watcher and the limit, for embedded engines.
-    oom: Option<(&'r crate::setup::oom::OomWatch, u64)>,
+    /// The engine's memory cgroup, its OOM kills at the step's start, and
+    /// the limit.
+    oom: Option<(&'r MemCgroup, u64, u64)>,
     step: i64,
     workload: &'r dyn Workload,
     no_device: Option<String>,
@@ -124,10 +126,10 @@ impl StepSink for Sink<'_> {
         self.results.add_latencies(self.step, idx as i64, l)
     }
     fn health(&mut self) -> Option<String> {
-        let (w, limit) = self.oom?;
-        (w.fired() > 0).then(|| {
+        let (cg, before, limit) = self.oom?;
+        (oom_kills(cg)? > before).then(|| {
             format!(
-                "out of memory at the --memory limit of {}: the engine's process needed more (cache, write buffers and the harness); the limit was raised to let it stop cleanly. Give more --memory, or a smaller --cache or --set buffer",
+                "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
                 crate::engine::options::format_size(limit)
             )
         })
@@ -308,7 +310,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     if let Some(c) = mem.cg.as_mut().filter(|_| !kind.is_server()) {
         // The engine runs in this process: ampbench joins the group for
         // the engine's lifetime, so its memory and page cache are charged.
-        mem.watch = cfg.memory.and_then(|m| OomWatch::start(c, m));
+        mem.watch = cfg.memory.and_then(|m| DeathNote::start(c, m, kind.name()));
         c.join_self()?;
     }
     let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
@@ -483,7 +485,7 @@ fn run_step(
     r.ordinal += 1;
     let no_device = probe.device().as_ref().err().cloned();
     let mut sink = Sink {
-        oom: mem.watch.as_ref().zip(cfg.memory),
+        oom: cg.and_then(|c| Some((c, oom_kills(c)?, cfg.memory?))),
         results: &mut r.results,
         step: step_id,
         workload,

@@ -1,147 +1,125 @@
-//! The memory limit's watcher for embedded engines (see [`OomWatch`]).
+//! Out-of-memory at the `--memory` limit, said in words.
+//!
+//! The kernel's OOM killer stays on: turning it off (cgroup v1
+//! `memory.oom_control`) makes a write(2) that cannot charge its page
+//! cache fail with ENOMEM instead, and RocksDB then aborts on its own
+//! assertion; the engine waiting at the limit for dirty pages to be
+//! written back on a throttled device is worse than a clear kill. So:
+//! - [`oom_kills`]: the group's OOM kills so far; the runner fails a step
+//!   of a server engine with that reason when the server was the victim.
+//! - [`DeathNote`]: an embedded engine runs in ampbench, so the victim is
+//!   ampbench itself. A process forked before ampbench joins the group
+//!   (outside the limit) waits on a pipe; when ampbench dies without
+//!   closing it in order, it reads the group's OOM kill count and, if the
+//!   OOM killer was the cause, prints one line saying so. It only makes
+//!   system calls (it is a fork of a threaded process: no allocation, no
+//!   locks).
 
 use super::cgroup::{MemCgroup, Version};
 
-/// Keeps an embedded engine's run alive at its memory limit: with the
-/// group's OOM killer off (cgroup v1 `memory.oom_control`), a watcher
-/// process forked before ampbench joins the group (so it is outside the
-/// limit and never blocks with it) sees the group run out of memory,
-/// raises the limit by half so the blocked threads go on, and counts it in
-/// a shared page, so the step fails with a message instead of ampbench
-/// hanging or being killed without a word. After three raises the OOM
-/// killer is turned back on. The watcher only makes system calls (no
-/// allocation, no locks: it is a fork of a threaded process) and dies
-/// with ampbench (`PR_SET_PDEATHSIG`).
-pub struct OomWatch {
-    /// A shared anonymous page: [fired count, stop flag].
-    page: *mut std::sync::atomic::AtomicU32,
+/// OOM kills in the group so far (v1 `memory.oom_control` `oom_kill`, v2
+/// `memory.events` `oom_kill`).
+pub fn oom_kills(cg: &MemCgroup) -> Option<u64> {
+    let file = match cg.version() {
+        Version::V1 => "memory.oom_control",
+        Version::V2 => "memory.events",
+    };
+    std::fs::read_to_string(cg.dir().join(file))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+}
+
+/// The watcher of an embedded engine's group (see the module doc).
+pub struct DeathNote {
+    /// The write end of the pipe; closed after `done` is written.
+    fd: libc::c_int,
     child: libc::pid_t,
 }
 
-/// Reads a small cgroup file into `buf` without allocating.
-fn read_raw(path: &std::ffi::CStr, buf: &mut [u8]) -> usize {
-    // SAFETY: open/read/close on a valid C string and a stack buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
-        if fd < 0 {
-            return 0;
-        }
-        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
-        libc::close(fd);
-        n.max(0) as usize
-    }
-}
-
-/// Writes bytes to a cgroup file without allocating.
-fn write_raw(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
-    // SAFETY: open/write/close on a valid C string and a byte slice.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
-        if fd < 0 {
-            return false;
-        }
-        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        libc::close(fd);
-        n == bytes.len() as isize
-    }
-}
-
-impl OomWatch {
-    /// Turns the OOM killer off for `cg` and starts the watcher (v1 only;
-    /// None elsewhere). Call before ampbench joins the group.
-    pub fn start(cg: &MemCgroup, limit: u64) -> Option<OomWatch> {
-        use std::sync::atomic::AtomicU32;
-        if cg.version() != Version::V1
-            || std::fs::write(cg.dir().join("memory.oom_control"), "1").is_err()
-        {
-            return None;
-        }
-        let c =
-            |f: &str| std::ffi::CString::new(cg.dir().join(f).as_os_str().as_encoded_bytes()).ok();
-        let (oom, lim) = (c("memory.oom_control")?, c("memory.limit_in_bytes")?);
-        // The raised limits, formatted now: nothing is formatted in the child.
-        let raised: Vec<Vec<u8>> = (1..=3i32)
-            .map(|i| ((limit as f64) * 1.5f64.powi(i)) as u64)
-            .map(|b| b.to_string().into_bytes())
-            .collect();
-        // SAFETY: an anonymous shared mapping of one page, checked below,
-        // unmapped on drop; two AtomicU32 fit in it and it is zeroed.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+impl DeathNote {
+    /// Starts the watcher for `cg` (call before ampbench joins it).
+    pub fn start(cg: &MemCgroup, limit: u64, engine: &str) -> Option<DeathNote> {
+        let file = match cg.version() {
+            Version::V1 => "memory.oom_control",
+            Version::V2 => "memory.events",
         };
-        if page == libc::MAP_FAILED {
+        let path =
+            std::ffi::CString::new(cg.dir().join(file).as_os_str().as_encoded_bytes()).ok()?;
+        // Formatted now: nothing is formatted in the child.
+        let note = format!(
+            "ampbench: killed by the kernel's out-of-memory killer at the --memory limit of {} while {engine} ran in it; give more --memory or a smaller --cache (results so far are in the results file; `ampbench doctor --cleanup` removes the device and cgroup)\n",
+            crate::engine::options::format_size(limit)
+        )
+        .into_bytes();
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return None;
         }
-        let page = page.cast::<AtomicU32>();
-        // SAFETY: fork; the child runs `watch` (system calls only) and _exits.
+        // SAFETY: fork; the child runs `wait_for` (system calls only) and _exits.
         let child = unsafe { libc::fork() };
         if child == 0 {
             // SAFETY: in the child: async-signal-safe calls only.
             unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                watch(&*page, &*page.add(1), &oom, &lim, &raised);
+                libc::close(fds[1]);
+                wait_for(fds[0], &path, &note);
                 libc::_exit(0);
             }
         }
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fds[0]) };
         if child < 0 {
-            // SAFETY: mapped above.
-            unsafe { libc::munmap(page.cast(), 4096) };
+            // SAFETY: our own descriptor.
+            unsafe { libc::close(fds[1]) };
             return None;
         }
-        Some(OomWatch { page, child })
-    }
-
-    /// How many times the group ran out of memory so far.
-    pub fn fired(&self) -> u32 {
-        // SAFETY: the page lives until drop.
-        unsafe { (*self.page).load(std::sync::atomic::Ordering::Relaxed) }
+        Some(DeathNote { fd: fds[1], child })
     }
 }
 
-/// The watcher's loop (in the forked child).
-fn watch(
-    fired: &std::sync::atomic::AtomicU32,
-    stop: &std::sync::atomic::AtomicU32,
-    oom: &std::ffi::CStr,
-    lim: &std::ffi::CStr,
-    raised: &[Vec<u8>],
-) {
-    use std::sync::atomic::Ordering;
-    let mut buf = [0u8; 256];
-    while stop.load(Ordering::Relaxed) == 0 {
-        let n = read_raw(oom, &mut buf);
-        if buf[..n].windows(11).any(|w| w == b"under_oom 1") {
-            let k = fired.load(Ordering::Relaxed) as usize;
-            match raised.get(k) {
-                Some(b) => write_raw(lim, b),
-                None => write_raw(oom, b"0"),
-            };
-            fired.fetch_add(1, Ordering::Relaxed);
+/// The child: reads the pipe until ampbench writes `d` (an orderly end) or
+/// dies (EOF), then, on a death with an OOM kill in the group, prints the
+/// note to the inherited stderr.
+fn wait_for(fd: libc::c_int, events: &std::ffi::CStr, note: &[u8]) {
+    let mut b = [0u8; 1];
+    // SAFETY: reads one byte into a stack buffer.
+    let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) };
+    if n == 1 && b[0] == b'd' {
+        return;
+    }
+    let mut buf = [0u8; 512];
+    // SAFETY: open/read/close on a valid C string and a stack buffer.
+    let len = unsafe {
+        let f = libc::open(events.as_ptr(), libc::O_RDONLY);
+        if f < 0 {
+            return;
         }
-        let ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 20_000_000,
-        };
-        // SAFETY: nanosleep with a valid timespec.
-        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        let len = libc::read(f, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(f);
+        len.max(0) as usize
+    };
+    let text = &buf[..len];
+    let key = b"oom_kill ";
+    let killed = text
+        .windows(key.len())
+        .position(|w| w == key)
+        .and_then(|i| text.get(i + key.len()))
+        .is_some_and(|c| c.is_ascii_digit() && *c != b'0');
+    if killed {
+        // SAFETY: writes the prepared note to stderr.
+        unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
     }
 }
 
-impl Drop for OomWatch {
+impl Drop for DeathNote {
     fn drop(&mut self) {
-        // SAFETY: the page is mapped until munmap below; the child is ours.
+        // SAFETY: our descriptor and child.
         unsafe {
-            (*self.page.add(1)).store(1, std::sync::atomic::Ordering::Relaxed);
+            libc::write(self.fd, b"d".as_ptr().cast(), 1);
+            libc::close(self.fd);
             let mut st = 0;
             libc::waitpid(self.child, &mut st, 0);
-            libc::munmap(self.page.cast(), 4096);
         }
     }
 }
