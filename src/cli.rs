@@ -80,9 +80,12 @@ struct RunArgs {
     /// Engine option ENGINE.KEY=VALUE (repeatable), passed to the engine.
     #[arg(long = "set", value_name = "ENGINE.KEY=VALUE")]
     set: Vec<String>,
-    /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads) [default: 4].
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads,
+    /// LinkBench requests) [default: 4]. A list, e.g. 1,2,4,8,16, runs each
+    /// such step at every level (`pq.n@8`) and fits the Universal
+    /// Scalability Law per engine and step.
+    #[arg(long, value_delimiter = ',')]
+    threads: Option<Vec<usize>>,
     /// Seconds of unrecorded warm-up before each timed step [default: 1].
     #[arg(long)]
     warmup: Option<f64>,
@@ -231,10 +234,16 @@ impl RunArgs {
                 );
             }
         }
-        let threads = self.threads.or(plan.threads).unwrap_or(4);
-        if threads == 0 {
-            return Err(UsageError("--threads 0: must be at least 1".into()).into());
+        let levels = match (self.threads, &plan.threads) {
+            (Some(t), _) => t,
+            (None, Some(crate::plan::Threads::One(n))) => vec![*n],
+            (None, Some(crate::plan::Threads::Many(v))) => v.clone(),
+            (None, None) => vec![4],
+        };
+        if levels.is_empty() || levels.contains(&0) {
+            return Err(UsageError("--threads: every level must be at least 1".into()).into());
         }
+        let threads = levels[0];
         let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
         if !(warmup.is_finite() && warmup >= 0.0) {
             return Err(
@@ -283,6 +292,7 @@ impl RunArgs {
             params,
             sets: options::parse_sets(&sets)?,
             threads,
+            thread_levels: if levels.len() > 1 { levels } else { Vec::new() },
             warmup,
             duration: positive("duration", self.duration.or(plan.duration).unwrap_or(3.0))?,
             interval: positive("interval", self.interval.or(plan.interval).unwrap_or(10.0))?,

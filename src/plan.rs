@@ -9,6 +9,16 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
+/// `threads = 4` or `threads = [1, 2, 4, 8]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Threads {
+    /// One level.
+    One(usize),
+    /// A sweep.
+    Many(Vec<usize>),
+}
+
 /// A plan file's contents.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,8 +29,8 @@ pub struct Plan {
     pub engines: Option<Vec<String>>,
     /// Steps.
     pub steps: Option<Vec<String>>,
-    /// Threads for multi-threaded steps.
-    pub threads: Option<usize>,
+    /// Threads for multi-threaded steps: a number, or a list to sweep.
+    pub threads: Option<Threads>,
     /// Warm-up seconds.
     pub warmup: Option<f64>,
     /// Measured seconds per timed step.
@@ -151,7 +161,10 @@ pub fn template() -> String {
             "# steps = [\"load\", \"ows.1\", \"pq.n\"]",
             "default: every step of the workload, in order",
         ),
-        ("threads = 4", "threads for multi-threaded steps"),
+        (
+            "threads = 4",
+            "threads for multi-threaded steps; [1, 2, 4, 8] sweeps them",
+        ),
         (
             "warmup = 1.0",
             "seconds, not recorded, before each timed step",

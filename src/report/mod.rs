@@ -3,6 +3,7 @@
 //! stable names, CSV, and a self-contained HTML page with charts.
 
 pub mod compare;
+pub mod concurrency;
 pub mod html;
 pub mod json;
 pub mod text;

@@ -216,6 +216,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             let _ = writeln!(o, "note: {f}");
         }
     }
+    o.push_str(&super::concurrency::render(run));
     let _ = writeln!(
         o,
         "\nops: operations/s · db.gb: data dir allocated GB · r/o, rKB/o, wKB/o: device reads, KB read, KB written per op · \

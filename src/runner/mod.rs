@@ -47,6 +47,10 @@ pub struct RunConfig {
     pub sets: BTreeMap<EngineKind, EngineOptions>,
     /// Threads for multi-threaded steps.
     pub threads: usize,
+    /// A concurrency sweep: every multi-threaded step runs at each level
+    /// (empty: no sweep, `threads` only).
+    #[serde(default)]
+    pub thread_levels: Vec<usize>,
     /// Warm-up seconds per timed step.
     pub warmup: f64,
     /// Measured seconds per timed step.
@@ -348,7 +352,17 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
                 writeln!(out, "  cannot drop caches: {e}")?;
             }
         }
-        after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step), out)?;
+        let levels: Vec<Option<usize>> = if step.concurrent() && !cfg.thread_levels.is_empty() {
+            cfg.thread_levels.iter().map(|&n| Some(n)).collect()
+        } else {
+            vec![None]
+        };
+        for level in levels {
+            after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, level), out)?;
+            if !matches!(after, After::Next) {
+                break;
+            }
+        }
         if !matches!(after, After::Next) {
             break;
         }
@@ -423,9 +437,9 @@ fn fail_open(r: &mut Run<'_>, kind: EngineKind, why: &str) -> Result<()> {
 }
 
 /// The driver settings of step number `si`.
-fn step_ctx(cfg: &RunConfig, si: usize) -> StepCtx {
+fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> StepCtx {
     StepCtx {
-        threads: cfg.threads.max(1),
+        threads: threads.unwrap_or(cfg.threads).max(1),
         warmup: Duration::from_secs_f64(cfg.warmup),
         duration: Duration::from_secs_f64(cfg.duration),
         interval: Duration::from_secs_f64(cfg.interval),
@@ -449,16 +463,21 @@ fn run_step(
     workload: &dyn Workload,
     probe: &Probe,
     mem: &EngineMem,
-    (si, step): (usize, Step),
+    (si, step, level): (usize, Step, Option<usize>),
     out: &mut dyn Write,
 ) -> Result<After> {
+    // A sweep's steps are named by their level: `pq.n@8`.
+    let label = match level {
+        Some(n) => format!("{}@{n}", step.name()),
+        None => step.name().to_string(),
+    };
     let cfg = r.cfg;
     let cg = mem.cg.as_ref();
     if let Some(c) = cg {
         c.reset_peak();
     }
     let kind = eng.kind();
-    let ctx = step_ctx(cfg, si);
+    let ctx = step_ctx(cfg, si, level);
     let planned = match workload.plan(step, eng.face(), &ctx) {
         Ok(p) => p,
         Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
@@ -481,7 +500,7 @@ fn run_step(
     });
     let step_id = r
         .results
-        .begin_step(r.id, r.ordinal, kind.name(), step.name(), &spec_json)?;
+        .begin_step(r.id, r.ordinal, kind.name(), &label, &spec_json)?;
     r.ordinal += 1;
     let no_device = probe.device().as_ref().err().cloned();
     let mut sink = Sink {
@@ -559,7 +578,7 @@ fn run_step(
     writeln!(
         out,
         "  {:<8} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
-        step.name(),
+        label,
         o.ops,
         f(Metric::OpsPerSec).unwrap_or(0.0),
         f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),

@@ -18,6 +18,9 @@ pub trait StepKind: Copy {
     /// It reads or changes data it does not load itself: a selection of
     /// such steps only gets the workload's load step first.
     fn needs_data(self) -> bool;
+    /// It runs `--threads` threads: a `--threads 1,2,4` sweep runs it at
+    /// every level.
+    fn concurrent(self) -> bool;
 }
 
 /// A step of one of the workloads.
@@ -57,6 +60,10 @@ impl Step {
     /// See [`StepKind::needs_data`].
     pub fn needs_data(self) -> bool {
         each!(self, s => s.needs_data())
+    }
+    /// See [`StepKind::concurrent`].
+    pub fn concurrent(self) -> bool {
+        each!(self, s => s.concurrent())
     }
     /// The workload it belongs to.
     pub fn workload(self) -> WorkloadKind {

@@ -58,6 +58,15 @@ impl StepKind for MicroStep {
             MicroStep::Readrandom | MicroStep::Readwhilewriting | MicroStep::Seekrandom
         )
     }
+    fn concurrent(self) -> bool {
+        matches!(
+            self,
+            MicroStep::Overwrite
+                | MicroStep::Readrandom
+                | MicroStep::Readwhilewriting
+                | MicroStep::Seekrandom
+        )
+    }
 }
 
 crate::named! {

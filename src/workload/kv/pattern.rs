@@ -76,6 +76,9 @@ impl StepKind for PatternStep {
     fn needs_data(self) -> bool {
         self != PatternStep::Load
     }
+    fn concurrent(self) -> bool {
+        self.name().ends_with(".n")
+    }
 }
 
 crate::named! {

@@ -57,6 +57,9 @@ impl StepKind for YcsbStep {
     fn needs_data(self) -> bool {
         self != YcsbStep::Load
     }
+    fn concurrent(self) -> bool {
+        self != YcsbStep::Load
+    }
 }
 
 /// Parameters and defaults (YCSB's names).

@@ -61,6 +61,9 @@ impl StepKind for LinkbenchStep {
     fn needs_data(self) -> bool {
         self != LinkbenchStep::Load
     }
+    fn concurrent(self) -> bool {
+        self == LinkbenchStep::Request
+    }
 }
 
 /// Parameters and defaults (LinkBench's names where it has one).
