@@ -28,6 +28,7 @@ bench: build
 	./bench/vs-db_bench.sh
 	./bench/linkbench-null.sh
 	./bench/loopback.sh
+	./bench/io-harness.sh
 
 clean:
 	$(CARGO) clean
