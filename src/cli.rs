@@ -149,6 +149,21 @@ struct RunArgs {
     /// Drop the page cache before every step but the first.
     #[arg(long)]
     drop_caches: bool,
+    /// The preset for either corner: `io` limits memory to a quarter of the
+    /// data the load writes (or to --memory), `cache` leaves it unlimited
+    /// [default: cache, or io when --memory is given].
+    #[arg(long, value_enum)]
+    bound: Option<Bound>,
+}
+
+/// Cached or IO-bound (`--bound`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// No memory limit: the data fits in memory.
+    Cache,
+    /// A memory limit well below the data.
+    Io,
 }
 
 #[derive(Args, Debug)]
@@ -268,7 +283,7 @@ impl RunArgs {
         let size = |flag: &str, s: &str| {
             options::parse_size(s).map_err(|e| UsageError(format!("--{flag}: {e}")))
         };
-        let memory = match self.memory.as_deref().or(plan.memory.as_deref()) {
+        let given_memory = match self.memory.as_deref().or(plan.memory.as_deref()) {
             Some(m) => {
                 let b = size("memory", m)?;
                 if b < 16 << 20 {
@@ -277,6 +292,31 @@ impl RunArgs {
                 Some(b)
             }
             None => None,
+        };
+        let bound = self.bound.or(plan.bound);
+        let mut data_bytes = None;
+        let memory = match (bound, given_memory) {
+            (Some(Bound::Cache), Some(_)) => {
+                return Err(UsageError(
+                    "--bound cache: not with --memory (cache means no limit)".into(),
+                )
+                .into());
+            }
+            (Some(Bound::Io), None) => {
+                let p = crate::workload::Params::new(workload.name(), workload.params(), &params)?;
+                let Some(bytes) = workload.expected_bytes(&p)? else {
+                    return Err(UsageError(format!(
+                        "--bound io: give --memory for workload {} (its data size is not known before the load)",
+                        workload.name()
+                    ))
+                    .into());
+                };
+                data_bytes = Some(bytes);
+                // A quarter of the data, in whole MB, at least 64MB (at 32MB
+                // the harness and LMDB's page cache alone were OOM-killed).
+                Some(((bytes / 4) >> 20).max(64) << 20)
+            }
+            (_, m) => m,
         };
         let given_cache = self.cache.or(plan.cache.clone());
         let cache_from_memory = given_cache.is_none() && memory.is_some();
@@ -313,6 +353,12 @@ impl RunArgs {
             transport: self.transport.or(plan.transport).unwrap_or_default(),
             storage,
             memory,
+            bound: if memory.is_some() {
+                Bound::Io
+            } else {
+                Bound::Cache
+            },
+            memory_from_data: data_bytes,
             cache_from_memory,
             drop_caches: self.drop_caches || plan.drop_caches.unwrap_or(false),
         })

@@ -67,6 +67,8 @@ pub struct Plan {
     pub mbps: Option<String>,
     /// Memory limit for the engine's process.
     pub memory: Option<String>,
+    /// `cache` or `io`.
+    pub bound: Option<crate::cli::Bound>,
     /// Drop the page cache before every step but the first.
     pub drop_caches: Option<bool>,
     /// Workload parameters.
@@ -212,6 +214,10 @@ pub fn template() -> String {
         (
             "# memory = \"256MB\"",
             "engine process memory limit (IO-bound); default unlimited",
+        ),
+        (
+            "# bound = \"io\"",
+            "io: memory = a quarter of the loaded data (or memory); cache: unlimited",
         ),
         (
             "drop_caches = false",

@@ -222,7 +222,7 @@ fn memory_limit_makes_point_reads_reach_the_device() {
     a.extend(["--set", "rocksdb.write_buffer_size=8388608"]);
     let out = ok(&a);
     assert!(
-        out.contains("engine cache 24MB (a quarter of --memory"),
+        out.contains("engine cache 24MB (a quarter of the limit"),
         "{out}"
     );
     assert!(out.contains("use_direct_reads=true"), "{out}");
@@ -456,4 +456,57 @@ fn not_root_falls_back_to_native() {
             .unwrap()
             .contains("not root")
     );
+}
+
+/// `--bound io` without `--memory` limits memory to a quarter of what
+/// the load writes (here 20000 × (32 + 512) bytes = 10.9 MB, so the 64MB
+/// floor), recorded; `--bound cache` with `--memory` and `--bound io` on
+/// LinkBench without `--memory` are one-line errors (exit 2).
+#[test]
+fn bound_presets() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-e",
+        "lmdb",
+        "--steps",
+        "load,pq.1",
+        "-p",
+        "docs=20000",
+        "--bound",
+        "io",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--storage",
+        "native",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("memory: 64MB (--bound io: a quarter of the 11 MB the load writes)"),
+        "{out}"
+    );
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let cfg: String = c
+        .query_row("SELECT config FROM runs", [], |r| r.get(0))
+        .unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    assert_eq!(cfg["bound"], "io");
+    assert_eq!(cfg["memory_from_data"], 20000 * 544);
+    for args in [
+        &["run", "--bound", "cache", "--memory", "1GB"][..],
+        &["run", "-w", "linkbench", "--bound", "io"][..],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("--bound"), "{err}");
+    }
 }

@@ -97,16 +97,25 @@ pub(super) fn memory_line(cfg: &RunConfig) -> String {
             }
         ),
         Some(m) => format!(
-            "memory: {} for the engine's process, page cache included (IO-bound configuration); engine cache {}{}{}",
+            "memory: {}{} for the engine's process, page cache included (IO-bound configuration); engine cache {}{}{}{}",
             size(m),
+            cfg.memory_from_data.map_or(String::new(), |d| format!(
+                " (--bound io: a quarter of the {:.0} MB the load writes)",
+                d as f64 / 1e6
+            )),
             size(cfg.cache_bytes),
             if cfg.cache_from_memory {
-                " (a quarter of --memory; --cache to choose)"
+                " (a quarter of the limit; --cache to choose)"
             } else {
                 ""
             },
             if cfg.drop_caches {
                 "; page cache dropped before each step"
+            } else {
+                ""
+            },
+            if m < 256 << 20 {
+                "\n  note: below 256MB, an engine whose own memory is larger (RocksDB's defaults: two 64MB memtables and its cache) is killed at the limit"
             } else {
                 ""
             }

@@ -81,6 +81,12 @@ pub struct RunConfig {
     /// The engine process's memory limit in bytes (page cache included):
     /// the IO-bound configuration. None: unlimited (cached).
     pub memory: Option<u64>,
+    /// Which corner ran: `io` when a memory limit applied, else `cache`.
+    pub bound: crate::cli::Bound,
+    /// With `--bound io` and no `--memory`: the logical bytes the load
+    /// writes, a quarter of which is the limit.
+    #[serde(default)]
+    pub memory_from_data: Option<u64>,
     /// True when the cache size was derived from `memory`, not given.
     pub cache_from_memory: bool,
     /// Drop the page cache before every step but the first.

@@ -179,6 +179,25 @@ impl WorkloadKind {
         }
     }
 
+    /// The logical bytes (user keys + values) its load writes, from the
+    /// parameters, where that is a product of them (not for LinkBench,
+    /// whose sizes come from its distributions).
+    pub fn expected_bytes(self, p: &Params) -> Result<Option<u64>, crate::UsageError> {
+        Ok(match self {
+            WorkloadKind::Pattern => {
+                Some(p.u64("docs")? * (p.u64("key_len")? + p.f64("value_median")?.max(0.0) as u64))
+            }
+            // Keys are `user` and a number: about 23 bytes.
+            WorkloadKind::Ycsb => {
+                Some(p.u64("recordcount")? * (23 + p.u64("fieldcount")? * p.u64("fieldlength")?))
+            }
+            WorkloadKind::Micro => {
+                Some(p.u64("num")? * (p.u64("key_size")? + p.u64("value_size")?))
+            }
+            WorkloadKind::Linkbench => None,
+        })
+    }
+
     /// Builds a fresh instance (one per engine).
     pub fn build(self, p: &Params) -> Result<Box<dyn Workload>> {
         Ok(match self {
