@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{BIN, ok, run};
+use common::{BIN, ok, run, run_config};
 
 /// One test at a time: each makes and throttles loop devices, and checks
 /// that no throttle rule at all remains.
@@ -242,10 +242,7 @@ fn memory_limit_makes_point_reads_reach_the_device() {
     let (bound, cached) = (ro(1), ro(2));
     assert!(bound > 0.3 && bound < 3.0, "IO-bound r/o {bound}");
     assert!(cached < 0.05, "cached r/o {cached}");
-    let cfg: String = c
-        .query_row("SELECT config FROM runs WHERE id = 1", [], |r| r.get(0))
-        .unwrap();
-    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    let cfg = run_config(&res, 1);
     let qd1 = cfg["storage_effective"]["measured"]["read_qd1"]["ops_per_sec"]
         .as_f64()
         .unwrap();
@@ -444,11 +441,7 @@ fn not_root_falls_back_to_native() {
             && line[0].contains("native storage instead"),
         "{out}"
     );
-    let c = rusqlite::Connection::open(&res).unwrap();
-    let cfg: String = c
-        .query_row("SELECT config FROM runs", [], |r| r.get(0))
-        .unwrap();
-    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    let cfg = run_config(&res, 1);
     assert_eq!(cfg["storage_effective"]["class_effective"], "native");
     assert!(
         cfg["storage_effective"]["fallback"]
@@ -492,11 +485,7 @@ fn bound_presets() {
         out.contains("memory: 64MB (--bound io: a quarter of the 11 MB the load writes)"),
         "{out}"
     );
-    let c = rusqlite::Connection::open(&res).unwrap();
-    let cfg: String = c
-        .query_row("SELECT config FROM runs", [], |r| r.get(0))
-        .unwrap();
-    let cfg: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    let cfg = run_config(&res, 1);
     assert_eq!(cfg["bound"], "io");
     assert_eq!(cfg["memory_from_data"], 20000 * 544);
     for args in [

@@ -23,3 +23,12 @@ pub fn ok(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// The recorded configuration (JSON) of run `id` in a results file.
+pub fn run_config(results: &std::path::Path, id: i64) -> serde_json::Value {
+    let c = rusqlite::Connection::open(results).expect("results file");
+    let cfg: String = c
+        .query_row("SELECT config FROM runs WHERE id = ?1", [id], |r| r.get(0))
+        .expect("the run's config");
+    serde_json::from_str(&cfg).expect("config JSON")
+}
