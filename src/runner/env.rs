@@ -1,13 +1,21 @@
 //! What the runner sets up around an engine: its memory cgroup and
 //! watcher, its options for an IO-bound run, and the facts and lines
-//! recorded and printed about the machine and memory.
+//! recorded and printed about the machine and memory, the driver
+//! settings of a step and the progress spinner.
+
+use std::io::IsTerminal;
+use std::time::Duration;
 
 use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::RunConfig;
+use crate::driver::Arrival;
 use crate::engine::{EngineKind, EngineOptions};
+use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::DeathNote;
+use crate::workload::StepCtx;
 
 /// Machine facts recorded with every run.
 pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
@@ -121,4 +129,35 @@ pub(super) fn memory_line(cfg: &RunConfig) -> String {
             }
         ),
     }
+}
+
+/// The driver settings of step number `si`.
+pub(super) fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> StepCtx {
+    StepCtx {
+        threads: threads.unwrap_or(cfg.threads).max(1),
+        warmup: Duration::from_secs_f64(cfg.warmup),
+        duration: Duration::from_secs_f64(cfg.duration),
+        interval: Duration::from_secs_f64(cfg.interval),
+        arrival: match cfg.rate {
+            Some(r) => Arrival::Fixed {
+                per_sec: r,
+                poisson: cfg.poisson,
+            },
+            None => Arrival::Closed,
+        },
+        seed: derive_seed(cfg.seed, &[si as u64]),
+    }
+}
+
+/// A progress spinner on a terminal; hidden otherwise (CI, pipes).
+pub(super) fn progress_bar() -> ProgressBar {
+    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template("{spinner} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    b
 }

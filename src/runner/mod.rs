@@ -9,28 +9,26 @@
 mod env;
 
 pub use env::machine_facts;
-use env::{EngineMem, engine_cgroup, engine_options, memory_line};
+use env::{EngineMem, engine_cgroup, engine_options, memory_line, progress_bar, step_ctx};
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
-use crate::driver::{self, Arrival, IntervalRecord, StepSink};
+use crate::driver::{self, IntervalRecord, StepSink};
 use crate::engine::{self, Engine, EngineKind, EngineOptions, EngineRef, OpenSpec};
 use crate::metrics::{self, Latency, Metric, WorkDone};
 use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
-use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::{DeathNote, oom_kills};
 use crate::setup::{self, StorageConfig};
-use crate::workload::{Params, Step, StepCtx, Workload, WorkloadKind};
+use crate::workload::{Params, Step, Workload, WorkloadKind};
 
 /// A validated run configuration: plain data, recorded with the run.
 #[derive(Clone, Debug, Serialize)]
@@ -442,24 +440,6 @@ fn fail_open(r: &mut Run<'_>, kind: EngineKind, why: &str) -> Result<()> {
     Ok(())
 }
 
-/// The driver settings of step number `si`.
-fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> StepCtx {
-    StepCtx {
-        threads: threads.unwrap_or(cfg.threads).max(1),
-        warmup: Duration::from_secs_f64(cfg.warmup),
-        duration: Duration::from_secs_f64(cfg.duration),
-        interval: Duration::from_secs_f64(cfg.interval),
-        arrival: match cfg.rate {
-            Some(r) => Arrival::Fixed {
-                per_sec: r,
-                poisson: cfg.poisson,
-            },
-            None => Arrival::Closed,
-        },
-        seed: derive_seed(cfg.seed, &[si as u64]),
-    }
-}
-
 /// One step: planned by the workload, driven, its figures, notes, latencies
 /// and engine statistics recorded, settled after a load with `--settle`,
 /// and a line printed.
@@ -613,17 +593,4 @@ fn run_step(
         }
         _ => After::Next,
     })
-}
-
-/// A progress spinner on a terminal; hidden otherwise (CI, pipes).
-fn progress_bar() -> ProgressBar {
-    if !(std::io::stdout().is_terminal() && std::io::stderr().is_terminal()) {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-    b.set_style(
-        ProgressStyle::with_template("{spinner} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    b
 }
