@@ -36,7 +36,9 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{ServerProcess, free_port, join_cgroup, managed, tail};
+use crate::setup::server::{
+    ServerProcess, errors_or_tail, free_port, join_cgroup, managed, tail,
+};
 
 /// The registry entries: one server, two storage engines.
 pub const ENGINES: &[EngineDef] = &[
@@ -158,6 +160,13 @@ impl MariaDb {
         let root = spec.dir.clone();
         let datadir = root.join("data");
         let log = root.join("install.log");
+        // A temporary directory of its own: bootstraps run side by side
+        // in the shared /tmp remove each other's temporary tables
+        // ("Unknown table 'mysql.tmp_user_sys'"; 3 of 12 concurrent
+        // installs failed here, none with their own directory).
+        let tmpdir = root.join("tmp");
+        std::fs::create_dir_all(&tmpdir)
+            .with_context(|| format!("cannot create {}", tmpdir.display()))?;
         let mut install = Command::new("mariadb-install-db");
         install
             .args([
@@ -166,13 +175,17 @@ impl MariaDb {
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
             ])
-            .arg(format!("--datadir={}", datadir.display()));
+            .arg(format!("--datadir={}", datadir.display()))
+            .arg(format!("--tmpdir={}", tmpdir.display()));
         managed(&mut install, &log)?;
         let st = install
             .status()
             .context("cannot run mariadb-install-db (make deps installs mariadb-server)")?;
         if !st.success() {
-            bail!("mariadb-install-db failed ({st}): {}", tail(&log, 5));
+            bail!(
+                "mariadb-install-db failed ({st}): {}",
+                errors_or_tail(&log, 5)
+            );
         }
         let mut settings = spec
             .options
@@ -185,8 +198,9 @@ impl MariaDb {
         let port = free_port()?;
         let socket = root.join("mysqld.sock");
         let mut cnf = format!(
-            "[mysqld]\nuser=root\ndatadir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nlog-error={}\n",
+            "[mysqld]\nuser=root\ndatadir={}\ntmpdir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nlog-error={}\n",
             datadir.display(),
+            tmpdir.display(),
             socket.display(),
             root.join("mysqld.pid").display(),
             root.join("error.log").display()

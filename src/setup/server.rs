@@ -66,6 +66,23 @@ pub fn tail(log: &Path, lines: usize) -> String {
     v[v.len().saturating_sub(lines)..].join(" | ")
 }
 
+/// The error lines of a tool's log (lines naming `ERROR`), or its last
+/// lines when it has none: install scripts end on pages of advice that
+/// hide the one line saying what failed.
+pub fn errors_or_tail(log: &Path, lines: usize) -> String {
+    let t = std::fs::read_to_string(log).unwrap_or_default();
+    let errs: Vec<&str> = t
+        .lines()
+        .filter(|l| l.contains("ERROR") || l.contains("[Error]"))
+        .take(lines)
+        .collect();
+    if errs.is_empty() {
+        tail(log, lines)
+    } else {
+        errs.join(" | ")
+    }
+}
+
 impl ServerProcess {
     /// Starts `cmd` (already made [`managed`]) and waits until `ready`
     /// returns true, the process exits, or `timeout` passes.
@@ -178,4 +195,27 @@ pub fn join_cgroup(cmd: &mut Command, procs: Option<&Path>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_before_the_advice() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("install.log");
+        std::fs::write(
+            &log,
+            "Installing tables ...\nERROR: 1051  Unknown table 'mysql.tmp_user_sys'\n\
+             2026-11-24 0 [ERROR] Aborting\nInstallation failed!\n\nadvice 1\nadvice 2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            errors_or_tail(&log, 5),
+            "ERROR: 1051  Unknown table 'mysql.tmp_user_sys' | 2026-11-24 0 [ERROR] Aborting"
+        );
+        std::fs::write(&log, "one\ntwo\n\nthree\n").unwrap();
+        assert_eq!(errors_or_tail(&log, 2), "two | three");
+    }
 }
