@@ -19,6 +19,30 @@ pub enum Threads {
     Many(Vec<usize>),
 }
 
+/// `bound = "io"` or `bound = ["cache", "io"]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Bounds {
+    /// One corner.
+    One(crate::cli::Bound),
+    /// Several, one run each.
+    Many(Vec<crate::cli::Bound>),
+}
+
+impl Bounds {
+    /// The corners as a list.
+    pub fn into_vec(self) -> Vec<crate::cli::Bound> {
+        match self {
+            Bounds::One(b) => vec![b],
+            Bounds::Many(v) => v,
+        }
+    }
+}
+
+/// The default benchmark's plan (`ampbench run` with no plan file,
+/// workload or engine), shipped as `plans/default.toml`.
+pub const DEFAULT_RUN: &str = include_str!("../plans/default.toml");
+
 /// A plan file's contents.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,8 +91,8 @@ pub struct Plan {
     pub mbps: Option<String>,
     /// Memory limit for the engine's process.
     pub memory: Option<String>,
-    /// `cache` or `io`.
-    pub bound: Option<crate::cli::Bound>,
+    /// `cache`, `io`, or both as a list (one run each).
+    pub bound: Option<Bounds>,
     /// Drop the page cache before every step but the first.
     pub drop_caches: Option<bool>,
     /// Workload parameters.
@@ -95,6 +119,17 @@ impl Plan {
             crate::UsageError(format!(
                 "plan file {}: {}",
                 path.display(),
+                e.to_string().replace('\n', " ").trim()
+            ))
+            .into()
+        })
+    }
+
+    /// The default benchmark's plan ([`DEFAULT_RUN`]).
+    pub fn default_run() -> Result<Plan> {
+        toml::from_str(DEFAULT_RUN).map_err(|e| {
+            crate::UsageError(format!(
+                "plans/default.toml: {}",
                 e.to_string().replace('\n', " ").trim()
             ))
             .into()
@@ -217,7 +252,7 @@ pub fn template() -> String {
         ),
         (
             "# bound = \"io\"",
-            "io: memory = a quarter of the loaded data (or memory); cache: unlimited",
+            "io: memory = a quarter of the loaded data (or memory); cache: unlimited; [\"cache\", \"io\"]: both, one run each",
         ),
         (
             "drop_caches = false",

@@ -49,7 +49,8 @@ pub const ENGINES: &[EngineDef] = &[
         server: true,
         library_version,
         default_settings: |cache| default_settings(false, cache),
-        io_bound: &[("innodb_flush_method", "O_DIRECT")],
+        io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
+        direct_io: true,
         validate,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },
@@ -60,10 +61,18 @@ pub const ENGINES: &[EngineDef] = &[
         server: true,
         library_version,
         default_settings: |cache| default_settings(true, cache),
-        io_bound: &[
-            ("rocksdb_use_direct_reads", "ON"),
-            ("rocksdb_use_direct_io_for_flush_and_compaction", "ON"),
-        ],
+        io_bound: |memory| {
+            vec![
+                ("rocksdb_use_direct_reads".into(), "ON".into()),
+                ("rocksdb_use_direct_io_for_flush_and_compaction".into(), "ON".into()),
+                // As for RocksDB: all memtables within an eighth of the limit.
+                (
+                    "rocksdb_db_write_buffer_size".into(),
+                    super::rocksdb::memtables(memory).to_string(),
+                ),
+            ]
+        },
+        direct_io: true,
         validate,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },

@@ -21,7 +21,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(VERSION.into()),
     default_settings: |_| Vec::new(),
-    io_bound: &[],
+    io_bound: |_| Vec::new(),
+    direct_io: false,
     validate: |kind, options| options.reject_all(kind),
     open: |kind, spec| {
         spec.options.reject_all(kind)?;

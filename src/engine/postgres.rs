@@ -102,7 +102,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: true,
     library_version,
     default_settings,
-    io_bound: &[],
+    io_bound: |_| Vec::new(),
+    direct_io: false,
     validate,
     open: |kind, spec| Ok(Box::new(Postgres::open(kind, spec)?)),
 }];

@@ -50,11 +50,14 @@ pub struct EngineDef {
     pub library_version: fn() -> Result<String>,
     /// The default settings for a cache size in bytes (`--cache`).
     pub default_settings: fn(u64) -> Vec<(String, String)>,
-    /// Settings added for IO-bound runs (`--memory`): the engine's direct
-    /// IO, so reads the cache misses reach the device rather than the page
-    /// cache. Empty where the engine has none (it runs buffered; said in
-    /// the report). `--set` overrides them.
-    pub io_bound: &'static [(&'static str, &'static str)],
+    /// Settings added for IO-bound runs, from the memory limit in bytes
+    /// (`--memory`): the engine's direct IO, so reads the cache misses
+    /// reach the device rather than the page cache, and its memory sized
+    /// to the limit. `--set` overrides them.
+    pub io_bound: fn(u64) -> Vec<(String, String)>,
+    /// True when `io_bound` gives the engine direct IO; false: it reads
+    /// and writes through the page cache (said at run time).
+    pub direct_io: bool,
     /// Checks `--set` options without opening anything; the error names
     /// the first bad key.
     pub validate: fn(EngineKind, &EngineOptions) -> Result<()>,

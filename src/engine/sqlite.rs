@@ -36,7 +36,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(library_version()),
     default_settings,
-    io_bound: &[],
+    io_bound: |_| Vec::new(),
+    direct_io: false,
     validate,
     open: |kind, spec| Ok(Box::new(Sqlite::open(kind, spec)?)),
 }];

@@ -41,7 +41,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     server: false,
     library_version: || Ok(ffi::version()),
     default_settings,
-    io_bound: &[("direct_io", "[data]")],
+    io_bound: |_| vec![("direct_io".into(), "[data]".into())],
+    direct_io: true,
     validate,
     open: |kind, spec| Ok(Box::new(WiredTiger::open(kind, spec)?)),
 }];

@@ -96,27 +96,97 @@ pub fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepVi
 }
 
 /// The ratio table against `base`, or nothing when the run has one engine.
+/// In runs merged by corner only the engines of `base`'s corner are
+/// compared with it ([`render_corner_ratios`] compares the corners).
 pub fn render_ratios(run: &RunView, base: &str) -> String {
+    let corner = |e: &str| e.split_once(':').map(|(c, _)| c.to_string());
+    let pairs: Vec<(String, String)> = engines(run)
+        .into_iter()
+        .filter(|e| e != base)
+        .filter(|e| !by_corner(run) || corner(e) == corner(base))
+        .map(|e| (e, base.to_string()))
+        .collect();
+    ratio_table(
+        run,
+        &pairs,
+        &format!(
+            "ratios to {base} (engine's figure / {base}'s, same step; above 1 is more: better for ops, worse for the costs)"
+        ),
+    )
+}
+
+/// For runs merged by corner (`cache:E`, `io:E`): each engine against
+/// itself in the first corner, step by step (`io:rocksdb` /
+/// `cache:rocksdb`): what the memory limit costs each engine. Nothing for
+/// other views.
+pub fn render_corner_ratios(run: &RunView) -> String {
+    let es = engines(run);
+    let split = |e: &str| {
+        e.split_once(':')
+            .map(|(c, n)| (c.to_string(), n.to_string()))
+    };
+    let by_corner = !run.corners.is_empty()
+        && es
+            .iter()
+            .all(|e| split(e).is_some_and(|(c, _)| c.parse::<i64>().is_err()));
+    if !by_corner {
+        return String::new();
+    }
+    let Some((first, _)) = es.first().and_then(|e| split(e)) else {
+        return String::new();
+    };
+    let pairs: Vec<(String, String)> = es
+        .iter()
+        .filter_map(|e| {
+            let (c, name) = split(e)?;
+            (c != first).then(|| (e.clone(), format!("{first}:{name}")))
+        })
+        .filter(|(_, b)| es.contains(b))
+        .collect();
+    ratio_table(
+        run,
+        &pairs,
+        &format!(
+            "ratios of each corner to {first}, per engine (e.g. io:ENGINE / {first}:ENGINE, same step; above 1 is more)"
+        ),
+    )
+}
+
+/// True for runs merged by corner: every engine labelled `CORNER:ENGINE`
+/// (not `RUN:ENGINE`).
+fn by_corner(run: &RunView) -> bool {
+    !run.corners.is_empty()
+        && engines(run).iter().all(|e| {
+            e.split_once(':')
+                .is_some_and(|(c, _)| c.parse::<i64>().is_err())
+        })
+}
+
+/// Rows of `engine / base` ratios for each (engine, base) pair, step by
+/// step, under `heading`; nothing when there are no pairs.
+fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> String {
     let mut o = String::new();
-    let others: Vec<String> = engines(run).into_iter().filter(|e| e != base).collect();
-    if others.is_empty() {
+    if pairs.is_empty() {
         return o;
     }
-    let _ = writeln!(
-        o,
-        "\nratios to {base} (engine's figure / {base}'s, same step; above 1 is more: better for ops, worse for the costs)"
-    );
-    let _ = write!(o, "{:<18} {:<18}", "engine", "step");
+    let w = pairs
+        .iter()
+        .map(|(e, _)| e.len() + 1)
+        .max()
+        .unwrap_or(18)
+        .max(18);
+    let _ = writeln!(o, "\n{heading}");
+    let _ = write!(o, "{:<w$} {:<18}", "engine", "step");
     for (_, title) in RATIO_FIGURES {
         let _ = write!(o, " {title:>7}");
     }
     let _ = writeln!(o);
-    for e in &others {
+    for (e, base) in pairs {
         for s in run.steps.iter().filter(|s| &s.engine == e) {
             let Some(b) = find(run, base, &s.step) else {
                 continue;
             };
-            let _ = write!(o, "{:<18} {:<18}", e, s.step);
+            let _ = write!(o, "{:<w$} {:<18}", e, s.step);
             for (name, _) in RATIO_FIGURES {
                 let r = ratio(s.fig(*name), b.fig(*name));
                 let _ = write!(o, " {:>7}", r.map_or("-".into(), |r| format!("{r:.2}")));
@@ -127,27 +197,50 @@ pub fn render_ratios(run: &RunView, base: &str) -> String {
     o
 }
 
-/// Merges runs into one view: engines are labelled `RUN:ENGINE`, steps keep
-/// their order within each run. The header fields list every run.
+/// Merges runs into one view: engines are labelled by each run's corner
+/// (`cache:ENGINE`, `io:ENGINE`) when the runs are one each of different
+/// corners (`--bound cache,io`), else `RUN:ENGINE`; steps keep their order
+/// within each run. The header fields list every run, and `corners` says
+/// what each label ran with.
 pub fn merge(views: Vec<RunView>) -> RunView {
-    let mut views = views.into_iter();
-    let Some(mut out) = views.next() else {
+    let corner = |v: &RunView| v.config["bound"].as_str().map(str::to_string);
+    let corners: Vec<Option<String>> = views.iter().map(corner).collect();
+    let by_corner = corners.iter().all(Option::is_some)
+        && corners
+            .iter()
+            .enumerate()
+            .all(|(i, c)| !corners[..i].contains(c));
+    let labels: Vec<String> = views
+        .iter()
+        .zip(&corners)
+        .map(|(v, c)| match c {
+            Some(c) if by_corner => c.clone(),
+            _ => v.id.to_string(),
+        })
+        .collect();
+    let notes: Vec<String> = views
+        .iter()
+        .zip(&labels)
+        .map(|(v, l)| format!("{l}: run {}, {}", v.id, corner_summary(&v.config)))
+        .collect();
+    let mut views = views.into_iter().zip(labels);
+    let Some((mut out, first)) = views.next() else {
         // An empty list never reaches here (the CLI asks for one run at
         // least); an empty view is the honest answer anyway.
         return RunView::empty();
     };
+    let label = |l: &str, steps: &mut Vec<StepView>| {
+        for s in steps.iter_mut() {
+            s.engine = format!("{l}:{}", s.engine);
+        }
+    };
     let mut all = vec![std::mem::take(&mut out.steps)];
+    label(&first, &mut all[0]);
     let mut ids = vec![out.id.to_string()];
     let mut workloads = vec![out.workload.clone()];
     let mut statuses = vec![out.status];
-    let label = |id: i64, steps: &mut Vec<StepView>| {
-        for s in steps.iter_mut() {
-            s.engine = format!("{id}:{}", s.engine);
-        }
-    };
-    label(out.id, &mut all[0]);
-    for mut v in views {
-        label(v.id, &mut v.steps);
+    for (mut v, l) in views {
+        label(&l, &mut v.steps);
         ids.push(v.id.to_string());
         if !workloads.contains(&v.workload) {
             workloads.push(v.workload.clone());
@@ -164,8 +257,28 @@ pub fn merge(views: Vec<RunView>) -> RunView {
         .find(|s| statuses.contains(s))
         .unwrap_or(Status::Done);
     out.merged_from = ids.iter().filter_map(|i| i.parse().ok()).collect();
+    out.corners = notes;
     out.command = format!("runs {}", ids.join(","));
     out
+}
+
+/// One line on a run's memory and storage, from its recorded config:
+/// `memory 192MB (cache 48MB), slow-ssd`.
+pub fn corner_summary(config: &serde_json::Value) -> String {
+    let mb = |v: &serde_json::Value| {
+        v.as_f64()
+            .map(|b| format!("{:.0}MB", b / (1u64 << 20) as f64))
+    };
+    let memory = match mb(&config["memory"]) {
+        Some(m) => format!("memory {m}"),
+        None => "memory unlimited".into(),
+    };
+    let cache = mb(&config["cache_bytes"]).unwrap_or_else(|| "-".into());
+    let storage = config["storage_effective"]["class_effective"]
+        .as_str()
+        .or(config["storage"]["class"].as_str())
+        .unwrap_or("-");
+    format!("{memory} (engine cache {cache}), storage {storage}")
 }
 
 #[cfg(test)]
@@ -275,5 +388,61 @@ mod tests {
                 .any(|l| l.starts_with("5:rocksdb") && l.contains("1.50")),
             "{t}"
         );
+        assert_eq!(render_corner_ratios(&m), "");
+    }
+
+    /// Runs of two corners are labelled by corner; each engine's io figures
+    /// are divided by its own cached ones, and the base table keeps to the
+    /// base's corner.
+    #[test]
+    fn corners_label_engines_and_compare_each_engine_with_itself() {
+        let corner = |id, bound: &str, memory: serde_json::Value, ops: [f64; 2]| {
+            let mut r = run(
+                id,
+                vec![
+                    step("rocksdb", "pq.1", &[(Metric::OpsPerSec, ops[0])]),
+                    step("lmdb", "pq.1", &[(Metric::OpsPerSec, ops[1])]),
+                ],
+            );
+            r.config = serde_json::json!({
+                "bound": bound, "memory": memory, "cache_bytes": 64u64 << 20,
+                "storage": {"class": "slow-ssd"}
+            });
+            r
+        };
+        let m = merge(vec![
+            corner(7, "cache", serde_json::Value::Null, [400.0, 1000.0]),
+            corner(8, "io", (256u64 << 20).into(), [100.0, 50.0]),
+        ]);
+        assert_eq!(
+            engines(&m),
+            vec!["cache:rocksdb", "cache:lmdb", "io:rocksdb", "io:lmdb"]
+        );
+        assert_eq!(
+            m.corners,
+            vec![
+                "cache: run 7, memory unlimited (engine cache 64MB), storage slow-ssd",
+                "io: run 8, memory 256MB (engine cache 64MB), storage slow-ssd"
+            ]
+        );
+        let t = render_corner_ratios(&m);
+        let row = |name: &str| {
+            t.lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(row("io:rocksdb").contains(" 0.25"), "{t}");
+        assert!(row("io:lmdb").contains(" 0.05"), "{t}");
+        let b = render_ratios(&m, "cache:rocksdb");
+        assert!(row_in(&b, "cache:lmdb").contains(" 2.50"), "{b}");
+        assert!(!b.contains("io:"), "{b}");
+    }
+
+    fn row_in(t: &str, name: &str) -> String {
+        t.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or("")
+            .to_string()
     }
 }

@@ -28,6 +28,9 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         "{which} · {} · {} · seed {} · {} · {}",
         run.workload, run.engines, run.seed, run.started, run.status
     );
+    for c in &run.corners {
+        let _ = writeln!(o, "  {c}");
+    }
     let _ = writeln!(o);
     // 1. Throughput side by side.
     let w = es.iter().map(|e| e.len() + 2).max().unwrap_or(14).max(14);
@@ -166,6 +169,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
         o.push_str(&render_ratios(run, &b));
     }
+    o.push_str(&super::compare::render_corner_ratios(run));
     // 4. Response time.
     let _ = writeln!(o, "\nresponse time per operation (µs)");
     let _ = writeln!(

@@ -100,6 +100,10 @@ pub struct RunView {
     /// For a report merging several runs: their ids (empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<i64>,
+    /// For merged runs: one line per label on what it ran with (memory,
+    /// cache, storage).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub corners: Vec<String>,
 }
 
 impl RunView {
@@ -119,6 +123,7 @@ impl RunView {
             machine: serde_json::Value::Null,
             steps: Vec::new(),
             merged_from: Vec::new(),
+            corners: Vec::new(),
         }
     }
 }
@@ -206,6 +211,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     machine: js(row.get(10)?),
                     steps: Vec::new(),
                     merged_from: Vec::new(),
+                    corners: Vec::new(),
                 })
             },
         )

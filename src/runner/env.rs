@@ -46,6 +46,10 @@ pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
         "data_dir": dir.display().to_string(),
         "device": device,
         "ampbench": env!("CARGO_PKG_VERSION"),
+        "harness": format!(
+            "transparent huge pages off; glibc malloc arenas {}",
+            crate::setup::cgroup::arenas()
+        ),
     })
 }
 
@@ -77,15 +81,10 @@ pub(super) fn engine_cgroup(
 /// `--set` options over the engine's IO-bound profile (with `--memory`).
 pub(super) fn engine_options(cfg: &RunConfig, kind: EngineKind) -> EngineOptions {
     let user = cfg.sets.get(&kind).cloned().unwrap_or_default();
-    if cfg.memory.is_none() {
+    let Some(memory) = cfg.memory else {
         return user;
-    }
-    let profile: Vec<(String, String)> = kind
-        .def()
-        .io_bound
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    };
+    let profile = (kind.def().io_bound)(memory);
     EngineOptions {
         pairs: user.merged_over(&profile),
     }

@@ -210,6 +210,8 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
+    // Before any device is made: a bad results path fails at once.
+    let results = Results::open(&cfg.results)?;
     for l in setup::clean_leftovers() {
         writeln!(out, "leftover of a killed run: {l}")?;
     }
@@ -221,7 +223,6 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
             writeln!(out, "client system calls not counted: {why}")?;
         }
     }
-    let results = Results::open(&cfg.results)?;
     let mut versions = serde_json::Map::new();
     for e in &cfg.engines {
         let v = e
@@ -324,7 +325,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
         return Ok(After::Next);
     };
-    if cfg.memory.is_some() && kind.def().io_bound.is_empty() {
+    if cfg.memory.is_some() && !kind.def().direct_io {
         writeln!(
             out,
             "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"

@@ -41,6 +41,36 @@ pub fn version() -> Option<Version> {
     }
 }
 
+/// Sets up this process's memory behaviour before any thread starts, the
+/// same for every run so the cached and IO-bound corners measure the same
+/// harness and allocators:
+/// - transparent huge pages off: the Rust allocator commits its arenas
+///   eagerly and THP charges each touched region as a whole 2 MB page (the
+///   harness took 42 MB with the null engine and 4 threads, 24 MB without);
+/// - glibc malloc, which the C engines use, keeps one arena per CPU (at
+///   least 2) instead of eight: memory freed by short-lived worker threads
+///   stayed in their arenas, and RocksDB was killed at a 256 MB limit in
+///   the default IO-bound run that it completes this way.
+///
+/// [`arenas`] gives the arena count, recorded with the run.
+pub fn harness_memory() {
+    // SAFETY: prctl with PR_SET_THP_DISABLE only sets a flag of this
+    // process; a failure (an old kernel) leaves THP as it was.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+    // SAFETY: mallopt changes a glibc tunable; called before the engines'
+    // threads exist.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, arenas());
+    }
+}
+
+/// glibc malloc arenas a run uses: one per CPU, at least 2.
+pub fn arenas() -> i32 {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2)) as i32
+}
+
 /// This process's cgroup directory for a v1 controller (`memory`,
 /// `blkio`), or for v2 when `controller` is None.
 pub fn own_dir(controller: Option<&str>) -> Option<PathBuf> {

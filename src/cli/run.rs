@@ -1,51 +1,18 @@
-//! The command line: parsed first into validated plain data, then handed to
-//! the runner, the report or the doctor.
+//! `ampbench run`'s flags: parsed into validated plain data, one
+//! [`RunConfig`] per corner (`--bound cache,io`).
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 
 use crate::UsageError;
 use crate::engine::{EngineKind, options};
 use crate::plan::Plan;
-use crate::report::Format;
-use crate::results::{Results, read};
-use crate::runner::{self, RunConfig};
+use crate::runner::RunConfig;
 use crate::setup::StorageConfig;
 use crate::setup::storage::{Caps, Fs, StorageClass, parse_pair};
 use crate::workload::WorkloadKind;
-
-/// ampbench: benchmark storage engines for performance and efficiency
-/// (read, write and space amplification per operation).
-#[derive(Parser, Debug)]
-#[command(name = "ampbench", version, about, long_about = None, arg_required_else_help = true)]
-pub struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(Subcommand, Debug)]
-enum Cmd {
-    /// Run a workload on one or more engines and print the tables.
-    Run(Box<RunArgs>),
-    /// Print the tables of a recorded run from the results file.
-    Report(ReportArgs),
-    /// List workloads, their steps and parameters, and engines with their defaults.
-    List,
-    /// Check which engines are usable and what this machine can do.
-    Doctor(DoctorArgs),
-    /// Print the commented plan template (every key, workload and engine).
-    Template,
-    /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
-    /// client's cost per statement) and print it as JSON.
-    Loopback {
-        /// Round trips to measure.
-        #[arg(long, default_value_t = 20_000)]
-        rounds: u64,
-    },
-}
 
 /// Arrival process under --rate.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -57,7 +24,7 @@ enum ArrivalKind {
 }
 
 #[derive(Args, Debug)]
-struct RunArgs {
+pub(super) struct RunArgs {
     /// Plan file (TOML) with any of the settings below; flags override it.
     plan: Option<PathBuf>,
     /// Workload to run [default: pattern].
@@ -149,11 +116,13 @@ struct RunArgs {
     /// Drop the page cache before every step but the first.
     #[arg(long)]
     drop_caches: bool,
-    /// The preset for either corner: `io` limits memory to a quarter of the
-    /// data the load writes (or to --memory), `cache` leaves it unlimited
-    /// [default: cache, or io when --memory is given].
-    #[arg(long, value_enum)]
-    bound: Option<Bound>,
+    /// The corner: `io` limits memory to --memory or to a quarter of the
+    /// data the load writes, `cache` leaves it unlimited; `cache,io` runs
+    /// both, one run each, and reports them side by side (`cache:rocksdb`,
+    /// `io:rocksdb`) [default: cache, or io when --memory is given; `ampbench
+    /// run` with no plan, workload or engine runs plans/default.toml].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    bound: Option<Vec<Bound>>,
 }
 
 /// Cached or IO-bound (`--bound`).
@@ -164,35 +133,6 @@ pub enum Bound {
     Cache,
     /// A memory limit well below the data.
     Io,
-}
-
-#[derive(Args, Debug)]
-struct ReportArgs {
-    /// Results file (SQLite).
-    #[arg(long, default_value = "ampbench.db")]
-    results: PathBuf,
-    /// Run id, or `latest`; several ids separated by commas (`3,5`) merge
-    /// those runs into one report, engines labelled `RUN:ENGINE`.
-    #[arg(long, default_value = "latest")]
-    run: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    format: Format,
-    /// The engine the ratio table divides by (default: the first engine;
-    /// `RUN:ENGINE` when runs are merged).
-    #[arg(long)]
-    base: Option<String>,
-}
-
-#[derive(Args, Debug)]
-struct DoctorArgs {
-    /// Data directory to check (default: the system temp dir).
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Remove what killed runs left (loop devices, mounts, throttles,
-    /// cgroups) and exit.
-    #[arg(long)]
-    cleanup: bool,
 }
 
 fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
@@ -206,9 +146,11 @@ fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
 }
 
 impl RunArgs {
-    fn into_config(self) -> Result<RunConfig> {
+    /// One validated configuration per corner, in run order.
+    pub(super) fn into_configs(self) -> Result<Vec<RunConfig>> {
         let plan = match &self.plan {
             Some(p) => Plan::load(p)?,
+            None if self.workload.is_none() && self.engine.is_none() => Plan::default_run()?,
             None => Plan::default(),
         };
         let storage = self.storage_config(&plan)?;
@@ -293,39 +235,37 @@ impl RunArgs {
             }
             None => None,
         };
-        let bound = self.bound.or(plan.bound);
-        let mut data_bytes = None;
-        let memory = match (bound, given_memory) {
-            (Some(Bound::Cache), Some(_)) => {
-                return Err(UsageError(
-                    "--bound cache: not with --memory (cache means no limit)".into(),
-                )
-                .into());
+        let mut bounds: Vec<Bound> = Vec::new();
+        let listed = self
+            .bound
+            .clone()
+            .or(plan.bound.clone().map(|b| b.into_vec()));
+        for b in listed.unwrap_or_else(|| match given_memory {
+            Some(_) => vec![Bound::Io],
+            None => vec![Bound::Cache],
+        }) {
+            if !bounds.contains(&b) {
+                bounds.push(b);
             }
-            (Some(Bound::Io), None) => {
-                let p = crate::workload::Params::new(workload.name(), workload.params(), &params)?;
-                let Some(bytes) = workload.expected_bytes(&p)? else {
-                    return Err(UsageError(format!(
-                        "--bound io: give --memory for workload {} (its data size is not known before the load)",
-                        workload.name()
-                    ))
-                    .into());
-                };
-                data_bytes = Some(bytes);
-                // A quarter of the data, in whole MB, at least 64MB (at 32MB
-                // the harness and LMDB's page cache alone were OOM-killed).
-                Some(((bytes / 4) >> 20).max(64) << 20)
-            }
-            (_, m) => m,
-        };
-        let given_cache = self.cache.or(plan.cache.clone());
-        let cache_from_memory = given_cache.is_none() && memory.is_some();
-        let cache_bytes = match (&given_cache, memory) {
-            (Some(c), _) => size("cache", c)?,
-            (None, Some(m)) => (m / 4) >> 20 << 20,
-            (None, None) => 256 << 20,
-        };
-        Ok(RunConfig {
+        }
+        if bounds == [Bound::Cache] && given_memory.is_some() {
+            return Err(UsageError(
+                "--bound cache: not with --memory (cache means no limit)".into(),
+            )
+            .into());
+        }
+        let given_cache = self.cache.clone().or(plan.cache.clone());
+        let mut corners = Vec::new();
+        for b in bounds {
+            corners.push(corner(
+                b,
+                given_memory,
+                given_cache.as_deref(),
+                workload,
+                &params,
+            )?);
+        }
+        let base = RunConfig {
             workload,
             engines,
             steps,
@@ -339,7 +279,7 @@ impl RunArgs {
             rate,
             poisson,
             seed: self.seed.or(plan.seed).unwrap_or(crate::rng::DEFAULT_SEED),
-            cache_bytes,
+            cache_bytes: 0,
             results: self
                 .results
                 .or(plan.results.map(PathBuf::from))
@@ -352,16 +292,23 @@ impl RunArgs {
             settle: self.settle || plan.settle.unwrap_or(false),
             transport: self.transport.or(plan.transport).unwrap_or_default(),
             storage,
-            memory,
-            bound: if memory.is_some() {
-                Bound::Io
-            } else {
-                Bound::Cache
-            },
-            memory_from_data: data_bytes,
-            cache_from_memory,
+            memory: None,
+            bound: Bound::Cache,
+            memory_from_data: None,
+            cache_from_memory: false,
             drop_caches: self.drop_caches || plan.drop_caches.unwrap_or(false),
-        })
+        };
+        Ok(corners
+            .into_iter()
+            .map(|c| RunConfig {
+                bound: c.bound,
+                memory: c.memory,
+                memory_from_data: c.memory_from_data,
+                cache_bytes: c.cache_bytes,
+                cache_from_memory: c.cache_from_memory,
+                ..base.clone()
+            })
+            .collect())
     }
 
     /// `--storage` with `--iops`/`--mbps`/`--fs`/`--device-size` (or the plan's keys).
@@ -411,140 +358,75 @@ impl RunArgs {
     }
 }
 
+/// What one corner sets: its memory limit and the engine cache.
+struct Corner {
+    bound: Bound,
+    memory: Option<u64>,
+    memory_from_data: Option<u64>,
+    cache_bytes: u64,
+    cache_from_memory: bool,
+}
+
+/// The memory limit and cache of one corner. `cache`: unlimited, the
+/// given cache or 256MB. `io`: `--memory`, or a quarter of the bytes the
+/// load writes (at least 64MB); the cache a quarter of the limit unless
+/// given.
+fn corner(
+    bound: Bound,
+    given_memory: Option<u64>,
+    given_cache: Option<&str>,
+    workload: WorkloadKind,
+    params: &[(String, String)],
+) -> Result<Corner> {
+    let mut memory_from_data = None;
+    let memory = match (bound, given_memory) {
+        (Bound::Cache, _) => None,
+        (Bound::Io, Some(m)) => Some(m),
+        (Bound::Io, None) => {
+            let p = crate::workload::Params::new(workload.name(), workload.params(), params)?;
+            let Some(bytes) = workload.expected_bytes(&p)? else {
+                return Err(UsageError(format!(
+                    "--bound io: give --memory for workload {} (its data size is not known before the load)",
+                    workload.name()
+                ))
+                .into());
+            };
+            memory_from_data = Some(bytes);
+            // A quarter of the data, in whole MB, at least 64MB (at 32MB
+            // the harness and LMDB's page cache alone were OOM-killed).
+            Some(((bytes / 4) >> 20).max(64) << 20)
+        }
+    };
+    let cache_bytes = match (given_cache, memory) {
+        (Some(c), _) => options::parse_size(c).map_err(|e| UsageError(format!("--cache: {e}")))?,
+        (None, Some(m)) => (m / 4) >> 20 << 20,
+        (None, None) => 256 << 20,
+    };
+    Ok(Corner {
+        bound,
+        memory,
+        memory_from_data,
+        cache_bytes,
+        cache_from_memory: given_cache.is_none() && memory.is_some(),
+    })
+}
+
 /// Checks a plan file as `ampbench run PLAN` would, without running it.
-pub fn check_plan(path: &std::path::Path) -> Result<RunConfig> {
-    let cli = Cli::try_parse_from(["ampbench", "run", path.to_str().unwrap_or_default()])
+pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
+    use clap::Parser;
+    let cli = super::Cli::try_parse_from(["ampbench", "run", path.to_str().unwrap_or_default()])
         .map_err(|e| UsageError(e.to_string()))?;
-    let Cmd::Run(args) = cli.cmd else {
+    let super::Cmd::Run(args) = cli.cmd else {
         return Err(UsageError("not a run".into()).into());
     };
-    let cfg = (*args).into_config()?;
-    let params =
-        crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
-    cfg.workload.build(&params)?;
-    for (k, o) in &cfg.sets {
-        crate::engine::validate_options(*k, o)?;
-    }
-    Ok(cfg)
-}
-
-/// Runs the command line; returns the process exit code.
-pub fn main() -> Result<i32> {
-    let cli = Cli::parse();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match cli.cmd {
-        Cmd::Run(a) => {
-            let command = std::env::args().collect::<Vec<_>>().join(" ");
-            let cfg = (*a).into_config()?;
-            let _ = ctrlc::set_handler(|| {
-                crate::driver::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst)
-            });
-            let id = runner::run(&cfg, &command, &mut out)?;
-            let results = Results::open_existing(&cfg.results)?;
-            let view = read::load(&results, read::RunSel::Id(id))?;
-            writeln!(out)?;
-            write!(out, "{}", crate::report::render(&view, Format::Text, None))?;
-            writeln!(
-                out,
-                "\nresults: {} (run {id}) · other reports: ampbench report --results {} --run {id} --format json|csv|html",
-                cfg.results.display(),
-                cfg.results.display()
-            )?;
-            Ok(if view.status == crate::names::Status::Done {
-                0
-            } else {
-                1
-            })
-        }
-        Cmd::Report(a) => {
-            let sels = a
-                .run
-                .split(',')
-                .map(|r| read::RunSel::parse(r.trim()))
-                .collect::<Result<Vec<_>, _>>()?;
-            let results = Results::open_existing(&a.results)?;
-            let mut views = Vec::new();
-            for sel in sels {
-                views.push(read::load(&results, sel)?);
-            }
-            let view = if views.len() == 1 {
-                views.remove(0)
-            } else {
-                crate::report::compare::merge(views)
-            };
-            let base = crate::report::compare::base_engine(&view, a.base.as_deref())?;
-            write!(
-                out,
-                "{}",
-                crate::report::render(&view, a.format, base.as_deref())
-            )?;
-            Ok(0)
-        }
-        Cmd::List => {
-            write!(out, "{}", list())?;
-            Ok(0)
-        }
-        Cmd::Template => {
-            write!(out, "{}", crate::plan::template())?;
-            Ok(0)
-        }
-        Cmd::Loopback { rounds } => {
-            let rt = crate::probe::loopback::measure(rounds)?;
-            writeln!(out, "{}", serde_json::to_string(&rt)?)?;
-            Ok(0)
-        }
-        Cmd::Doctor(a) if a.cleanup => {
-            let done = crate::setup::clean_leftovers();
-            if done.is_empty() {
-                writeln!(out, "nothing left by killed runs")?;
-            }
-            for l in &done {
-                writeln!(out, "{l}")?;
-            }
-            Ok(0)
-        }
-        Cmd::Doctor(a) => {
-            let dir = a.dir.unwrap_or_else(std::env::temp_dir);
-            let (text, any) = crate::setup::doctor::report(&dir);
-            write!(out, "{text}")?;
-            Ok(if any { 0 } else { 1 })
+    let cfgs = (*args).into_configs()?;
+    for cfg in &cfgs {
+        let params =
+            crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
+        cfg.workload.build(&params)?;
+        for (k, o) in &cfg.sets {
+            crate::engine::validate_options(*k, o)?;
         }
     }
-}
-
-/// `ampbench list`: workloads, steps, parameters with defaults; engines with
-/// their default settings.
-pub fn list() -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    for w in WorkloadKind::ALL {
-        let _ = writeln!(o, "workload {}: {}", w.name(), w.about());
-        let steps: Vec<&str> = w.steps().iter().map(|s| s.name()).collect();
-        let _ = writeln!(o, "  steps: {}", steps.join(", "));
-        let _ = writeln!(o, "  parameters (-p KEY=VALUE):");
-        for p in w.params() {
-            let _ = writeln!(o, "    {:<22} {:<10} {}", p.key, p.default, p.help);
-        }
-        let _ = writeln!(o);
-    }
-    let _ = writeln!(
-        o,
-        "engines (--set ENGINE.KEY=VALUE; defaults shown for --cache 256MB):"
-    );
-    for e in EngineKind::all() {
-        let s = e.default_settings(256 << 20);
-        let _ = writeln!(
-            o,
-            "  {:<16} {} — {}",
-            e.name(),
-            e.structure().name(),
-            if s.is_empty() {
-                "no options".into()
-            } else {
-                options::show(&s)
-            }
-        );
-    }
-    o
+    Ok(cfgs)
 }

@@ -1,0 +1,230 @@
+//! The command line: parsed first into validated plain data, then handed to
+//! the runner, the report or the doctor.
+
+mod run;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::{EngineKind, options};
+use crate::report::Format;
+use crate::results::{Results, read};
+use crate::runner;
+use crate::workload::WorkloadKind;
+
+use run::RunArgs;
+pub use run::{Bound, check_plan};
+
+/// ampbench: benchmark storage engines for performance and efficiency
+/// (read, write and space amplification per operation).
+#[derive(Parser, Debug)]
+#[command(name = "ampbench", version, about, long_about = None, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a workload on one or more engines and print the tables.
+    Run(Box<RunArgs>),
+    /// Print the tables of a recorded run from the results file.
+    Report(ReportArgs),
+    /// List workloads, their steps and parameters, and engines with their defaults.
+    List,
+    /// Check which engines are usable and what this machine can do.
+    Doctor(DoctorArgs),
+    /// Print the commented plan template (every key, workload and engine).
+    Template,
+    /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
+    /// client's cost per statement) and print it as JSON.
+    Loopback {
+        /// Round trips to measure.
+        #[arg(long, default_value_t = 20_000)]
+        rounds: u64,
+    },
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// Results file (SQLite).
+    #[arg(long, default_value = "ampbench.db")]
+    results: PathBuf,
+    /// Run id, or `latest`; several ids separated by commas (`3,5`) merge
+    /// those runs into one report, engines labelled `RUN:ENGINE`.
+    #[arg(long, default_value = "latest")]
+    run: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// The engine the ratio table divides by (default: the first engine;
+    /// `RUN:ENGINE` when runs are merged).
+    #[arg(long)]
+    base: Option<String>,
+}
+
+#[derive(Args, Debug)]
+struct DoctorArgs {
+    /// Data directory to check (default: the system temp dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Remove what killed runs left (loop devices, mounts, throttles,
+    /// cgroups) and exit.
+    #[arg(long)]
+    cleanup: bool,
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> Result<i32> {
+    let cli = Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.cmd {
+        Cmd::Run(a) => {
+            let command = std::env::args().collect::<Vec<_>>().join(" ");
+            let cfgs = (*a).into_configs()?;
+            crate::setup::cgroup::harness_memory();
+            let _ = ctrlc::set_handler(|| {
+                crate::driver::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst)
+            });
+            let mut views = Vec::new();
+            for (i, cfg) in cfgs.iter().enumerate() {
+                if cfgs.len() > 1 {
+                    if i > 0 {
+                        writeln!(out)?;
+                    }
+                    writeln!(
+                        out,
+                        "== corner {} of {}: {} ==",
+                        i + 1,
+                        cfgs.len(),
+                        match cfg.bound {
+                            Bound::Cache => "cached (no memory limit)",
+                            Bound::Io => "IO-bound (memory limit)",
+                        }
+                    )?;
+                }
+                let id = runner::run(cfg, &command, &mut out)?;
+                let results = Results::open_existing(&cfg.results)?;
+                views.push(read::load(&results, read::RunSel::Id(id))?);
+                if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+            }
+            let ids: Vec<String> = views.iter().map(|v| v.id.to_string()).collect();
+            let done = views.iter().all(|v| v.status == crate::names::Status::Done);
+            let view = if views.len() == 1 {
+                views.remove(0)
+            } else {
+                crate::report::compare::merge(views)
+            };
+            let base = crate::report::compare::base_engine(&view, None)?;
+            writeln!(out)?;
+            write!(
+                out,
+                "{}",
+                crate::report::render(&view, Format::Text, base.as_deref())
+            )?;
+            let results = cfgs.first().map(|c| c.results.display().to_string());
+            let results = results.unwrap_or_default();
+            let ids = ids.join(",");
+            writeln!(
+                out,
+                "\nresults: {results} (run {ids}) · other reports: ampbench report --results {results} --run {ids} --format json|csv|html",
+            )?;
+            Ok(if done { 0 } else { 1 })
+        }
+        Cmd::Report(a) => {
+            let sels = a
+                .run
+                .split(',')
+                .map(|r| read::RunSel::parse(r.trim()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let results = Results::open_existing(&a.results)?;
+            let mut views = Vec::new();
+            for sel in sels {
+                views.push(read::load(&results, sel)?);
+            }
+            let view = if views.len() == 1 {
+                views.remove(0)
+            } else {
+                crate::report::compare::merge(views)
+            };
+            let base = crate::report::compare::base_engine(&view, a.base.as_deref())?;
+            write!(
+                out,
+                "{}",
+                crate::report::render(&view, a.format, base.as_deref())
+            )?;
+            Ok(0)
+        }
+        Cmd::List => {
+            write!(out, "{}", list())?;
+            Ok(0)
+        }
+        Cmd::Template => {
+            write!(out, "{}", crate::plan::template())?;
+            Ok(0)
+        }
+        Cmd::Loopback { rounds } => {
+            let rt = crate::probe::loopback::measure(rounds)?;
+            writeln!(out, "{}", serde_json::to_string(&rt)?)?;
+            Ok(0)
+        }
+        Cmd::Doctor(a) if a.cleanup => {
+            let done = crate::setup::clean_leftovers();
+            if done.is_empty() {
+                writeln!(out, "nothing left by killed runs")?;
+            }
+            for l in &done {
+                writeln!(out, "{l}")?;
+            }
+            Ok(0)
+        }
+        Cmd::Doctor(a) => {
+            let dir = a.dir.unwrap_or_else(std::env::temp_dir);
+            let (text, any) = crate::setup::doctor::report(&dir);
+            write!(out, "{text}")?;
+            Ok(if any { 0 } else { 1 })
+        }
+    }
+}
+
+/// `ampbench list`: workloads, steps, parameters with defaults; engines with
+/// their default settings.
+pub fn list() -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for w in WorkloadKind::ALL {
+        let _ = writeln!(o, "workload {}: {}", w.name(), w.about());
+        let steps: Vec<&str> = w.steps().iter().map(|s| s.name()).collect();
+        let _ = writeln!(o, "  steps: {}", steps.join(", "));
+        let _ = writeln!(o, "  parameters (-p KEY=VALUE):");
+        for p in w.params() {
+            let _ = writeln!(o, "    {:<22} {:<10} {}", p.key, p.default, p.help);
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(
+        o,
+        "engines (--set ENGINE.KEY=VALUE; defaults shown for --cache 256MB):"
+    );
+    for e in EngineKind::all() {
+        let s = e.default_settings(256 << 20);
+        let _ = writeln!(
+            o,
+            "  {:<16} {} — {}",
+            e.name(),
+            e.structure().name(),
+            if s.is_empty() {
+                "no options".into()
+            } else {
+                options::show(&s)
+            }
+        );
+    }
+    o
+}
