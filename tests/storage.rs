@@ -367,22 +367,25 @@ fn wait_for_setup(pid: u32) {
     std::thread::sleep(Duration::from_secs(3));
 }
 
-/// Ctrl-C (a real SIGINT) mid-step: the run ends interrupted (exit 1)
-/// and its device, mount, throttle and cgroup are gone.
+/// Ctrl-C (a real SIGINT) mid-step, and SIGTERM (`kill`, `timeout`): the
+/// run ends interrupted (exit 1) and its device, mount, throttle and
+/// cgroup are gone.
 #[test]
 fn ctrl_c_leaves_nothing() {
     need_device!(_serial);
-    let d = tempfile::tempdir().unwrap();
-    let child = spawn(d.path(), &["--storage", "disk-array"]);
-    let pid = child.id();
-    wait_for_setup(pid);
-    // SAFETY: signals our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("interrupted"), "{out}");
-    assert_clean(pid);
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let d = tempfile::tempdir().unwrap();
+        let child = spawn(d.path(), &["--storage", "disk-array"]);
+        let pid = child.id();
+        wait_for_setup(pid);
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(pid as i32, sig) };
+        let o = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "signal {sig}: {out}");
+        assert!(out.contains("interrupted"), "signal {sig}: {out}");
+        assert_clean(pid);
+    }
 }
 
 /// kill -9 of ampbench mid-step leaves its device, mount, throttle and
