@@ -29,6 +29,7 @@ bench: build
 	./bench/linkbench-null.sh
 	./bench/loopback.sh
 	./bench/io-harness.sh
+	./bench/seed-003-storage.sh
 
 clean:
 	$(CARGO) clean

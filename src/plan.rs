@@ -39,6 +39,26 @@ impl Bounds {
     }
 }
 
+/// `storage = "slow-ssd"` or `storage = ["fast-ssd", "disk-array"]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Classes {
+    /// One class.
+    One(crate::setup::storage::StorageClass),
+    /// A sweep.
+    Many(Vec<crate::setup::storage::StorageClass>),
+}
+
+impl Classes {
+    /// The classes as a list.
+    pub fn into_vec(self) -> Vec<crate::setup::storage::StorageClass> {
+        match self {
+            Classes::One(c) => vec![c],
+            Classes::Many(v) => v,
+        }
+    }
+}
+
 /// The default benchmark's plan (`ampbench run` with no plan file,
 /// workload or engine), shipped as `plans/default.toml`.
 pub const DEFAULT_RUN: &str = include_str!("../plans/default.toml");
@@ -79,8 +99,8 @@ pub struct Plan {
     pub settle: Option<bool>,
     /// How clients reach server engines.
     pub transport: Option<crate::engine::Transport>,
-    /// Storage class.
-    pub storage: Option<crate::setup::storage::StorageClass>,
+    /// Storage class, or a list to sweep (`["fast-ssd", "slow-ssd"]`).
+    pub storage: Option<Classes>,
     /// Filesystem on the dedicated device.
     pub fs: Option<crate::setup::storage::Fs>,
     /// Dedicated device size.

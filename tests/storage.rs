@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{BIN, ok, run, run_config};
+use common::{BIN, interval_iops, ok, run, run_config};
 
 /// One test at a time: each makes and throttles loop devices, and checks
 /// that no throttle rule at all remains.
@@ -94,38 +94,6 @@ fn throttle_rules() -> Vec<(String, String)> {
 fn pid_of(stdout: &str) -> u32 {
     let i = stdout.find("ampbench-").expect("a storage line") + "ampbench-".len();
     stdout[i..].split('-').next().unwrap().parse().expect("pid")
-}
-
-/// Reads and writes the device did per second in each interval of each
-/// step: (engine, step, reads/s, writes/s, seconds).
-fn interval_iops(results: &Path) -> Vec<(String, String, f64, f64, f64)> {
-    let c = rusqlite::Connection::open(results).unwrap();
-    let mut q = c
-        .prepare(
-            "SELECT s.engine, s.step, a.sample, b.sample FROM samples a
-             JOIN samples b ON a.step_id = b.step_id AND a.interval_idx = b.interval_idx
-             JOIN steps s ON s.id = a.step_id
-             WHERE a.at = 'start' AND b.at = 'end' ORDER BY s.id, a.interval_idx",
-        )
-        .unwrap();
-    q.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-        ))
-    })
-    .unwrap()
-    .map(|r| {
-        let (e, s, a, b) = r.unwrap();
-        let a: serde_json::Value = serde_json::from_str(&a).unwrap();
-        let b: serde_json::Value = serde_json::from_str(&b).unwrap();
-        let secs = b["t"].as_f64().unwrap() - a["t"].as_f64().unwrap();
-        let d = |k: &str| b["disk"][k].as_f64().unwrap() - a["disk"][k].as_f64().unwrap();
-        (e, s, d("reads") / secs, d("writes") / secs, secs)
-    })
-    .collect()
 }
 
 /// A write-heavy step (synced overwrites) under a 300 IOPS cap, on an

@@ -1,7 +1,8 @@
-//! The concurrency sweep (`--threads 1,2,4`) through the real binary.
+//! The concurrency sweep (`--threads 1,2,4`) and the storage sweep
+//! (`--storage dedicated,custom`) through the real binary.
 
 mod common;
-use common::ok;
+use common::{interval_iops, ok, run_config};
 
 /// `--threads 1,2,4` runs each multi-threaded step at every level (named
 /// `pq.n@N`), leaves single-threaded steps alone, and the report fits the
@@ -51,4 +52,83 @@ fn thread_sweep_runs_every_level_and_fits_usl() {
     assert_eq!(threads, vec![1, 2, 4]);
     assert!(out.contains("lmdb pq.n\n"), "{out}");
     assert!(out.contains("USL: λ = "), "{out}");
+}
+
+/// `--storage dedicated,custom --iops 300`: one device, the load once at
+/// the first class, every later step at each class (`ows.1@custom`); the
+/// device did at most 330 writes/s in the capped step's intervals and
+/// more than that unthrottled; each class was probed and recorded; no
+/// throttle rule is left.
+#[test]
+fn storage_sweep_runs_later_steps_at_every_class() {
+    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
+    {
+        eprintln!("skipped: no dedicated device here: {why}");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-e",
+        "rocksdb,lmdb",
+        "--steps",
+        "load,ows.1",
+        "-p",
+        "docs=20000",
+        "--storage",
+        "dedicated,custom",
+        "--iops",
+        "300",
+        "--mbps",
+        "40",
+        "--device-size",
+        "2GB",
+        "--warmup",
+        "0",
+        "--duration",
+        "3",
+        "--interval",
+        "1",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(out.contains("loads run at dedicated"), "{out}");
+    for want in ["ows.1@dedicated", "ows.1@custom"] {
+        let lines = out
+            .lines()
+            .filter(|l| l.starts_with(&format!("  {want} ")))
+            .count();
+        assert_eq!(lines, 2, "{want}: {out}");
+    }
+    assert!(!out.contains("load@"), "{out}");
+    let rows = interval_iops(&res);
+    for engine in ["rocksdb", "lmdb"] {
+        let of = |step: &str| {
+            rows.iter()
+                .filter(|r| r.0 == engine && r.1 == step && r.4 >= 0.5)
+                .map(|r| r.3)
+                .collect::<Vec<f64>>()
+        };
+        let (free, capped) = (of("ows.1@dedicated"), of("ows.1@custom"));
+        assert!(!capped.is_empty() && !free.is_empty(), "{rows:?}");
+        assert!(
+            capped.iter().all(|w| *w <= 330.0),
+            "{engine}: capped writes/s {capped:?}"
+        );
+        assert!(
+            free.iter().any(|w| *w > 400.0),
+            "{engine}: unthrottled writes/s {free:?}"
+        );
+    }
+    let cfg = run_config(&res, 1);
+    let m = &cfg["storage_effective"]["measured"];
+    let qd1 = |c: &str| m[c]["read_qd1"]["ops_per_sec"].as_f64().unwrap_or(0.0);
+    assert!(qd1("custom") > 100.0 && qd1("custom") < 330.0, "{m}");
+    assert!(qd1("dedicated") > 1000.0, "{m}");
+    let rules = std::fs::read_to_string("/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device")
+        .unwrap_or_default();
+    assert!(rules.trim().is_empty(), "throttle left: {rules}");
 }

@@ -92,9 +92,12 @@ pub(super) struct RunArgs {
     /// Where the data lives: a dedicated loop device throttled to a
     /// storage class (disk-array ≈ 1k IOPS, slow-ssd ≈ 10k, fast-ssd ≈
     /// 100k), unthrottled (dedicated), or the data directory's own disk
-    /// (native). Needs root; otherwise native, said and recorded [default: dedicated].
-    #[arg(long, value_enum)]
-    storage: Option<StorageClass>,
+    /// (native). Needs root; otherwise native, said and recorded. A list
+    /// (fast-ssd,slow-ssd,disk-array) sweeps one device through the
+    /// classes: the load runs once at the first, every later step at each
+    /// class in turn (`request@disk-array`) [default: dedicated].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    storage: Option<Vec<StorageClass>>,
     /// Filesystem on the dedicated device [default: ext4].
     #[arg(long, value_enum)]
     fs: Option<Fs>,
@@ -315,29 +318,69 @@ impl RunArgs {
     fn storage_config(&self, plan: &Plan) -> Result<StorageConfig> {
         let iops = self.iops.clone().or(plan.iops.clone());
         let mbps = self.mbps.clone().or(plan.mbps.clone());
-        let class = match self.storage.or(plan.storage) {
-            Some(c) => c,
-            None if iops.is_some() || mbps.is_some() => StorageClass::Custom,
-            None => StorageClass::default(),
-        };
-        if class == StorageClass::Native && (iops.is_some() || mbps.is_some()) {
+        let listed = self
+            .storage
+            .clone()
+            .or(plan.storage.clone().map(|c| c.into_vec()))
+            .unwrap_or_default();
+        let mut classes: Vec<StorageClass> = Vec::new();
+        for c in listed {
+            if !classes.contains(&c) {
+                classes.push(c);
+            }
+        }
+        if classes.is_empty() {
+            classes.push(if iops.is_some() || mbps.is_some() {
+                StorageClass::Custom
+            } else {
+                StorageClass::default()
+            });
+        }
+        if classes.len() > 1 && classes.contains(&StorageClass::Native) {
+            return Err(UsageError(
+                "--storage: a sweep runs on one dedicated device; native cannot be one of its classes"
+                    .into(),
+            )
+            .into());
+        }
+        if classes == [StorageClass::Native] && (iops.is_some() || mbps.is_some()) {
             return Err(UsageError(
                 "--iops/--mbps need a dedicated device: not with --storage native".into(),
             )
             .into());
         }
-        let mut caps: Caps = class.caps();
-        if let Some(s) = &iops {
-            let (r, w) = parse_pair("iops", s)?;
-            (caps.read_iops, caps.write_iops) = (Some(r), Some(w));
+        if classes.len() > 1
+            && (iops.is_some() || mbps.is_some())
+            && !classes.contains(&StorageClass::Custom)
+        {
+            return Err(UsageError(
+                "--iops/--mbps in a --storage sweep set the custom class's caps: add custom to the list".into(),
+            )
+            .into());
         }
-        if let Some(s) = &mbps {
-            let (r, w) = parse_pair("mbps", s)?;
-            (caps.read_mbps, caps.write_mbps) = (Some(r), Some(w));
+        let mut sweep = Vec::new();
+        for &class in &classes {
+            let mut caps: Caps = class.caps();
+            // With one class the flags replace its caps; in a sweep they
+            // are the custom class's.
+            if classes.len() == 1 || class == StorageClass::Custom {
+                if let Some(s) = &iops {
+                    let (r, w) = parse_pair("iops", s)?;
+                    (caps.read_iops, caps.write_iops) = (Some(r), Some(w));
+                }
+                if let Some(s) = &mbps {
+                    let (r, w) = parse_pair("mbps", s)?;
+                    (caps.read_mbps, caps.write_mbps) = (Some(r), Some(w));
+                }
+            }
+            if class == StorageClass::Custom && caps.none() {
+                return Err(
+                    UsageError("--storage custom: give --iops and/or --mbps".into()).into(),
+                );
+            }
+            sweep.push((class, caps));
         }
-        if class == StorageClass::Custom && caps.none() {
-            return Err(UsageError("--storage custom: give --iops and/or --mbps".into()).into());
-        }
+        let (class, caps) = sweep[0];
         let size = match self.device_size.as_deref().or(plan.device_size.as_deref()) {
             Some(s) => {
                 let b = options::parse_size(s)
@@ -352,6 +395,7 @@ impl RunArgs {
         Ok(StorageConfig {
             class,
             caps,
+            sweep: if sweep.len() > 1 { sweep } else { Vec::new() },
             fs: self.fs.or(plan.fs).unwrap_or_default(),
             size,
         })

@@ -70,6 +70,20 @@ pub const ENGINES: &[EngineDef] = &[
                     "rocksdb_db_write_buffer_size".into(),
                     super::rocksdb::memtables(memory).to_string(),
                 ),
+                // InnoDB holds only the system tables here: at its 64MB
+                // default the server was killed at a 256MB limit.
+                ("innodb_buffer_pool_size".into(), "16MB".into()),
+                // Building a secondary index sorts in memory: 64MB buffers
+                // combined up to 1GB by default, which killed the server
+                // at 384MB during LinkBench's index step.
+                (
+                    "rocksdb_merge_buf_size".into(),
+                    (super::rocksdb::memtables(memory) / 2).to_string(),
+                ),
+                (
+                    "rocksdb_merge_combine_read_size".into(),
+                    super::rocksdb::memtables(memory).to_string(),
+                ),
             ]
         },
         direct_io: true,

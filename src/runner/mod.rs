@@ -351,26 +351,43 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
     }
     let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
     let mut after = After::Next;
-    for (si, step) in r.steps.clone().into_iter().enumerate() {
+    'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
         if cfg.drop_caches && si > 0 {
             if let Err(e) = setup::drop_caches() {
                 writeln!(out, "  cannot drop caches: {e}")?;
             }
         }
+        // A storage sweep runs repeatable steps at every class; the load
+        // (and an index build) at the first.
+        let classes: Vec<Option<usize>> = if step.repeatable() && !r.storage.sweep.is_empty() {
+            (0..r.storage.sweep.len()).map(Some).collect()
+        } else {
+            vec![None]
+        };
         let levels: Vec<Option<usize>> = if step.concurrent() && !cfg.thread_levels.is_empty() {
             cfg.thread_levels.iter().map(|&n| Some(n)).collect()
         } else {
             vec![None]
         };
-        for level in levels {
-            after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, level), out)?;
-            if !matches!(after, After::Next) {
-                break;
+        for class in classes {
+            if !r.storage.sweep.is_empty() {
+                throttle_to(r, &mem, class.unwrap_or(0))?;
+            }
+            for &level in &levels {
+                let at = Level {
+                    class: class.map(|i| r.storage.sweep[i].0),
+                    threads: level,
+                };
+                after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, at), out)?;
+                if !matches!(after, After::Next) {
+                    break 'steps;
+                }
             }
         }
-        if !matches!(after, After::Next) {
-            break;
-        }
+    }
+    if !r.storage.sweep.is_empty() {
+        // The next engine loads at the first class.
+        throttle_to(r, &mem, 0)?;
     }
     if let Err(e) = eng.close() {
         writeln!(out, "{kind}: close failed: {e:#}")?;
@@ -394,6 +411,40 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         writeln!(out, "  kept {}", tmp.keep().display())?;
     }
     Ok(after)
+}
+
+/// Where a step runs in a sweep: its storage class and thread count
+/// (None: the run's own).
+#[derive(Clone, Copy)]
+struct Level {
+    class: Option<crate::setup::storage::StorageClass>,
+    threads: Option<usize>,
+}
+
+impl Level {
+    /// The step's label: `pq.n`, `request@disk-array`, `pq.n@slow-ssd@8`.
+    fn label(self, step: Step) -> String {
+        let mut l = step.name().to_string();
+        if let Some(c) = self.class {
+            l.push('@');
+            l.push_str(c.name());
+        }
+        if let Some(n) = self.threads {
+            l.push_str(&format!("@{n}"));
+        }
+        l
+    }
+}
+
+/// Throttles the run's device to class `i` of its sweep (on cgroup v2,
+/// in the engine's cgroup).
+fn throttle_to(r: &mut Run<'_>, mem: &EngineMem, i: usize) -> Result<()> {
+    if let Some(line) = r.storage.switch(i)? {
+        if let Some(cg) = mem.cg.as_ref() {
+            cg.set_io_max(&line)?;
+        }
+    }
+    Ok(())
 }
 
 /// Opens the engine and, on a server, creates the workload's schema. A
@@ -450,14 +501,12 @@ fn run_step(
     workload: &dyn Workload,
     probe: &Probe,
     mem: &EngineMem,
-    (si, step, level): (usize, Step, Option<usize>),
+    (si, step, at): (usize, Step, Level),
     out: &mut dyn Write,
 ) -> Result<After> {
-    // A sweep's steps are named by their level: `pq.n@8`.
-    let label = match level {
-        Some(n) => format!("{}@{n}", step.name()),
-        None => step.name().to_string(),
-    };
+    // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
+    let label = at.label(step);
+    let level = at.threads;
     let cfg = r.cfg;
     let cg = mem.cg.as_ref();
     if let Some(c) = cg {
@@ -484,6 +533,7 @@ fn run_step(
         "arrival": planned.spec.arrival,
         "background": planned.spec.background,
         "seed": ctx.seed,
+        "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
     });
     let step_id = r
         .results
@@ -499,7 +549,7 @@ fn run_step(
         bar: progress_bar(),
         label: format!("{kind} {step}"),
     };
-    let o = driver::run_step(
+    let mut o = driver::run_step(
         &planned.spec,
         &*planned.fg,
         planned.bg.as_deref(),
@@ -507,6 +557,13 @@ fn run_step(
         &mut sink,
     );
     sink.bar.finish_and_clear();
+    // A server killed at the memory limit shows first as a lost
+    // connection: say why.
+    if let Some(e) = o.error.as_mut() {
+        if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
+            *e = format!("{why} ({e})");
+        }
+    }
     drop(planned);
     let w = WorkDone {
         ops: o.ops,
@@ -564,7 +621,7 @@ fn run_step(
     };
     writeln!(
         out,
-        "  {:<8} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
+        "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
         label,
         o.ops,
         f(Metric::OpsPerSec).unwrap_or(0.0),

@@ -25,6 +25,11 @@ pub struct StorageConfig {
     /// Its caps (the class's, or `--iops`/`--mbps` for custom or to
     /// override).
     pub caps: Caps,
+    /// A sweep: every class with its caps, the first being `class`
+    /// (empty: no sweep). Loads run at the first; repeatable steps at
+    /// each in turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<(StorageClass, Caps)>,
     /// Filesystem on the dedicated device.
     pub fs: Fs,
     /// Device size in bytes; None: half the free space under `--dir`,
@@ -45,6 +50,27 @@ pub struct Prepared {
     pub lines: Vec<String>,
     /// Caps to apply as v2 `io.max` in each engine's cgroup (v2 only).
     pub io_max: Option<String>,
+    /// The classes of a `--storage` sweep with their caps (empty: none).
+    pub sweep: Vec<(StorageClass, Caps)>,
+}
+
+impl Prepared {
+    /// Throttles the device to class `i` of the sweep. On cgroup v1 the
+    /// device rule is rewritten here; on v2 the returned `io.max` line is
+    /// for the caller to write into the engine's cgroup.
+    pub fn switch(&mut self, i: usize) -> anyhow::Result<Option<String>> {
+        let Some(&(_, caps)) = self.sweep.get(i) else {
+            return Ok(None);
+        };
+        let Some(dev) = self.device.as_mut() else {
+            return Ok(None);
+        };
+        if cgroup::version() == Some(cgroup::Version::V2) {
+            return Ok(Some(storage::io_max_line(&dev.maj_min(), &caps)));
+        }
+        dev.throttle_v1(&caps)?;
+        Ok(None)
+    }
 }
 
 /// True while a process with that PID exists (a leftover's owner).
@@ -85,6 +111,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         record,
         lines,
         io_max: None,
+        sweep: Vec::new(),
     };
     if cfg.class == StorageClass::Native {
         return native(
@@ -149,25 +176,59 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         );
     }
     // On v2 the probe runs unthrottled (it is not in an engine's cgroup);
-    // on v1 it sees the class.
-    if probe_secs > 0.0 {
-        match ioprobe::measure(&dev.mount, &dev.name(), probe_secs) {
-            Ok(m) => {
-                lines.push(format!("  measured: {}", m.show()));
-                record["measured"] = serde_json::to_value(m).unwrap_or_default();
-            }
-            Err(e) => {
-                lines.push(format!("  not measured: {e:#}"));
-                record["measured"] = format!("not measured: {e:#}").into();
+    // on v1 it sees the class. A sweep probes every class, then throttles
+    // to the first.
+    let mut dev = dev;
+    if probe_secs > 0.0 && cfg.sweep.is_empty() {
+        let (line, value) = probe(&dev, probe_secs);
+        lines.push(format!("  measured: {line}"));
+        record["measured"] = value;
+    }
+    let mut measured = serde_json::Map::new();
+    for (class, caps) in &cfg.sweep {
+        if !v2 {
+            if let Err(e) = dev.throttle_v1(caps) {
+                lines.push(format!("  {class}: cannot throttle: {e:#}"));
             }
         }
+        let (line, value) = probe(&dev, probe_secs.max(1.0));
+        lines.push(format!("  {class} ({}): measured {line}", caps.show()));
+        measured.insert(class.name().into(), value);
     }
+    if !cfg.sweep.is_empty() {
+        record["sweep"] = serde_json::to_value(&cfg.sweep).unwrap_or_default();
+        record["measured"] = measured.into();
+        if !v2 {
+            if let Err(e) = dev.throttle_v1(&cfg.caps) {
+                lines.push(format!("  cannot throttle to {}: {e:#}", cfg.class));
+            }
+        }
+        lines.push(format!(
+            "  loads run at {}; every other step at each class in turn (STEP@CLASS)",
+            cfg.class
+        ));
+    }
+    let io_max = (v2 && (!cfg.caps.none() || !cfg.sweep.is_empty()))
+        .then(|| storage::io_max_line(&dev.maj_min(), &cfg.caps));
     Prepared {
         parent: dev.mount.clone(),
-        io_max: (v2 && !cfg.caps.none()).then(|| storage::io_max_line(&dev.maj_min(), &cfg.caps)),
+        io_max,
         device: Some(dev),
         record,
         lines,
+        sweep: cfg.sweep.clone(),
+    }
+}
+
+/// The class probe on the device as it is throttled now: a line for the
+/// console and the value recorded (the figures, or why not measured).
+fn probe(dev: &Device, secs: f64) -> (String, serde_json::Value) {
+    match ioprobe::measure(&dev.mount, &dev.name(), secs) {
+        Ok(m) => (m.show(), serde_json::to_value(m).unwrap_or_default()),
+        Err(e) => (
+            format!("not measured: {e:#}"),
+            format!("not measured: {e:#}").into(),
+        ),
     }
 }
 

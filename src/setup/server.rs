@@ -37,7 +37,7 @@ pub fn free_port() -> Result<u16> {
 }
 
 /// Makes `cmd` a managed child: own process group, SIGTERM when we die,
-/// output to `log`.
+/// output to `log`, glibc malloc arenas as ampbench's.
 pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
     let out =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -45,7 +45,13 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
     cmd.stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
-        .process_group(0);
+        .process_group(0)
+        // The servers' glibc malloc keeps one arena per CPU, as ampbench's
+        // own does (see `cgroup::harness_memory`).
+        .env(
+            "MALLOC_ARENA_MAX",
+            crate::setup::cgroup::arenas().to_string(),
+        );
     // SAFETY: prctl is async-signal-safe; it only sets this child's
     // parent-death signal between fork and exec.
     unsafe {

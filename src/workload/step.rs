@@ -21,6 +21,12 @@ pub trait StepKind: Copy {
     /// It runs `--threads` threads: a `--threads 1,2,4` sweep runs it at
     /// every level.
     fn concurrent(self) -> bool;
+    /// It can run again on the data the earlier steps left (reads, writes,
+    /// request mixes; not a load or an index build): a `--storage
+    /// fast-ssd,slow-ssd` sweep runs it at every class.
+    fn repeatable(self) -> bool {
+        !self.loads()
+    }
 }
 
 /// A step of one of the workloads.
@@ -64,6 +70,10 @@ impl Step {
     /// See [`StepKind::concurrent`].
     pub fn concurrent(self) -> bool {
         each!(self, s => s.concurrent())
+    }
+    /// See [`StepKind::repeatable`].
+    pub fn repeatable(self) -> bool {
+        each!(self, s => s.repeatable())
     }
     /// The workload it belongs to.
     pub fn workload(self) -> WorkloadKind {

@@ -32,3 +32,35 @@ pub fn run_config(results: &std::path::Path, id: i64) -> serde_json::Value {
         .expect("the run's config");
     serde_json::from_str(&cfg).expect("config JSON")
 }
+
+/// Reads and writes the device did per second in each interval of each
+/// step: (engine, step, reads/s, writes/s, seconds).
+pub fn interval_iops(results: &std::path::Path) -> Vec<(String, String, f64, f64, f64)> {
+    let c = rusqlite::Connection::open(results).unwrap();
+    let mut q = c
+        .prepare(
+            "SELECT s.engine, s.step, a.sample, b.sample FROM samples a
+             JOIN samples b ON a.step_id = b.step_id AND a.interval_idx = b.interval_idx
+             JOIN steps s ON s.id = a.step_id
+             WHERE a.at = 'start' AND b.at = 'end' ORDER BY s.id, a.interval_idx",
+        )
+        .unwrap();
+    q.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })
+    .unwrap()
+    .map(|r| {
+        let (e, s, a, b) = r.unwrap();
+        let a: serde_json::Value = serde_json::from_str(&a).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&b).unwrap();
+        let secs = b["t"].as_f64().unwrap() - a["t"].as_f64().unwrap();
+        let d = |k: &str| b["disk"][k].as_f64().unwrap() - a["disk"][k].as_f64().unwrap();
+        (e, s, d("reads") / secs, d("writes") / secs, secs)
+    })
+    .collect()
+}

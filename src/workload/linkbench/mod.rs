@@ -64,6 +64,9 @@ impl StepKind for LinkbenchStep {
     fn concurrent(self) -> bool {
         self == LinkbenchStep::Request
     }
+    fn repeatable(self) -> bool {
+        self == LinkbenchStep::Request
+    }
 }
 
 /// Parameters and defaults (LinkBench's names where it has one).
