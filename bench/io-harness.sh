@@ -43,7 +43,9 @@ for r in rows:
           f"QD8: {r[4]:7.0f} (r/o {r[7]:.2f}) / probe {r[5]:7.0f} = {r[1]:.3f}")
 def show(name, xs):
     m = statistics.mean(xs)
-    half = 4.303 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 2 else float("nan")
+    # Student's t at 95%, two-sided, for n - 1 degrees of freedom.
+    t = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}.get(len(xs) - 1, 2.0)
+    half = t * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
     print(f"{name:<10} ratio {m:.3f}  (95% interval {m-half:.3f}-{m+half:.3f}, range {min(xs):.3f}-{max(xs):.3f})  target >= 0.90")
 show("QD1", [r[0] for r in rows])
 show("QD8", [r[1] for r in rows])

@@ -254,7 +254,7 @@ pub fn template() -> String {
         ),
         (
             "storage = \"dedicated\"",
-            "native | dedicated | fast-ssd | slow-ssd | disk-array | custom",
+            "native | dedicated | fast-ssd | slow-ssd | disk-array | custom; a list sweeps one device (loads at the first)",
         ),
         ("fs = \"ext4\"", "ext4 | xfs, on the dedicated device"),
         (

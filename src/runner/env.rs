@@ -9,13 +9,13 @@ use std::time::Duration;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::RunConfig;
+use super::{Run, RunConfig};
 use crate::driver::Arrival;
 use crate::engine::{EngineKind, EngineOptions};
 use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::DeathNote;
-use crate::workload::StepCtx;
+use crate::workload::{Step, StepCtx};
 
 /// Machine facts recorded with every run.
 pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
@@ -122,7 +122,7 @@ pub(super) fn memory_line(cfg: &RunConfig) -> String {
                 ""
             },
             if m < 256 << 20 {
-                "\n  note: below 256MB, an engine whose own memory is larger (RocksDB's defaults: two 64MB memtables and its cache) is killed at the limit"
+                "\n  note: below 256MB an engine's own memory (RocksDB: its cache, memtables and about 50MB more; the harness: about 25MB) may not fit; an engine that does not is killed at the limit"
             } else {
                 ""
             }
@@ -159,4 +159,38 @@ pub(super) fn progress_bar() -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
     b
+}
+
+/// Where a step runs in a sweep: its storage class and thread count
+/// (None: the run's own).
+#[derive(Clone, Copy)]
+pub(super) struct Level {
+    pub(super) class: Option<crate::setup::storage::StorageClass>,
+    pub(super) threads: Option<usize>,
+}
+
+impl Level {
+    /// The step's label: `pq.n`, `request@disk-array`, `pq.n@slow-ssd@8`.
+    pub(super) fn label(self, step: Step) -> String {
+        let mut l = step.name().to_string();
+        if let Some(c) = self.class {
+            l.push('@');
+            l.push_str(c.name());
+        }
+        if let Some(n) = self.threads {
+            l.push_str(&format!("@{n}"));
+        }
+        l
+    }
+}
+
+/// Throttles the run's device to class `i` of its sweep (on cgroup v2,
+/// in the engine's cgroup).
+pub(super) fn throttle_to(r: &mut Run<'_>, mem: &EngineMem, i: usize) -> Result<()> {
+    if let Some(line) = r.storage.switch(i)? {
+        if let Some(cg) = mem.cg.as_ref() {
+            cg.set_io_max(&line)?;
+        }
+    }
+    Ok(())
 }

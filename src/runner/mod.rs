@@ -7,25 +7,28 @@
 //! the step in progress, records it as interrupted, and ends the run.
 
 mod env;
+mod sink;
 
 pub use env::machine_facts;
-use env::{EngineMem, engine_cgroup, engine_options, memory_line, progress_bar, step_ctx};
+use env::{
+    EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, step_ctx,
+    throttle_to,
+};
+use sink::Sink;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use indicatif::ProgressBar;
 use serde::Serialize;
 
-use crate::driver::{self, IntervalRecord, StepSink};
+use crate::driver::{self, StepSink};
 use crate::engine::{self, Engine, EngineKind, EngineOptions, EngineRef, OpenSpec};
-use crate::metrics::{self, Latency, Metric, WorkDone};
+use crate::metrics::{self, Metric, WorkDone};
 use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
-use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::{DeathNote, oom_kills};
 use crate::setup::{self, StorageConfig};
 use crate::workload::{Params, Step, Workload, WorkloadKind};
@@ -89,67 +92,6 @@ pub struct RunConfig {
     pub cache_from_memory: bool,
     /// Drop the page cache before every step but the first.
     pub drop_caches: bool,
-}
-
-/// Writes figures and latencies to the results file as the driver reports them.
-struct Sink<'r> {
-    results: &'r mut Results,
-    /// The engine's memory cgroup, its OOM kills at the step's start, and
-    /// the limit.
-    oom: Option<(&'r MemCgroup, u64, u64)>,
-    step: i64,
-    workload: &'r dyn Workload,
-    no_device: Option<String>,
-    bar: ProgressBar,
-    label: String,
-}
-
-impl StepSink for Sink<'_> {
-    fn interval(&mut self, r: &IntervalRecord) -> Result<()> {
-        let w = WorkDone {
-            ops: r.ops,
-            secs: r.end.t - r.start.t,
-            logical_bytes: self.workload.live_bytes(),
-            logical_written: r.written,
-        };
-        let figs = metrics::compute(
-            &r.start,
-            &r.end,
-            &w,
-            self.no_device.as_deref(),
-            crate::probe::cpu::ticks_per_sec(),
-        );
-        self.results
-            .add_interval(
-                self.step,
-                r.idx,
-                (r.start.t, r.end.t),
-                (r.ops, r.bg_ops, r.written),
-                &figs,
-                (&r.start, &r.end),
-            )
-            .context("writing an interval to the results file")
-    }
-    fn interval_latency(&mut self, idx: usize, l: &[(String, Latency)]) -> Result<()> {
-        self.results.add_latencies(self.step, idx as i64, l)
-    }
-    fn health(&mut self) -> Option<String> {
-        let (cg, before, limit) = self.oom?;
-        (oom_kills(cg)? > before).then(|| {
-            format!(
-                "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
-                crate::engine::options::format_size(limit)
-            )
-        })
-    }
-    fn progress(&mut self, ops: u64, secs: f64) {
-        let rate = if secs > 0.0 { ops as f64 / secs } else { 0.0 };
-        self.bar.set_message(format!(
-            "{}: {ops} ops, {rate:.0} ops/s, {secs:.0}s",
-            self.label
-        ));
-        self.bar.tick();
-    }
 }
 
 /// What a step's end means for the engine's remaining steps and the run.
@@ -411,40 +353,6 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         writeln!(out, "  kept {}", tmp.keep().display())?;
     }
     Ok(after)
-}
-
-/// Where a step runs in a sweep: its storage class and thread count
-/// (None: the run's own).
-#[derive(Clone, Copy)]
-struct Level {
-    class: Option<crate::setup::storage::StorageClass>,
-    threads: Option<usize>,
-}
-
-impl Level {
-    /// The step's label: `pq.n`, `request@disk-array`, `pq.n@slow-ssd@8`.
-    fn label(self, step: Step) -> String {
-        let mut l = step.name().to_string();
-        if let Some(c) = self.class {
-            l.push('@');
-            l.push_str(c.name());
-        }
-        if let Some(n) = self.threads {
-            l.push_str(&format!("@{n}"));
-        }
-        l
-    }
-}
-
-/// Throttles the run's device to class `i` of its sweep (on cgroup v2,
-/// in the engine's cgroup).
-fn throttle_to(r: &mut Run<'_>, mem: &EngineMem, i: usize) -> Result<()> {
-    if let Some(line) = r.storage.switch(i)? {
-        if let Some(cg) = mem.cg.as_ref() {
-            cg.set_io_max(&line)?;
-        }
-    }
-    Ok(())
 }
 
 /// Opens the engine and, on a server, creates the workload's schema. A

@@ -1,0 +1,74 @@
+//! The step sink: writes each interval's figures and latencies to the
+//! results file as the driver reports them, checks the engine's memory
+//! cgroup for OOM kills, and drives the progress spinner.
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+
+use crate::driver::{IntervalRecord, StepSink};
+use crate::metrics::{self, Latency, WorkDone};
+use crate::results::Results;
+use crate::setup::cgroup::MemCgroup;
+use crate::setup::oom::oom_kills;
+use crate::workload::Workload;
+
+/// Writes figures and latencies to the results file as the driver reports them.
+pub(super) struct Sink<'r> {
+    pub(super) results: &'r mut Results,
+    /// The engine's memory cgroup, its OOM kills at the step's start, and
+    /// the limit.
+    pub(super) oom: Option<(&'r MemCgroup, u64, u64)>,
+    pub(super) step: i64,
+    pub(super) workload: &'r dyn Workload,
+    pub(super) no_device: Option<String>,
+    pub(super) bar: ProgressBar,
+    pub(super) label: String,
+}
+
+impl StepSink for Sink<'_> {
+    fn interval(&mut self, r: &IntervalRecord) -> Result<()> {
+        let w = WorkDone {
+            ops: r.ops,
+            secs: r.end.t - r.start.t,
+            logical_bytes: self.workload.live_bytes(),
+            logical_written: r.written,
+        };
+        let figs = metrics::compute(
+            &r.start,
+            &r.end,
+            &w,
+            self.no_device.as_deref(),
+            crate::probe::cpu::ticks_per_sec(),
+        );
+        self.results
+            .add_interval(
+                self.step,
+                r.idx,
+                (r.start.t, r.end.t),
+                (r.ops, r.bg_ops, r.written),
+                &figs,
+                (&r.start, &r.end),
+            )
+            .context("writing an interval to the results file")
+    }
+    fn interval_latency(&mut self, idx: usize, l: &[(String, Latency)]) -> Result<()> {
+        self.results.add_latencies(self.step, idx as i64, l)
+    }
+    fn health(&mut self) -> Option<String> {
+        let (cg, before, limit) = self.oom?;
+        (oom_kills(cg)? > before).then(|| {
+            format!(
+                "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
+                crate::engine::options::format_size(limit)
+            )
+        })
+    }
+    fn progress(&mut self, ops: u64, secs: f64) {
+        let rate = if secs > 0.0 { ops as f64 / secs } else { 0.0 };
+        self.bar.set_message(format!(
+            "{}: {ops} ops, {rate:.0} ops/s, {secs:.0}s",
+            self.label
+        ));
+        self.bar.tick();
+    }
+}
