@@ -84,15 +84,23 @@ impl Linkbench {
         let statements: u64 = costs.iter().map(|c| c.statements).sum();
         // Before the check's own queries.
         self.client_cost(engine, requests, statements, notes)?;
-        let check = self.store(engine)?.check()?;
+        let check = if self.check {
+            Some(self.store(engine)?.check()?)
+        } else {
+            None
+        };
+        if let Some(check) = &check {
+            notes.extras.extend([
+                ("consistency_pairs".into(), check.pairs as f64),
+                ("consistency_mismatches".into(), check.mismatches as f64),
+            ]);
+        }
         notes.extras.extend([
             ("getlinkslist_rows_mean".into(), mean),
             ("getlinkslist_rows_p50".into(), p50),
             ("getlinkslist_rows_p99".into(), p99),
             ("multiget_found".into(), found as f64),
             ("multiget_not_found".into(), missing as f64),
-            ("consistency_pairs".into(), check.pairs as f64),
-            ("consistency_mismatches".into(), check.mismatches as f64),
         ]);
         let mut by_interval = Vec::new();
         for (i, mut v) in per_interval.into_iter().enumerate() {
@@ -165,10 +173,13 @@ impl Linkbench {
                 stmts.join(", ")
             ));
         }
-        notes.lines.push(format!(
-            "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
-            check.mismatches, check.pairs
-        ));
+        notes.lines.push(match &check {
+            Some(check) => format!(
+                "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
+                check.mismatches, check.pairs
+            ),
+            None => "consistency check: not run (-p check=false)".into(),
+        });
         notes.lines.push(format!(
             "concurrency: {}; retries after conflicts: {}",
             concurrency(engine),
