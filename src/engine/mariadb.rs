@@ -68,7 +68,7 @@ pub const ENGINES: &[EngineDef] = &[
                 // As for RocksDB: all memtables within an eighth of the limit.
                 (
                     "rocksdb_db_write_buffer_size".into(),
-                    super::rocksdb::memtables(memory).to_string(),
+                    super::options::memtables(memory).to_string(),
                 ),
                 // InnoDB holds only the system tables here: at its 64MB
                 // default the server was killed at a 256MB limit.
@@ -78,11 +78,11 @@ pub const ENGINES: &[EngineDef] = &[
                 // at 384MB during LinkBench's index step.
                 (
                     "rocksdb_merge_buf_size".into(),
-                    (super::rocksdb::memtables(memory) / 2).to_string(),
+                    (super::options::memtables(memory) / 2).to_string(),
                 ),
                 (
                     "rocksdb_merge_combine_read_size".into(),
-                    super::rocksdb::memtables(memory).to_string(),
+                    super::options::memtables(memory).to_string(),
                 ),
             ]
         },

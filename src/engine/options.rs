@@ -138,6 +138,13 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// The memtable budget of an LSM (RocksDB, MyRocks) under a memory
+/// limit: an eighth of it, between 4MB and RocksDB's default memtable,
+/// 64MB.
+pub fn memtables(memory: u64) -> u64 {
+    (memory / 8).clamp(4 << 20, 64 << 20)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,19 +66,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
             // All memtables together (a write buffer manager) at an eighth
             // of the limit, at most RocksDB's 64MB memtable: two default
             // memtables alone filled a 128MB limit.
-            ("db_write_buffer_size".into(), memtables(memory).to_string()),
+            ("db_write_buffer_size".into(), super::options::memtables(memory).to_string()),
         ]
     },
     direct_io: true,
     validate,
     open: |kind, spec| Ok(Box::new(RocksDb::open(kind, spec)?)),
 }];
-
-/// The memtable budget under a memory limit: an eighth of it, between
-/// 4MB and RocksDB's default memtable, 64MB.
-pub fn memtables(memory: u64) -> u64 {
-    (memory / 8).clamp(4 << 20, 64 << 20)
-}
 
 /// The library version, read from the LOG of a scratch database.
 pub fn library_version() -> Result<String> {
