@@ -379,19 +379,6 @@ fn shipped_plans_load() {
     assert_eq!(cfg.workload, ampbench::workload::WorkloadKind::Ycsb);
     assert_eq!(cfg.engines.len(), 5);
     assert_eq!(cfg.duration, 10.0);
-    // The default run's plan: both corners, the io one limited.
-    let cfgs = ampbench::cli::check_plan(&dir.join("default.toml")).unwrap();
-    let corners: Vec<_> = cfgs.iter().map(|c| (c.bound, c.memory)).collect();
-    use ampbench::cli::Bound;
-    assert_eq!(
-        corners,
-        [(Bound::Cache, None), (Bound::Io, Some(256 << 20))]
-    );
-    assert_eq!(cfgs[1].cache_bytes, 64 << 20);
-    assert_eq!(
-        ampbench::plan::DEFAULT_RUN,
-        std::fs::read_to_string(dir.join("default.toml")).unwrap()
-    );
     let d = tempfile::tempdir().unwrap();
     let bad = d.path().join("bad.toml");
     std::fs::write(&bad, "workload = \"pattern\"\ntheads = 3\n").unwrap();

@@ -124,6 +124,25 @@ fn both_corners_in_one_command() {
     assert!(engines.contains(&"cache:lmdb") && engines.contains(&"io:rocksdb"));
 }
 
+/// The default run's plan, as shipped and as compiled in: both corners,
+/// the io one limited to 256MB with a quarter of it as cache.
+#[test]
+fn default_plan_has_both_corners() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans");
+    let cfgs = ampbench::cli::check_plan(&dir.join("default.toml")).unwrap();
+    let corners: Vec<_> = cfgs.iter().map(|c| (c.bound, c.memory)).collect();
+    use ampbench::cli::Bound;
+    assert_eq!(
+        corners,
+        [(Bound::Cache, None), (Bound::Io, Some(256 << 20))]
+    );
+    assert_eq!(cfgs[1].cache_bytes, 64 << 20);
+    assert_eq!(
+        ampbench::plan::DEFAULT_RUN,
+        std::fs::read_to_string(dir.join("default.toml")).unwrap()
+    );
+}
+
 /// With no plan file, workload or engine, `ampbench run` takes
 /// plans/default.toml: both corners. A results path that cannot be
 /// written stops it before anything is made, naming the path.
