@@ -392,7 +392,7 @@ fn no_link_is_dated_in_the_future() {
     .unwrap();
     let mut w = WorkloadKind::Linkbench.build(&p).unwrap();
     let steps = WorkloadKind::Linkbench.steps();
-    w.configure(&steps);
+    w.configure(&steps, 1);
     let spec = OpenSpec {
         dir: d.path().into(),
         tables: w.tables(),

@@ -165,6 +165,10 @@ pub struct StepOutcome {
     pub latencies: Vec<(String, Latency)>,
     /// Number of intervals recorded.
     pub intervals: usize,
+    /// Foreground operations so far, sampled by the collector every 50 ms
+    /// at most (seconds into the measured phase, count): the step's
+    /// throughput over time, finer than its intervals; see [`slices`].
+    pub timeline: Vec<(f64, u64)>,
     /// The first error a worker or the sink hit, if any.
     pub error: Option<String>,
     /// True when Ctrl-C stopped the step.
@@ -294,6 +298,7 @@ pub fn run_step(
         let first = probe.sample(0.0);
         let mut last = first;
         let mut last_counts = (0u64, 0u64, 0u64);
+        let mut timeline: Vec<(f64, u64)> = vec![(0.0, 0)];
         let mut idx = 0usize;
         let mut boundary = t0 + spec.interval;
         let mut pending: std::collections::BTreeMap<u64, (Vec<Latency>, Vec<Latency>)> =
@@ -363,7 +368,9 @@ pub fn run_step(
                 boundary += spec.interval;
                 continue;
             }
-            sink.progress(shared.totals().0, now.duration_since(t0).as_secs_f64());
+            let (ops, secs) = (shared.totals().0, now.duration_since(t0).as_secs_f64());
+            timeline.push((secs, ops));
+            sink.progress(ops, secs);
             std::thread::sleep((boundary - now).min(Duration::from_millis(50)));
         }
         // End of the measured phase (or Ctrl-C): stop everyone, then sample.
@@ -422,6 +429,10 @@ pub fn run_step(
             written: counts.2,
             latencies: named(&spec.op_names, &bg_names, &fg_hists, &bg_hists),
             intervals: idx,
+            timeline: {
+                timeline.push((secs, counts.0));
+                timeline
+            },
             error: sink_error,
             interrupted: INTERRUPTED.load(Ordering::Relaxed),
         }
@@ -430,6 +441,36 @@ pub fn run_step(
         outcome.error = shared.error.lock().ok().and_then(|g| g.clone());
     }
     outcome
+}
+
+/// Throughput in `n` equal slices of a step of `secs` seconds, from its
+/// [`StepOutcome::timeline`] (counts between samples taken as even): the
+/// reference insert benchmark's "rate in 10 time slices", which shows a
+/// stall a step's mean hides. None when the step is too short for the
+/// samples to resolve its slices (under two samples' spacing each).
+pub fn slices(timeline: &[(f64, u64)], secs: f64, n: usize) -> Option<Vec<f64>> {
+    if n == 0 || secs <= 0.0 || timeline.len() < 2 || secs / (n as f64) < 0.1 {
+        return None;
+    }
+    // The count at time t, interpolated between samples.
+    let at = |t: f64| -> f64 {
+        let i = timeline.partition_point(|(s, _)| *s <= t);
+        if i == 0 {
+            return timeline[0].1 as f64;
+        }
+        if i == timeline.len() {
+            return timeline[i - 1].1 as f64;
+        }
+        let ((t0, c0), (t1, c1)) = (timeline[i - 1], timeline[i]);
+        let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
+        c0 as f64 + f * (c1 as f64 - c0 as f64)
+    };
+    let w = secs / n as f64;
+    Some(
+        (0..n)
+            .map(|k| (at(w * (k + 1) as f64) - at(w * k as f64)) / w)
+            .collect(),
+    )
 }
 
 mod thread;

@@ -226,3 +226,27 @@ fn fixed_rate_reports_a_stall_that_closed_loop_hides() {
         fixed.count
     );
 }
+
+#[test]
+fn slices_split_a_timeline_evenly_and_show_a_stall() {
+    // 100 ops/s for 5 s, nothing for 3 s, 100 ops/s for 2 s, sampled
+    // every 0.5 s.
+    let mut tl = vec![(0.0, 0u64)];
+    let mut c = 0u64;
+    for k in 1..=20 {
+        let t = k as f64 * 0.5;
+        if !(5.0..8.0).contains(&(t - 0.5)) {
+            c += 50;
+        }
+        tl.push((t, c));
+    }
+    let s = super::slices(&tl, 10.0, 10).unwrap();
+    assert_eq!(s.len(), 10);
+    for (i, v) in s.iter().enumerate() {
+        let want = if (5..8).contains(&i) { 0.0 } else { 100.0 };
+        assert!((v - want).abs() < 1e-9, "slice {i}: {v} ({s:?})");
+    }
+    // Too short to resolve, or nothing sampled.
+    assert!(super::slices(&tl, 0.5, 10).is_none());
+    assert!(super::slices(&[(0.0, 0)], 10.0, 10).is_none());
+}

@@ -129,6 +129,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             status
         );
     }
+    o.push_str(&super::steps::render_insert(run));
     // 3a. The client's own cost, where the engine is a server.
     let served: Vec<_> = run
         .steps
@@ -186,13 +187,21 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             );
         }
     }
-    // 5. Workload figures (links per node, consistency check, found rates…).
-    if run.steps.iter().any(|s| !s.extras.is_empty()) {
+    o.push_str(&super::steps::render_slices(run));
+    // 5. Workload figures (links per node, consistency check, found rates…);
+    // the slices have their own table.
+    let own = |k: &str| !k.starts_with(crate::runner::SLICE_PREFIX);
+    if run.steps.iter().any(|s| s.extras.iter().any(|(k, _)| own(k))) {
         let _ = writeln!(o, "\nworkload figures");
-        for s in run.steps.iter().filter(|s| !s.extras.is_empty()) {
+        for s in run
+            .steps
+            .iter()
+            .filter(|s| s.extras.iter().any(|(k, _)| own(k)))
+        {
             let v: Vec<String> = s
                 .extras
                 .iter()
+                .filter(|(k, _)| own(k))
                 .map(|(k, v)| {
                     if v.fract() == 0.0 {
                         format!("{k}={v:.0}")

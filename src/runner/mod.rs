@@ -236,7 +236,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         .tempdir_in(&parent)
         .with_context(|| format!("cannot create a data directory in {}", parent.display()))?;
     let mut workload = cfg.workload.build(&r.params)?;
-    workload.configure(&r.steps);
+    workload.configure(&r.steps, cfg.threads);
     let cg = match engine_cgroup(cfg, r.storage.io_max.as_deref(), kind) {
         Ok(cg) => cg,
         Err(e) => {
@@ -400,6 +400,13 @@ fn fail_open(r: &mut Run<'_>, kind: EngineKind, why: &str) -> Result<()> {
     Ok(())
 }
 
+/// Equal slices of each step whose throughput is recorded (the insert
+/// benchmark's "rate in 10 time slices").
+pub const SLICES: usize = 10;
+
+/// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
+pub const SLICE_PREFIX: &str = "slice.";
+
 /// One step: planned by the workload, driven, its figures, notes, latencies
 /// and engine statistics recorded, settled after a load with `--settle`,
 /// and a line printed.
@@ -490,6 +497,13 @@ fn run_step(
             });
     if o.bg_ops > 0 {
         notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
+    }
+    if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
+        for (i, v) in sl.iter().enumerate() {
+            notes
+                .extras
+                .push((format!("{SLICE_PREFIX}{}", i + 1), *v));
+        }
     }
     if let Some(c) = cg {
         if let Some(p) = c.peak() {

@@ -5,8 +5,12 @@
 //!
 //! - `kv/` — `pattern` (the ForestDB-benchmark step pattern), `ycsb`
 //!   (YCSB A–F) and `micro` (db_bench-style steps), all over [`kv::store::DocStore`].
+//! - `linkbench/` — the social graph, with its own KV and SQL mappings.
+//! - `insert/` — the insert benchmark (iibench), with its own KV and SQL
+//!   mappings.
 
 pub mod dist;
+pub mod insert;
 pub mod kv;
 pub mod linkbench;
 pub mod params;
@@ -97,8 +101,9 @@ pub trait Workload: Send + Sync {
     fn transactions(&self) -> bool {
         false
     }
-    /// Tells the workload which steps will run, before any does.
-    fn configure(&mut self, _steps: &[Step]) {}
+    /// Tells the workload which steps will run and with how many threads
+    /// (`--threads`; the insert benchmark's clients), before any does.
+    fn configure(&mut self, _steps: &[Step], _threads: usize) {}
     /// After a step: its workload figures and lines to print (e.g. a
     /// consistency check). Defaults to [`extras`](Workload::extras).
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<StepNotes> {
@@ -130,6 +135,8 @@ pub enum WorkloadKind {
     Micro,
     /// LinkBench: the social graph (load, index, request).
     Linkbench,
+    /// The insert benchmark: index maintenance, then queries with a writer.
+    Insert,
 }
 
 impl WorkloadKind {
@@ -139,6 +146,7 @@ impl WorkloadKind {
         WorkloadKind::Ycsb,
         WorkloadKind::Micro,
         WorkloadKind::Linkbench,
+        WorkloadKind::Insert,
     ];
 
     /// Command-line name.
@@ -148,6 +156,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => "ycsb",
             WorkloadKind::Micro => "micro",
             WorkloadKind::Linkbench => "linkbench",
+            WorkloadKind::Insert => "insert",
         }
     }
 
@@ -166,6 +175,9 @@ impl WorkloadKind {
             WorkloadKind::Linkbench => {
                 "LinkBench social graph: load nodes/links/counts, build id1_type, request mix (2011 or 2017), consistency check"
             }
+            WorkloadKind::Insert => {
+                "insert benchmark (iibench): PK-order load, build 3 secondary indexes, inserts with deletes, debt reduction, range/point queries with a writer"
+            }
         }
     }
 
@@ -176,6 +188,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => kv::ycsb::PARAMS,
             WorkloadKind::Micro => kv::micro::PARAMS,
             WorkloadKind::Linkbench => linkbench::PARAMS,
+            WorkloadKind::Insert => insert::PARAMS,
         }
     }
 
@@ -194,7 +207,8 @@ impl WorkloadKind {
             WorkloadKind::Micro => {
                 Some(p.u64("num")? * (p.u64("key_size")? + p.u64("value_size")?))
             }
-            WorkloadKind::Linkbench => None,
+            // Its tables are per client: the size depends on --threads.
+            WorkloadKind::Linkbench | WorkloadKind::Insert => None,
         })
     }
 
@@ -205,6 +219,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => Box::new(kv::ycsb::Ycsb::new(p)?),
             WorkloadKind::Micro => Box::new(kv::micro::Micro::new(p)?),
             WorkloadKind::Linkbench => Box::new(linkbench::Linkbench::new(p)?),
+            WorkloadKind::Insert => Box::new(insert::Insert::new(p)?),
         })
     }
 }

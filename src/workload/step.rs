@@ -5,6 +5,7 @@
 use serde::{Serialize, Serializer};
 
 use super::WorkloadKind;
+use super::insert::InsertStep;
 use super::kv::micro::MicroStep;
 use super::kv::pattern::PatternStep;
 use super::kv::ycsb::YcsbStep;
@@ -40,6 +41,8 @@ pub enum Step {
     Micro(MicroStep),
     /// A step of `linkbench`.
     Linkbench(LinkbenchStep),
+    /// A step of `insert`.
+    Insert(InsertStep),
 }
 
 /// Applies an expression to the workload's own step, whatever the variant.
@@ -50,6 +53,7 @@ macro_rules! each {
             Step::Ycsb($s) => $e,
             Step::Micro($s) => $e,
             Step::Linkbench($s) => $e,
+            Step::Insert($s) => $e,
         }
     };
 }
@@ -82,6 +86,7 @@ impl Step {
             Step::Ycsb(_) => WorkloadKind::Ycsb,
             Step::Micro(_) => WorkloadKind::Micro,
             Step::Linkbench(_) => WorkloadKind::Linkbench,
+            Step::Insert(_) => WorkloadKind::Insert,
         }
     }
 }
@@ -126,6 +131,7 @@ own_step!(Pattern, PatternStep);
 own_step!(Ycsb, YcsbStep);
 own_step!(Micro, MicroStep);
 own_step!(Linkbench, LinkbenchStep);
+own_step!(Insert, InsertStep);
 
 impl WorkloadKind {
     /// The workload's steps, in run order.
@@ -135,6 +141,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => YcsbStep::ALL.iter().map(|s| Step::from(*s)).collect(),
             WorkloadKind::Micro => MicroStep::ALL.iter().map(|s| Step::from(*s)).collect(),
             WorkloadKind::Linkbench => LinkbenchStep::ALL.iter().map(|s| Step::from(*s)).collect(),
+            WorkloadKind::Insert => InsertStep::ALL.iter().map(|s| Step::from(*s)).collect(),
         }
     }
 
@@ -145,6 +152,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => YcsbStep::parse(name)?.into(),
             WorkloadKind::Micro => MicroStep::parse(name)?.into(),
             WorkloadKind::Linkbench => LinkbenchStep::parse(name)?.into(),
+            WorkloadKind::Insert => InsertStep::parse(name)?.into(),
         })
     }
 

@@ -352,7 +352,7 @@ impl Workload for Linkbench {
         true
     }
 
-    fn configure(&mut self, steps: &[Step]) {
+    fn configure(&mut self, steps: &[Step], _threads: usize) {
         self.index_step = steps.contains(&Step::Linkbench(LinkbenchStep::Index));
         self.with_index.store(!self.index_step, Ordering::SeqCst);
     }

@@ -1,0 +1,128 @@
+//! What the insert benchmark says after each step: rows inserted and
+//! deleted, the live row count, the query steps' writer against its
+//! target, point-query hits, debt reduction's work, and the consistency
+//! check (every index has exactly one entry per live row).
+
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+
+use super::row::INDEXES;
+use super::{Insert, InsertStep};
+use crate::engine::{EngineRef, Structure};
+use crate::workload::StepNotes;
+
+/// The share of its target below which the writer is flagged.
+const BEHIND: f64 = 0.95;
+
+pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Result<StepNotes> {
+    let c = &wl.counts;
+    let mut n = StepNotes::default();
+    let inserted = c.step_inserted.load(Ordering::SeqCst);
+    let deleted = c.step_deleted.load(Ordering::SeqCst);
+    let live = c.live.load(Ordering::SeqCst);
+    if inserted > 0 || deleted > 0 {
+        n.extras.push(("rows_inserted".into(), inserted as f64));
+        n.extras.push(("rows_deleted".into(), deleted as f64));
+    }
+    n.extras.push(("rows_live".into(), live as f64));
+    match s {
+        InsertStep::Debt => {
+            let said = wl.debt_said.lock().unwrap_or_else(|p| p.into_inner());
+            for l in said.iter() {
+                n.lines.push(format!("debt reduction: {l}"));
+            }
+        }
+        InsertStep::CreateIndexes => n.lines.push(format!(
+            "built {} secondary index(es) on {} table(s) of {live} rows",
+            wl.indexes,
+            wl.tables.len()
+        )),
+        _ => {}
+    }
+    if let Some((point, rate)) = s.query() {
+        let (start, end) = *wl.window.lock().unwrap_or_else(|p| p.into_inner());
+        let secs = end.duration_since(start).as_secs_f64();
+        let clients = wl.clients as f64;
+        let rows = c.writer_rows.load(Ordering::SeqCst) as f64;
+        let dels = c.writer_deleted.load(Ordering::SeqCst) as f64;
+        let ips = rows / secs / clients;
+        let dps = dels / secs / clients;
+        n.extras.push(("writer_target_ips".into(), rate as f64));
+        n.extras.push(("writer_ips".into(), ips));
+        n.extras.push(("writer_dps".into(), dps));
+        let share = ips / rate as f64;
+        n.lines.push(format!(
+            "writer: {ips:.1} inserts/s and {dps:.1} deletes/s per client of {rate} targeted ({:.1}%){}",
+            100.0 * share,
+            if share < BEHIND {
+                " — FELL BEHIND: the engine could not keep the writer's rate"
+            } else {
+                ""
+            }
+        ));
+        if share < BEHIND {
+            n.extras.push(("writer_behind".into(), 1.0));
+        }
+        if point {
+            let asked = c.asked.load(Ordering::SeqCst);
+            let found = c.found.load(Ordering::SeqCst);
+            if asked > 0 {
+                n.extras
+                    .push(("point_found_pct".into(), 100.0 * found as f64 / asked as f64));
+            }
+        }
+    }
+    if !wl.check {
+        return Ok(n);
+    }
+    let stores_nothing = match engine {
+        EngineRef::Kv(e) => e.kind().structure() == Structure::None,
+        EngineRef::Sql(_) => false,
+    };
+    if stores_nothing {
+        n.lines
+            .push("check: not run: the null engine stores nothing".into());
+        return Ok(n);
+    }
+    let indexes = if wl.indexed() {
+        &INDEXES[..wl.indexes]
+    } else {
+        &INDEXES[..0]
+    };
+    let mut store = wl.store(engine)?;
+    let (mut rows, mut entries, mut mismatches) = (0u64, 0u64, 0u64);
+    for (t, ids) in wl.tables.iter().enumerate() {
+        let expected = ids
+            .next
+            .load(Ordering::SeqCst)
+            .saturating_sub(ids.lo.load(Ordering::SeqCst));
+        let got = store.check(t, indexes)?;
+        rows += got.rows;
+        entries += got.indexes.iter().map(|(_, e, _)| e).sum::<u64>();
+        let m = got.mismatches(expected);
+        if m > 0 {
+            n.lines.push(format!(
+                "check: table pi{}: {} rows of {expected} expected; {}",
+                t + 1,
+                got.rows,
+                got.indexes
+                    .iter()
+                    .map(|(ix, e, same)| format!(
+                        "{ix} {e} entries{}",
+                        if *same { "" } else { " (not one per row)" }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        mismatches += m;
+    }
+    n.extras.push(("index_mismatches".into(), mismatches as f64));
+    n.lines.push(format!(
+        "check: {} table(s), {rows} rows, {entries} entries in {} secondary index(es): {mismatches} mismatches",
+        wl.tables.len(),
+        indexes.len()
+    ));
+    Ok(n)
+}

@@ -1,0 +1,329 @@
+//! The insert benchmark on a SQL engine: the reference's DDL and
+//! statements. Rows go in as one multi-row INSERT per commit (ids from
+//! AUTO_INCREMENT or bigserial), the oldest leave by primary-key range,
+//! range queries are covering `>=` scans of one secondary index (`FORCE
+//! INDEX` on MariaDB, as the reference), point queries are `transactionid
+//! IN (…)`.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use anyhow::{Context, Result};
+
+use super::row::{INDEXES, Index, Row};
+use super::store::{InsertStore, TableCheck};
+use crate::engine::Durability;
+use crate::engine::sql::{Dialect, SqlConn, Val};
+
+/// The table name of benchmark table `t` (0-based).
+pub fn table(t: usize) -> String {
+    format!("pi{}", t + 1)
+}
+
+/// An index's name in the database: MariaDB's are per table, PostgreSQL's
+/// per schema (so prefixed with the table).
+fn index_name(d: Dialect, t: usize, ix: Index) -> String {
+    match d {
+        Dialect::MySql => ix.name().to_string(),
+        Dialect::Postgres => format!("{}_{}", table(t), ix.name()),
+    }
+}
+
+/// The DDL of one index.
+pub fn index_ddl(d: Dialect, t: usize, ix: Index) -> String {
+    format!(
+        "CREATE INDEX {} ON {} ({})",
+        index_name(d, t, ix),
+        table(t),
+        ix.columns().join(", ")
+    )
+}
+
+/// CREATE TABLE for `tables` tables, with the first `indexes` secondary
+/// indexes unless they are built later (`l.x`).
+pub fn schema(
+    d: Dialect,
+    table_options: &str,
+    tables: usize,
+    indexes: usize,
+    with_indexes: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in 0..tables {
+        let (id, time) = match d {
+            Dialect::MySql => ("transactionid BIGINT NOT NULL AUTO_INCREMENT", "DATETIME"),
+            Dialect::Postgres => ("transactionid BIGSERIAL", "TIMESTAMP"),
+        };
+        out.push(format!("DROP TABLE IF EXISTS {}", table(t)));
+        out.push(format!(
+            "CREATE TABLE {} ({id}, dateandtime {time} NOT NULL, cashregisterid INT NOT NULL, \
+             customerid INT NOT NULL, productid INT NOT NULL, price INT NOT NULL, \
+             data VARCHAR(4000), PRIMARY KEY (transactionid)) {table_options}",
+            table(t)
+        ));
+        if with_indexes {
+            for ix in &INDEXES[..indexes] {
+                out.push(index_ddl(d, t, *ix));
+            }
+        }
+    }
+    out
+}
+
+/// One worker's connection.
+pub struct SqlInsert {
+    c: Box<dyn SqlConn>,
+    d: Dialect,
+    innodb: bool,
+    /// Statement texts by (table, rows) for inserts, built once.
+    inserts: HashMap<(usize, usize), String>,
+    text: String,
+}
+
+impl SqlInsert {
+    /// A store over `c`; commits have durability `durability`; `innodb`:
+    /// the tables are InnoDB's (debt reduction waits for its purge).
+    pub fn new(
+        mut c: Box<dyn SqlConn>,
+        d: Dialect,
+        durability: Durability,
+        innodb: bool,
+    ) -> Result<SqlInsert> {
+        c.set_durability(durability)?;
+        Ok(SqlInsert {
+            c,
+            d,
+            innodb,
+            inserts: HashMap::new(),
+            text: String::new(),
+        })
+    }
+
+    fn insert_text(&mut self, t: usize, n: usize) -> &str {
+        let d = self.d;
+        self.inserts.entry((t, n)).or_insert_with(|| {
+            let mut s = format!(
+                "INSERT INTO {} (dateandtime, cashregisterid, customerid, productid, price, data) VALUES ",
+                table(t)
+            );
+            for i in 0..n {
+                let p = |k: usize| d.ph(i * 6 + k);
+                let time = match d {
+                    Dialect::MySql => format!("FROM_UNIXTIME({})", p(1)),
+                    Dialect::Postgres => format!("to_timestamp({}::bigint)", p(1)),
+                };
+                let _ = write!(
+                    s,
+                    "{}({time}, {}, {}, {}, {}, {})",
+                    if i > 0 { ", " } else { "" },
+                    p(2),
+                    p(3),
+                    p(4),
+                    p(5),
+                    p(6)
+                );
+            }
+            s
+        })
+    }
+
+    /// `FORCE INDEX (x)` on MariaDB; nothing on PostgreSQL.
+    fn force(&self, ix: &str) -> String {
+        match self.d {
+            Dialect::MySql => format!(" FORCE INDEX ({ix})"),
+            Dialect::Postgres => String::new(),
+        }
+    }
+
+    fn ints(&mut self, sql: &str) -> Result<Vec<i64>> {
+        let rows = self.c.query(sql, &[]).with_context(|| sql.to_string())?;
+        Ok(rows
+            .first()
+            .map(|r| r.iter().map(|c| c.int().unwrap_or(0)).collect())
+            .unwrap_or_default())
+    }
+}
+
+impl InsertStore for SqlInsert {
+    fn insert(&mut self, t: usize, rows: &[Row], _first: u64, _indexed: bool) -> Result<()> {
+        let text = self.insert_text(t, rows.len()).to_string();
+        let mut params: Vec<Val<'_>> = Vec::with_capacity(rows.len() * 6);
+        for r in rows {
+            params.push(Val::Int(r.dateandtime as i64));
+            params.push(Val::Int(r.cashregisterid as i64));
+            params.push(Val::Int(r.customerid as i64));
+            params.push(Val::Int(r.productid as i64));
+            params.push(Val::Int(r.price as i64));
+            // Rows are ASCII, so the bytes are valid text.
+            params.push(Val::Text(std::str::from_utf8(&r.data).unwrap_or("")));
+        }
+        self.c.execute(&text, &params)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, t: usize, lo: u64, n: u64, _indexed: bool) -> Result<u64> {
+        self.text.clear();
+        let _ = write!(
+            self.text,
+            "DELETE FROM {} WHERE transactionid >= {} AND transactionid < {}",
+            table(t),
+            self.d.ph(1),
+            self.d.ph(2)
+        );
+        let text = self.text.clone();
+        self.c.execute(
+            &text,
+            &[Val::Int(lo as i64), Val::Int(lo.saturating_add(n) as i64)],
+        )
+    }
+
+    fn create_index(&mut self, t: usize, ix: Index) -> Result<()> {
+        let ddl = index_ddl(self.d, t, ix);
+        self.c.batch(&ddl).with_context(|| ddl.clone())
+    }
+
+    fn range(&mut self, t: usize, ix: Option<Index>, from: u64, limit: usize) -> Result<usize> {
+        let (cols, force) = match ix {
+            Some(ix) => (ix.columns(), self.force(&index_name(self.d, t, ix))),
+            None => (["transactionid", "price", "customerid"], String::new()),
+        };
+        let first = cols[0];
+        self.text.clear();
+        let _ = write!(
+            self.text,
+            "SELECT {} FROM {}{force} WHERE {first} >= {} ORDER BY {} LIMIT {limit}",
+            cols.join(", "),
+            table(t),
+            self.d.ph(1),
+            if ix.is_some() {
+                cols.join(", ")
+            } else {
+                first.to_string()
+            }
+        );
+        let text = self.text.clone();
+        Ok(self.c.query(&text, &[Val::Int(from as i64)])?.len())
+    }
+
+    fn point(&mut self, t: usize, ids: &[u64]) -> Result<usize> {
+        self.text.clear();
+        let _ = write!(
+            self.text,
+            "SELECT transactionid, dateandtime, cashregisterid, customerid, productid, price, data FROM {} WHERE transactionid IN (",
+            table(t)
+        );
+        for i in 0..ids.len() {
+            let _ = write!(
+                self.text,
+                "{}{}",
+                if i > 0 { ", " } else { "" },
+                self.d.ph(i + 1)
+            );
+        }
+        self.text.push(')');
+        let text = self.text.clone();
+        let params: Vec<Val<'_>> = ids.iter().map(|i| Val::Int(*i as i64)).collect();
+        Ok(self.c.query(&text, &params)?.len())
+    }
+
+    fn check(&mut self, t: usize, indexes: &[Index]) -> Result<TableCheck> {
+        if self.d == Dialect::Postgres {
+            // Make the planner read each index, not the heap.
+            self.c
+                .batch("SET enable_seqscan = off; SET enable_bitmapscan = off")?;
+        }
+        let d = self.d;
+        let sums = |cols: &[&str]| -> String {
+            cols.iter()
+                .map(|c| match d {
+                    Dialect::MySql => format!("SUM({c})"),
+                    Dialect::Postgres => format!("SUM({c})::bigint"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let all = ["cashregisterid", "customerid", "productid", "price"];
+        let pk_force = match self.d {
+            Dialect::MySql => self.force("PRIMARY"),
+            Dialect::Postgres => String::new(),
+        };
+        let base = self.ints(&format!(
+            "SELECT COUNT(*), {} FROM {}{pk_force} WHERE transactionid >= 0",
+            sums(&all),
+            table(t)
+        ))?;
+        let rows = base.first().copied().unwrap_or(0) as u64;
+        let sum_of = |col: &str| -> i64 {
+            all.iter()
+                .position(|c| *c == col)
+                .and_then(|i| base.get(i + 1).copied())
+                .unwrap_or(0)
+        };
+        let mut out = TableCheck {
+            rows,
+            indexes: Vec::new(),
+        };
+        for ix in indexes {
+            let cols: Vec<&str> = ix
+                .columns()
+                .into_iter()
+                .filter(|c| *c != "dateandtime")
+                .collect();
+            let got = self.ints(&format!(
+                "SELECT COUNT(*), {} FROM {}{} WHERE {} >= 0",
+                sums(&cols),
+                table(t),
+                self.force(&index_name(self.d, t, *ix)),
+                ix.columns()[0]
+            ))?;
+            let n = got.first().copied().unwrap_or(0) as u64;
+            let same = cols
+                .iter()
+                .enumerate()
+                .all(|(i, c)| got.get(i + 1).copied().unwrap_or(0) == sum_of(c));
+            out.indexes.push((ix.name(), n, same && n == rows));
+        }
+        if self.d == Dialect::Postgres {
+            self.c
+                .batch("SET enable_seqscan = on; SET enable_bitmapscan = on")?;
+        }
+        Ok(out)
+    }
+
+    fn reduce_debt(&mut self, tables: usize) -> Result<Option<String>> {
+        let t0 = std::time::Instant::now();
+        match self.d {
+            Dialect::Postgres => {
+                for t in 0..tables {
+                    self.c
+                        .batch(&format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) {}", table(t)))?;
+                }
+                Ok(Some(format!(
+                    "VACUUM (ANALYZE, INDEX_CLEANUP ON) of {tables} tables: {:.1}s",
+                    t0.elapsed().as_secs_f64()
+                )))
+            }
+            Dialect::MySql if !self.innodb => Ok(None),
+            Dialect::MySql => {
+                // InnoDB's purge of the deleted rows: wait (up to 10
+                // minutes) for its history list to drain.
+                let q = "SELECT count FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'";
+                let len = |c: &mut Box<dyn SqlConn>| -> Result<Option<i64>> {
+                    Ok(c.query(q, &[])?.first().and_then(|r| r.first()?.int()))
+                };
+                let Some(start) = len(&mut self.c)? else {
+                    return Ok(None);
+                };
+                let mut now = start;
+                while now > 0 && t0.elapsed() < std::time::Duration::from_secs(600) {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    now = len(&mut self.c)?.unwrap_or(0);
+                }
+                Ok(Some(format!(
+                    "InnoDB purge: history list {start} → {now} in {:.1}s",
+                    t0.elapsed().as_secs_f64()
+                )))
+            }
+        }
+    }
+}
