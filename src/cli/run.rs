@@ -203,6 +203,13 @@ impl RunArgs {
         if levels.is_empty() || levels.contains(&0) {
             return Err(UsageError("--threads: every level must be at least 1".into()).into());
         }
+        if workload == WorkloadKind::Insert && levels.len() > 1 {
+            return Err(UsageError(format!(
+                "--threads {}: the insert benchmark's clients own a table each, so one run has one client count; run each count on its own (bench/seed-001-insert.sh runs 1, 2, 4 and 8)",
+                levels.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(",")
+            ))
+            .into());
+        }
         let threads = levels[0];
         let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
         if !(warmup.is_finite() && warmup >= 0.0) {

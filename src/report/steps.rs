@@ -35,7 +35,18 @@ pub fn render_insert(run: &RunView) -> String {
     let _ = writeln!(
         o,
         "{:<16} {:<15} {:>4} {:>10} {:>7} {:>8} {:>8} {:>7} {:>6} {:>9} {:>9} {:>7}  writer ips/target",
-        "step", "engine", "", "rate", "r/x", "rKB/x", "wKB/x", "cpu/x", "cs/x", "p99.us", "max.us", "db.gb"
+        "step",
+        "engine",
+        "",
+        "rate",
+        "r/x",
+        "rKB/x",
+        "wKB/x",
+        "cpu/x",
+        "cs/x",
+        "p99.us",
+        "max.us",
+        "db.gb"
     );
     for s in &run.steps {
         let q = is_query(&s.step);

@@ -191,7 +191,11 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     // 5. Workload figures (links per node, consistency check, found rates…);
     // the slices have their own table.
     let own = |k: &str| !k.starts_with(crate::runner::SLICE_PREFIX);
-    if run.steps.iter().any(|s| s.extras.iter().any(|(k, _)| own(k))) {
+    if run
+        .steps
+        .iter()
+        .any(|s| s.extras.iter().any(|(k, _)| own(k)))
+    {
         let _ = writeln!(o, "\nworkload figures");
         for s in run
             .steps

@@ -500,9 +500,7 @@ fn run_step(
     }
     if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
         for (i, v) in sl.iter().enumerate() {
-            notes
-                .extras
-                .push((format!("{SLICE_PREFIX}{}", i + 1), *v));
+            notes.extras.push((format!("{SLICE_PREFIX}{}", i + 1), *v));
         }
     }
     if let Some(c) = cg {

@@ -21,8 +21,11 @@ use crate::engine::{Durability, KeyRange, KvSession, Order, Table, WriteBatch};
 pub fn table_names(tables: usize, indexes: usize) -> Vec<String> {
     (1..=tables)
         .flat_map(|t| {
-            std::iter::once(format!("pi{t}"))
-                .chain(INDEXES[..indexes].iter().map(move |ix| format!("pi{t}_{}", ix.name())))
+            std::iter::once(format!("pi{t}")).chain(
+                INDEXES[..indexes]
+                    .iter()
+                    .map(move |ix| format!("pi{t}_{}", ix.name())),
+            )
         })
         .collect()
 }
@@ -134,16 +137,20 @@ impl InsertStore for KvInsert<'_> {
             let mut last = None;
             let key = &mut self.key;
             let batch = &mut self.batch;
-            let n = self
-                .s
-                .scan(table, KeyRange::from(&from), Order::Forward, 4096, &mut |k, v| {
+            let n = self.s.scan(
+                table,
+                KeyRange::from(&from),
+                Order::Forward,
+                4096,
+                &mut |k, v| {
                     if let (Ok(id), Some(f)) = (<[u8; PK]>::try_from(k), Row::fixed(v)) {
                         let id = u64::from_be_bytes(id);
                         index_key(ix, f, id, key);
                         batch.put(target, key, &[]);
                         last = Some(id);
                     }
-                })?;
+                },
+            )?;
             if !self.batch.is_empty() {
                 self.s.write_load(&self.batch, Durability::NoSync)?;
             }
@@ -159,8 +166,13 @@ impl InsertStore for KvInsert<'_> {
             Some(ix) => (self.ix_table(t, ix), (from as u32).to_be_bytes().to_vec()),
             None => (self.pk_table(t), pk(from).to_vec()),
         };
-        self.s
-            .scan(table, KeyRange::from(&start), Order::Forward, limit, &mut |_, _| {})
+        self.s.scan(
+            table,
+            KeyRange::from(&start),
+            Order::Forward,
+            limit,
+            &mut |_, _| {},
+        )
     }
 
     fn point(&mut self, t: usize, ids: &[u64]) -> Result<usize> {
@@ -179,8 +191,12 @@ impl InsertStore for KvInsert<'_> {
         let mut want = vec![Digest::default(); indexes.len()];
         let mut rows = 0u64;
         let key = &mut self.key;
-        self.s
-            .scan(table, KeyRange::all(), Order::Forward, usize::MAX, &mut |k, v| {
+        self.s.scan(
+            table,
+            KeyRange::all(),
+            Order::Forward,
+            usize::MAX,
+            &mut |k, v| {
                 rows += 1;
                 if let (Ok(id), Some(f)) = (<[u8; PK]>::try_from(k), Row::fixed(v)) {
                     for (d, ix) in want.iter_mut().zip(indexes) {
@@ -188,7 +204,8 @@ impl InsertStore for KvInsert<'_> {
                         d.add(key);
                     }
                 }
-            })?;
+            },
+        )?;
         let mut out = TableCheck {
             rows,
             indexes: Vec::new(),
@@ -196,10 +213,13 @@ impl InsertStore for KvInsert<'_> {
         for (ix, w) in indexes.iter().zip(want) {
             let mut got = Digest::default();
             let table = self.ix_table(t, *ix);
-            self.s
-                .scan(table, KeyRange::all(), Order::Forward, usize::MAX, &mut |k, _| {
-                    got.add(k)
-                })?;
+            self.s.scan(
+                table,
+                KeyRange::all(),
+                Order::Forward,
+                usize::MAX,
+                &mut |k, _| got.add(k),
+            )?;
             out.indexes.push((ix.name(), got.count, got == w));
         }
         Ok(out)

@@ -332,7 +332,8 @@ impl Insert {
 
     fn removed(&self, rows: u64) {
         let c = &self.counts;
-        c.live.fetch_sub(rows.min(c.live.load(Ordering::Relaxed)), Ordering::Relaxed);
+        c.live
+            .fetch_sub(rows.min(c.live.load(Ordering::Relaxed)), Ordering::Relaxed);
         c.step_deleted.fetch_add(rows, Ordering::Relaxed);
     }
 
@@ -360,7 +361,8 @@ impl Insert {
                 e.connect()?,
                 e.dialect(),
                 self.durability,
-                e.dialect() == Dialect::MySql && !e.table_options().to_uppercase().contains("ROCKSDB"),
+                e.dialect() == Dialect::MySql
+                    && !e.table_options().to_uppercase().contains("ROCKSDB"),
             )?),
         })
     }
@@ -514,7 +516,9 @@ impl Workload for Insert {
                     }),
                     bg: Some(Box::new(move |_| -> Result<Box<dyn Worker + 'a>> {
                         let ins = (0..self.tables.len())
-                            .map(|t| self.inserter(engine, derive_seed(seed, &[2]), t, (u64::MAX, batch)))
+                            .map(|t| {
+                                self.inserter(engine, derive_seed(seed, &[2]), t, (u64::MAX, batch))
+                            })
                             .collect::<Result<Vec<_>>>()?;
                         Ok(Box::new(work::Writer {
                             ins,

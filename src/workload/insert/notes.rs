@@ -68,8 +68,10 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
             let asked = c.asked.load(Ordering::SeqCst);
             let found = c.found.load(Ordering::SeqCst);
             if asked > 0 {
-                n.extras
-                    .push(("point_found_pct".into(), 100.0 * found as f64 / asked as f64));
+                n.extras.push((
+                    "point_found_pct".into(),
+                    100.0 * found as f64 / asked as f64,
+                ));
             }
         }
     }
@@ -118,7 +120,8 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         }
         mismatches += m;
     }
-    n.extras.push(("index_mismatches".into(), mismatches as f64));
+    n.extras
+        .push(("index_mismatches".into(), mismatches as f64));
     n.lines.push(format!(
         "check: {} table(s), {rows} rows, {entries} entries in {} secondary index(es): {mismatches} mismatches",
         wl.tables.len(),

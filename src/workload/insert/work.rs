@@ -50,8 +50,7 @@ impl Inserter<'_> {
         let indexed = self.wl.indexed();
         let table = &self.wl.tables[self.t];
         let first = table.next.fetch_add(n as u64, Ordering::SeqCst);
-        self.store
-            .insert(self.t, &self.rows[..n], first, indexed)?;
+        self.store.insert(self.t, &self.rows[..n], first, indexed)?;
         self.wl.added(n as u64, bytes);
         let mut deleted = 0;
         if self.delete {
