@@ -27,9 +27,11 @@ lint: deps
 bench: build
 	./bench/vs-db_bench.sh
 	./bench/linkbench-null.sh
+	./bench/insert-null.sh
 	./bench/loopback.sh
 	./bench/io-harness.sh
 	./bench/seed-003-storage.sh
+	./bench/seed-001-insert.sh
 
 clean:
 	$(CARGO) clean

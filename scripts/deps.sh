@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(librocksdb-dev rocksdb-tools libwiredtiger-dev wiredtiger liblmdb-dev libleveldb-dev
       libsqlite3-dev libclang-dev clang pkg-config mariadb-server mariadb-plugin-rocksdb postgresql
-      valgrind xfsprogs util-linux e2fsprogs)
+      valgrind xfsprogs util-linux e2fsprogs libjemalloc2 libtcmalloc-minimal4)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,8 +16,13 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq >/dev/null
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+# Quiet on success (debconf's notes included); the whole log on failure.
+if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$LOG" 2>&1; then
+  cat "$LOG" >&2
+  exit 1
+fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "deps: cargo not found; install Rust (https://rustup.rs) and re-run" >&2
   exit 1

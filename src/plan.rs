@@ -99,6 +99,10 @@ pub struct Plan {
     pub settle: Option<bool>,
     /// How clients reach server engines.
     pub transport: Option<crate::engine::Transport>,
+    /// The C allocator under the engines.
+    pub allocator: Option<crate::setup::allocator::Allocator>,
+    /// A replication log on the servers.
+    pub replication_log: Option<bool>,
     /// Storage class, or a list to sweep (`["fast-ssd", "slow-ssd"]`).
     pub storage: Option<Classes>,
     /// Filesystem on the dedicated device.
@@ -251,6 +255,14 @@ pub fn template() -> String {
         (
             "transport = \"tcp\"",
             "how clients reach a server engine: tcp (127.0.0.1) or socket",
+        ),
+        (
+            "allocator = \"glibc\"",
+            "the C allocator under the engines: glibc | jemalloc | tcmalloc (preloaded)",
+        ),
+        (
+            "replication_log = false",
+            "servers: MariaDB binlog with sync_binlog=1, PostgreSQL WAL archived by copying",
         ),
         (
             "storage = \"dedicated\"",

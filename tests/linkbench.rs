@@ -82,6 +82,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         options: EngineOptions::default(),
         transactions: w.transactions(),
         transport: Default::default(),
+        replication_log: false,
         cgroup: None,
     };
     let opened = engine::open(kind, &spec).unwrap();
@@ -400,6 +401,7 @@ fn no_link_is_dated_in_the_future() {
         options: EngineOptions::default(),
         transactions: w.transactions(),
         transport: Default::default(),
+        replication_log: false,
         cgroup: None,
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();

@@ -46,6 +46,7 @@ fn load_then_full_scan_counts_every_doc() {
             options: EngineOptions::default(),
             transactions: false,
             transport: Default::default(),
+            replication_log: false,
             cgroup: None,
         };
         let e = engine::open(kind, &spec).unwrap();

@@ -86,10 +86,16 @@ pub fn main() -> Result<i32> {
         Cmd::Run(a) => {
             let command = std::env::args().collect::<Vec<_>>().join(" ");
             let cfgs = (*a).into_configs()?;
-            crate::setup::cgroup::harness_memory();
             let _ = ctrlc::set_handler(|| {
                 crate::driver::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst)
             });
+            // `--allocator`: the run happens in a child with it preloaded.
+            if let Some(a) = cfgs.first().map(|c| c.allocator) {
+                if let Some(code) = crate::setup::allocator::run_under(a)? {
+                    return Ok(code);
+                }
+            }
+            crate::setup::cgroup::harness_memory();
             let mut views = Vec::new();
             for (i, cfg) in cfgs.iter().enumerate() {
                 if cfgs.len() > 1 {

@@ -89,6 +89,16 @@ pub(super) struct RunArgs {
     /// How clients reach a server engine [default: tcp, as the reference clients].
     #[arg(long, value_enum)]
     transport: Option<crate::engine::Transport>,
+    /// The C allocator under the engines: glibc, jemalloc or tcmalloc
+    /// (preloaded; an embedded engine's run goes to a child ampbench)
+    /// [default: glibc].
+    #[arg(long, value_parser = |s: &str| crate::setup::allocator::Allocator::parse(s).map_err(|e| e.0))]
+    allocator: Option<crate::setup::allocator::Allocator>,
+    /// A replication log on the servers: MariaDB's binlog with
+    /// sync_binlog=1, PostgreSQL's WAL archived by a copying
+    /// archive_command (the seed's oplog) [default: off].
+    #[arg(long, value_name = "on|off", value_parser = on_off)]
+    replication_log: Option<bool>,
     /// Where the data lives: a dedicated loop device throttled to a
     /// storage class (disk-array ≈ 1k IOPS, slow-ssd ≈ 10k, fast-ssd ≈
     /// 100k), unthrottled (dedicated), or the data directory's own disk
@@ -301,6 +311,14 @@ impl RunArgs {
             keep: self.keep || plan.keep.unwrap_or(false),
             settle: self.settle || plan.settle.unwrap_or(false),
             transport: self.transport.or(plan.transport).unwrap_or_default(),
+            allocator: self
+                .allocator
+                .or(plan.allocator)
+                .unwrap_or(crate::setup::allocator::Allocator::Glibc),
+            replication_log: self
+                .replication_log
+                .or(plan.replication_log)
+                .unwrap_or(false),
             storage,
             memory: None,
             bound: Bound::Cache,
@@ -480,4 +498,13 @@ pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
         }
     }
     Ok(cfgs)
+}
+
+/// Parses `on` or `off` (and true/false, yes/no, 1/0).
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("'{s}': expected on or off")),
+    }
 }

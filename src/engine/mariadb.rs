@@ -218,6 +218,21 @@ impl MariaDb {
                 *k = "rocksdb_default_cf_options".into();
             }
         }
+        if spec.replication_log {
+            // The binlog, synced at every commit, in row format: what a
+            // primary with replicas writes (the seed's oplog analogue).
+            settings.retain(|(k, _)| k != "skip-log-bin");
+            for (k, v) in [
+                ("log-bin", root.join("binlog").display().to_string()),
+                ("server_id", "1".into()),
+                ("binlog_format", "ROW".into()),
+                ("sync_binlog", "1".into()),
+            ] {
+                if !settings.iter().any(|(s, _)| s == k) {
+                    settings.push((k.into(), v));
+                }
+            }
+        }
         let port = free_port()?;
         let socket = root.join("mysqld.sock");
         let mut cnf = format!(

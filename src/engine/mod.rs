@@ -184,6 +184,9 @@ pub struct OpenSpec {
     pub transactions: bool,
     /// How clients reach a server engine (`--transport`).
     pub transport: Transport,
+    /// A server keeps a replication log (`--replication-log`): MariaDB's
+    /// binlog, PostgreSQL's archived WAL. Embedded engines have none.
+    pub replication_log: bool,
     /// A cgroup's `cgroup.procs` a server joins before it runs (the
     /// run's memory limit); embedded engines run in ampbench, which the
     /// runner moves into the group itself.
@@ -226,6 +229,7 @@ impl OpenSpec {
             options: EngineOptions::default(),
             transactions: false,
             transport: Transport::Tcp,
+            replication_log: false,
             cgroup: None,
         }
     }

@@ -151,7 +151,26 @@ impl Postgres {
         if !st.success() {
             bail!("initdb failed ({st}): {}", tail(&log, 5));
         }
-        let settings = spec.settings(default_settings);
+        let mut settings = spec.settings(default_settings);
+        if spec.replication_log {
+            // WAL for replicas (PostgreSQL's default level) and every
+            // segment copied out as it fills, as an archiving primary does.
+            let archive = root.join("archive");
+            std::fs::create_dir_all(&archive)?;
+            std::os::unix::fs::chown(&archive, Some(uid), Some(gid))?;
+            for (k, v) in [
+                ("wal_level", "replica".to_string()),
+                ("archive_mode", "on".into()),
+                (
+                    "archive_command",
+                    format!("cp %p {}/%f", archive.display()),
+                ),
+            ] {
+                if !settings.iter().any(|(s, _)| s == k) {
+                    settings.push((k.into(), v));
+                }
+            }
+        }
         let port = free_port()?;
         let mut cmd = Command::new(bin.join("postgres"));
         cmd.arg("-D")

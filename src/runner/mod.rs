@@ -77,6 +77,10 @@ pub struct RunConfig {
     /// How clients reach server engines.
     #[serde(default)]
     pub transport: crate::engine::Transport,
+    /// The C allocator preloaded under the engines (`--allocator`).
+    pub allocator: crate::setup::allocator::Allocator,
+    /// A replication log on the servers (`--replication-log`).
+    pub replication_log: bool,
     /// Where the data lives: native, or a dedicated throttled device.
     pub storage: StorageConfig,
     /// The engine process's memory limit in bytes (page cache included):
@@ -252,6 +256,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         options: engine_options(cfg, kind),
         transactions: workload.transactions(),
         transport: cfg.transport,
+        replication_log: cfg.replication_log,
         cgroup: cg
             .as_ref()
             .filter(|_| kind.is_server())
@@ -289,6 +294,15 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
             out,
             "  clients connect over {} (--transport)",
             cfg.transport
+        )?;
+    }
+    if cfg.allocator != crate::setup::allocator::Allocator::Glibc {
+        writeln!(out, "  {}", cfg.allocator.describe(eng.pid()))?;
+    }
+    if cfg.replication_log && !kind.def().server {
+        writeln!(
+            out,
+            "  replication log: none ({kind} is embedded; --replication-log applies to servers)"
         )?;
     }
     let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
@@ -449,6 +463,7 @@ fn run_step(
         "background": planned.spec.background,
         "seed": ctx.seed,
         "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
+        "allocator": cfg.allocator.describe(eng.pid()),
     });
     let step_id = r
         .results

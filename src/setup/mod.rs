@@ -3,6 +3,7 @@
 //! ([`cgroup`]), the class probe ([`ioprobe`]), dropping caches, local
 //! servers ([`server`]) and `doctor`'s checks.
 
+pub mod allocator;
 pub mod cgroup;
 pub mod doctor;
 pub mod ioprobe;
