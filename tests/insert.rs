@@ -342,3 +342,48 @@ fn bad_parameters_get_one_line_naming_the_key() {
         assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
     }
 }
+
+/// Fewer secondary indexes: one (its table only) and none (range queries
+/// on the primary key), on a KV engine and a server.
+#[test]
+fn fewer_secondary_indexes() {
+    for (n, engines) in [("1", "leveldb,postgres"), ("0", "rocksdb,mariadb-myrocks")] {
+        let d = tempfile::tempdir().unwrap();
+        let o = run(
+            &d,
+            &[
+                "run",
+                "-w",
+                "insert",
+                "-e",
+                engines,
+                "--threads",
+                "1",
+                "-p",
+                &format!("secondary_indexes={n}"),
+                "-p",
+                "load_rows=1000",
+                "-p",
+                "i1_rows=200",
+                "--steps",
+                "l.i0,l.x,l.i1,qr100",
+                "--warmup",
+                "0",
+                "--duration",
+                "0.3",
+            ],
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{out}");
+        let want = if n == "1" {
+            "  check: 1 table(s), 1000 rows, 1000 entries in 1 secondary index(es): 0 mismatches"
+        } else {
+            "  check: 1 table(s), 1000 rows, 0 entries in 0 secondary index(es): 0 mismatches"
+        };
+        assert_eq!(
+            out.matches(want).count(),
+            2 * 4 - usize::from(n == "1") * 2,
+            "{out}"
+        );
+    }
+}
