@@ -15,12 +15,12 @@
 #    of each write step and r/i, rKB/i, wKB/i of l.i1 (where secondary
 #    index maintenance happens), and qps of the query steps, per engine
 #    per corner, then io/cache ratios.
-# 2. Concurrency, cached, unthrottled: l.i0, l.x, l.i1 at 1, 2, 4 and 8
+# 2. Concurrency, cached (CACHE), unthrottled: l.i0, l.x, l.i1 at 1, 2, 4 and 8
 #    clients (a fresh database each, as the seed reloads per level);
 #    prints l.i1's ips per engine per level, like the seed's table.
 # The consistency check is skipped here (-p check=false: it scans every
 # table after each step, slow past the memory limit); the tests check it.
-# About 35 minutes with the defaults; not run by CI.
+# About 20 minutes here with the defaults; not run by CI.
 #
 #   ROWS=1000000 I1=50000 I2=10000 CLIENTS=2 CACHE=2GB MEMORY=512MB STORAGE=slow-ssd \
 #   DURATION=20 LEVELS="1 2 4 8" bench/seed-001-insert.sh
@@ -60,7 +60,7 @@ CONC="$OUT/concurrency.db"
 case " $PARTS " in *" concurrency "*)
   rm -f "$CONC"
   for n in $LEVELS; do
-    run -w insert -e "$ENGINES" --threads "$n" --steps l.i0,l.x,l.i1 \
+    run -w insert -e "$ENGINES" --threads "$n" --steps l.i0,l.x,l.i1 --cache "$CACHE" \
       -p "load_rows=$C_ROWS" -p "i1_rows=$C_I1" -p check=false --results "$CONC" > "$OUT/concurrency-$n.txt"
   done ;;
 esac
