@@ -12,6 +12,7 @@ pub mod cli;
 pub mod driver;
 pub mod engine;
 pub mod metrics;
+pub mod model;
 pub mod names;
 pub mod plan;
 pub mod probe;

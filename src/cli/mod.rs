@@ -1,6 +1,7 @@
 //! The command line: parsed first into validated plain data, then handed to
 //! the runner, the report or the doctor.
 
+mod model;
 mod run;
 
 use std::io::Write;
@@ -39,6 +40,9 @@ enum Cmd {
     Doctor(DoctorArgs),
     /// Print the commented plan template (every key, workload and engine).
     Template,
+    /// Predicted write-, space- and read-amp of a storage structure, every
+    /// term shown (lsm-leveled, lsm-tiered, btree, cow-btree, log-structured).
+    Model(model::ModelArgs),
     /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
     /// client's cost per statement) and print it as JSON.
     Loopback {
@@ -173,6 +177,10 @@ pub fn main() -> Result<i32> {
         }
         Cmd::Template => {
             write!(out, "{}", crate::plan::template())?;
+            Ok(0)
+        }
+        Cmd::Model(a) => {
+            a.run(&mut out)?;
             Ok(0)
         }
         Cmd::Loopback { rounds } => {
