@@ -75,11 +75,14 @@ pub struct Plan {
     pub steps: Option<Vec<String>>,
     /// Threads for multi-threaded steps: a number, or a list to sweep.
     pub threads: Option<Threads>,
-    /// Warm-up seconds.
+    /// Warm-up: seconds, or a string with a unit (`"30s"`).
+    #[serde(default, deserialize_with = "secs")]
     pub warmup: Option<f64>,
-    /// Measured seconds per timed step.
+    /// Measured time per timed step: seconds, or `"30m"`, `"6h"`.
+    #[serde(default, deserialize_with = "secs")]
     pub duration: Option<f64>,
-    /// Seconds between samples.
+    /// Time between samples: seconds, or a string with a unit.
+    #[serde(default, deserialize_with = "secs")]
     pub interval: Option<f64>,
     /// Fixed total arrival rate, ops/s.
     pub rate: Option<f64>,
@@ -230,8 +233,14 @@ pub fn template() -> String {
             "warmup = 1.0",
             "seconds, not recorded, before each timed step",
         ),
-        ("duration = 3.0", "measured seconds of each timed step"),
-        ("interval = 10.0", "seconds between probe samples"),
+        (
+            "duration = 3.0",
+            "measured seconds of each timed step (or a string with a unit: \"30m\", \"6h\")",
+        ),
+        (
+            "interval = 10.0",
+            "seconds between probe samples (or \"1m\")",
+        ),
         (
             "# rate = 20000.0",
             "fixed total arrival rate (ops/s); default closed loop",
@@ -322,4 +331,61 @@ pub fn template() -> String {
         }
     }
     o
+}
+
+/// Parses a duration: seconds (`90`, `1.5`) or a number with a unit
+/// (`500ms`, `90s`, `30m`, `6h`); the error names the value.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v * scale)
+        .ok_or_else(|| {
+            format!("'{s}': expected seconds or a number with ms, s, m or h (90s, 30m, 6h)")
+        })
+}
+
+/// A plan's duration: a number of seconds or a string with a unit.
+fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Secs {
+        N(f64),
+        S(String),
+    }
+    Ok(match Option::<Secs>::deserialize(d)? {
+        None => None,
+        Some(Secs::N(v)) => Some(v),
+        Some(Secs::S(s)) => Some(parse_secs(&s).map_err(serde::de::Error::custom)?),
+    })
+}
+
+#[cfg(test)]
+mod secs_tests {
+    use super::parse_secs;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_secs("90"), Ok(90.0));
+        assert_eq!(parse_secs("1.5"), Ok(1.5));
+        assert_eq!(parse_secs("500ms"), Ok(0.5));
+        assert_eq!(parse_secs("90s"), Ok(90.0));
+        assert_eq!(parse_secs("30m"), Ok(1800.0));
+        assert_eq!(parse_secs("6h"), Ok(21600.0));
+        assert!(parse_secs("6d").unwrap_err().contains("'6d'"));
+        assert!(parse_secs("h").is_err());
+    }
 }

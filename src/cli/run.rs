@@ -53,14 +53,17 @@ pub(super) struct RunArgs {
     /// Scalability Law per engine and step.
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<usize>>,
-    /// Seconds of unrecorded warm-up before each timed step [default: 1].
-    #[arg(long)]
+    /// Unrecorded warm-up before each timed step: seconds, or with a unit
+    /// (500ms, 90s, 30m, 6h) [default: 1].
+    #[arg(long, value_parser = crate::plan::parse_secs)]
     warmup: Option<f64>,
-    /// Measured seconds of each timed step [default: 3].
-    #[arg(long)]
+    /// Measured time of each timed step: seconds, or with a unit (90s,
+    /// 30m, 6h) [default: 3].
+    #[arg(long, value_parser = crate::plan::parse_secs)]
     duration: Option<f64>,
-    /// Seconds between probe samples (figures per interval) [default: 10].
-    #[arg(long)]
+    /// Time between probe samples (figures per interval): seconds, or with
+    /// a unit [default: 10].
+    #[arg(long, value_parser = crate::plan::parse_secs)]
     interval: Option<f64>,
     /// Fixed total arrival rate, ops/s; latency from the intended start [default: closed loop].
     #[arg(long)]
