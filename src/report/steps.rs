@@ -5,16 +5,13 @@
 
 use std::fmt::Write;
 
+use super::text::cell;
 use crate::metrics::Metric;
 use crate::results::{RunView, StepView};
 use crate::runner::{SLICE_PREFIX, SLICES};
 
 fn extra(s: &StepView, name: &str) -> Option<f64> {
     s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
-}
-
-fn cell(v: Option<f64>, prec: usize) -> String {
-    v.map_or("-".into(), |v| format!("{v:.prec$}"))
 }
 
 /// True for a step whose operations are queries (`qr100`, `qp500@slow-ssd`).

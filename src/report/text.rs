@@ -8,7 +8,8 @@ use crate::metrics::Metric;
 use crate::names::Status;
 use crate::results::RunView;
 
-fn cell(v: Option<f64>, prec: usize) -> String {
+/// A figure with `prec` decimals, or `-` when it was not measured.
+pub(super) fn cell(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
 }
 

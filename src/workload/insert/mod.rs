@@ -508,7 +508,7 @@ impl Workload for Insert {
                         Ok(Box::new(work::Querier {
                             wl: self,
                             store: self.store(engine)?,
-                            rows_gen: Gen::new(derive_seed(seed, &[1, i as u64]), 0, 0),
+                            rng: crate::rng::Rng::new(derive_seed(seed, &[1, i as u64])),
                             t: self.table_of(i),
                             point,
                             ids: Vec::new(),

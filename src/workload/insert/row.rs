@@ -18,7 +18,7 @@ pub const PRICES: u32 = 500;
 pub const INDEXES: [Index; 3] = [Index::MarketSegment, Index::RegisterSegment, Index::Pdc];
 
 /// A secondary index of the insert benchmark's table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Index {
     /// `marketsegment (productid, customerid, price)`.
     MarketSegment,
@@ -114,11 +114,6 @@ impl Gen {
             data_min,
             data_max: data_max.max(data_min),
         }
-    }
-
-    /// The thread's random stream (queries draw from it too).
-    pub fn rng(&mut self) -> &mut Rng {
-        &mut self.rng
     }
 
     /// Fills `row` with a fresh row made at `now` (reusing its buffer).

@@ -75,33 +75,43 @@ pub struct SqlInsert {
     c: Box<dyn SqlConn>,
     d: Dialect,
     innodb: bool,
-    /// Statement texts by (table, rows) for inserts, built once.
-    inserts: HashMap<(usize, usize), String>,
-    text: String,
+    /// Statement texts, built once each (the measured path only looks
+    /// them up).
+    texts: HashMap<Stmt, String>,
 }
 
-impl SqlInsert {
-    /// A store over `c`; commits have durability `durability`; `innodb`:
-    /// the tables are InnoDB's (debt reduction waits for its purge).
-    pub fn new(
-        mut c: Box<dyn SqlConn>,
-        d: Dialect,
-        durability: Durability,
-        innodb: bool,
-    ) -> Result<SqlInsert> {
-        c.set_durability(durability)?;
-        Ok(SqlInsert {
-            c,
-            d,
-            innodb,
-            inserts: HashMap::new(),
-            text: String::new(),
-        })
-    }
+/// A statement of the mapping, with what its text depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Stmt {
+    /// A multi-row INSERT into a table of that many rows.
+    Insert(usize, usize),
+    /// The DELETE of an id range from a table.
+    Delete(usize),
+    /// A range query on a table's index (the primary key's for None),
+    /// with its LIMIT.
+    Range(usize, Option<Index>, usize),
+    /// A point query on a table for that many ids.
+    Point(usize, usize),
+}
 
-    fn insert_text(&mut self, t: usize, n: usize) -> &str {
-        let d = self.d;
-        self.inserts.entry((t, n)).or_insert_with(|| {
+/// The text of `stmt`, built on first use.
+fn text(texts: &mut HashMap<Stmt, String>, d: Dialect, stmt: Stmt) -> &str {
+    texts.entry(stmt).or_insert_with(|| build(d, stmt))
+}
+
+/// `FORCE INDEX (x)` on MariaDB; nothing on PostgreSQL.
+fn force(d: Dialect, ix: &str) -> String {
+    match d {
+        Dialect::MySql => format!(" FORCE INDEX ({ix})"),
+        Dialect::Postgres => String::new(),
+    }
+}
+
+/// Builds the text of `stmt` in dialect `d`.
+fn build(d: Dialect, stmt: Stmt) -> String {
+    let list = |n: usize| -> String { (1..=n).map(|i| d.ph(i)).collect::<Vec<_>>().join(", ") };
+    match stmt {
+        Stmt::Insert(t, n) => {
             let mut s = format!(
                 "INSERT INTO {} (dateandtime, cashregisterid, customerid, productid, price, data) VALUES ",
                 table(t)
@@ -124,15 +134,58 @@ impl SqlInsert {
                 );
             }
             s
-        })
-    }
-
-    /// `FORCE INDEX (x)` on MariaDB; nothing on PostgreSQL.
-    fn force(&self, ix: &str) -> String {
-        match self.d {
-            Dialect::MySql => format!(" FORCE INDEX ({ix})"),
-            Dialect::Postgres => String::new(),
         }
+        Stmt::Delete(t) => format!(
+            "DELETE FROM {} WHERE transactionid >= {} AND transactionid < {}",
+            table(t),
+            d.ph(1),
+            d.ph(2)
+        ),
+        Stmt::Range(t, ix, limit) => {
+            let (cols, force, order) = match ix {
+                Some(ix) => (
+                    ix.columns(),
+                    force(d, &index_name(d, t, ix)),
+                    ix.columns().join(", "),
+                ),
+                None => (
+                    ["transactionid", "price", "customerid"],
+                    String::new(),
+                    "transactionid".to_string(),
+                ),
+            };
+            format!(
+                "SELECT {} FROM {}{force} WHERE {} >= {} ORDER BY {order} LIMIT {limit}",
+                cols.join(", "),
+                table(t),
+                cols[0],
+                d.ph(1)
+            )
+        }
+        Stmt::Point(t, n) => format!(
+            "SELECT transactionid, dateandtime, cashregisterid, customerid, productid, price, data FROM {} WHERE transactionid IN ({})",
+            table(t),
+            list(n)
+        ),
+    }
+}
+
+impl SqlInsert {
+    /// A store over `c`; commits have durability `durability`; `innodb`:
+    /// the tables are InnoDB's (debt reduction waits for its purge).
+    pub fn new(
+        mut c: Box<dyn SqlConn>,
+        d: Dialect,
+        durability: Durability,
+        innodb: bool,
+    ) -> Result<SqlInsert> {
+        c.set_durability(durability)?;
+        Ok(SqlInsert {
+            c,
+            d,
+            innodb,
+            texts: HashMap::new(),
+        })
     }
 
     fn ints(&mut self, sql: &str) -> Result<Vec<i64>> {
@@ -146,7 +199,6 @@ impl SqlInsert {
 
 impl InsertStore for SqlInsert {
     fn insert(&mut self, t: usize, rows: &[Row], _first: u64, _indexed: bool) -> Result<()> {
-        let text = self.insert_text(t, rows.len()).to_string();
         let mut params: Vec<Val<'_>> = Vec::with_capacity(rows.len() * 6);
         for r in rows {
             params.push(Val::Int(r.dateandtime as i64));
@@ -157,22 +209,15 @@ impl InsertStore for SqlInsert {
             // Rows are ASCII, so the bytes are valid text.
             params.push(Val::Text(std::str::from_utf8(&r.data).unwrap_or("")));
         }
-        self.c.execute(&text, &params)?;
+        let sql = text(&mut self.texts, self.d, Stmt::Insert(t, rows.len()));
+        self.c.execute(sql, &params)?;
         Ok(())
     }
 
     fn delete(&mut self, t: usize, lo: u64, n: u64, _indexed: bool) -> Result<u64> {
-        self.text.clear();
-        let _ = write!(
-            self.text,
-            "DELETE FROM {} WHERE transactionid >= {} AND transactionid < {}",
-            table(t),
-            self.d.ph(1),
-            self.d.ph(2)
-        );
-        let text = self.text.clone();
+        let sql = text(&mut self.texts, self.d, Stmt::Delete(t));
         self.c.execute(
-            &text,
+            sql,
             &[Val::Int(lo as i64), Val::Int(lo.saturating_add(n) as i64)],
         )
     }
@@ -183,47 +228,14 @@ impl InsertStore for SqlInsert {
     }
 
     fn range(&mut self, t: usize, ix: Option<Index>, from: u64, limit: usize) -> Result<usize> {
-        let (cols, force) = match ix {
-            Some(ix) => (ix.columns(), self.force(&index_name(self.d, t, ix))),
-            None => (["transactionid", "price", "customerid"], String::new()),
-        };
-        let first = cols[0];
-        self.text.clear();
-        let _ = write!(
-            self.text,
-            "SELECT {} FROM {}{force} WHERE {first} >= {} ORDER BY {} LIMIT {limit}",
-            cols.join(", "),
-            table(t),
-            self.d.ph(1),
-            if ix.is_some() {
-                cols.join(", ")
-            } else {
-                first.to_string()
-            }
-        );
-        let text = self.text.clone();
-        Ok(self.c.query(&text, &[Val::Int(from as i64)])?.len())
+        let sql = text(&mut self.texts, self.d, Stmt::Range(t, ix, limit));
+        Ok(self.c.query(sql, &[Val::Int(from as i64)])?.len())
     }
 
     fn point(&mut self, t: usize, ids: &[u64]) -> Result<usize> {
-        self.text.clear();
-        let _ = write!(
-            self.text,
-            "SELECT transactionid, dateandtime, cashregisterid, customerid, productid, price, data FROM {} WHERE transactionid IN (",
-            table(t)
-        );
-        for i in 0..ids.len() {
-            let _ = write!(
-                self.text,
-                "{}{}",
-                if i > 0 { ", " } else { "" },
-                self.d.ph(i + 1)
-            );
-        }
-        self.text.push(')');
-        let text = self.text.clone();
+        let sql = text(&mut self.texts, self.d, Stmt::Point(t, ids.len()));
         let params: Vec<Val<'_>> = ids.iter().map(|i| Val::Int(*i as i64)).collect();
-        Ok(self.c.query(&text, &params)?.len())
+        Ok(self.c.query(sql, &params)?.len())
     }
 
     fn check(&mut self, t: usize, indexes: &[Index]) -> Result<TableCheck> {
@@ -244,7 +256,7 @@ impl InsertStore for SqlInsert {
         };
         let all = ["cashregisterid", "customerid", "productid", "price"];
         let pk_force = match self.d {
-            Dialect::MySql => self.force("PRIMARY"),
+            Dialect::MySql => force(self.d, "PRIMARY"),
             Dialect::Postgres => String::new(),
         };
         let base = self.ints(&format!(
@@ -273,7 +285,7 @@ impl InsertStore for SqlInsert {
                 "SELECT COUNT(*), {} FROM {}{} WHERE {} >= 0",
                 sums(&cols),
                 table(t),
-                self.force(&index_name(self.d, t, *ix)),
+                force(self.d, &index_name(self.d, t, *ix)),
                 ix.columns()[0]
             ))?;
             let n = got.first().copied().unwrap_or(0) as u64;

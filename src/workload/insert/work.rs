@@ -12,6 +12,14 @@ use super::store::InsertStore;
 use super::{Insert, now_secs};
 use crate::driver::{Done, Worker};
 use crate::engine::EngineRef;
+use crate::rng::Rng;
+
+/// One operation that wrote no user bytes (an index built, a query).
+const ONE: Done = Done {
+    kind: 0,
+    ops: 1,
+    written: 0,
+};
 
 /// Inserts `left` rows into table `t`, `batch` per commit; with `delete`
 /// it then deletes as many of the oldest rows, so the table's size holds
@@ -97,11 +105,7 @@ impl Worker for IndexBuilder<'_> {
             return Ok(None);
         };
         self.store.create_index(self.t, ix)?;
-        Ok(Some(Done {
-            kind: 0,
-            ops: 1,
-            written: 0,
-        }))
+        Ok(Some(ONE))
     }
 }
 
@@ -139,11 +143,7 @@ impl Worker for Debt<'_> {
             said.push(format!("slept {}s", self.wl.debt_sleep));
         }
         *self.wl.debt_said.lock().unwrap_or_else(|p| p.into_inner()) = said;
-        Ok(Some(Done {
-            kind: 0,
-            ops: 1,
-            written: 0,
-        }))
+        Ok(Some(ONE))
     }
 }
 
@@ -154,7 +154,7 @@ pub struct Querier<'a> {
     /// This worker's store.
     pub store: Box<dyn InsertStore + 'a>,
     /// Its random stream.
-    pub rows_gen: Gen,
+    pub rng: Rng,
     /// Its table.
     pub t: usize,
     /// Point queries (`qp`) rather than range queries (`qr`).
@@ -172,7 +172,7 @@ impl Worker for Querier<'_> {
             let hi = table.next.load(Ordering::Relaxed).max(lo + 1);
             self.ids.clear();
             for _ in 0..per {
-                let id = lo + self.rows_gen.rng().below(hi - lo);
+                let id = lo + self.rng.below(hi - lo);
                 self.ids.push(id);
             }
             let found = self.store.point(self.t, &self.ids)?;
@@ -182,24 +182,20 @@ impl Worker for Querier<'_> {
             let ix = if ixs.is_empty() {
                 None
             } else {
-                Some(ixs[self.rows_gen.rng().below(ixs.len() as u64) as usize])
+                Some(ixs[self.rng.below(ixs.len() as u64) as usize])
             };
             let from = match ix {
-                Some(ix) => self.rows_gen.rng().below(ix.first_values() as u64),
+                Some(ix) => self.rng.below(ix.first_values() as u64),
                 None => {
                     let table = &self.wl.tables[self.t];
                     let lo = table.lo.load(Ordering::Relaxed);
                     let hi = table.next.load(Ordering::Relaxed).max(lo + 1);
-                    lo + self.rows_gen.rng().below(hi - lo)
+                    lo + self.rng.below(hi - lo)
                 }
             };
             self.store.range(self.t, ix, from, per)?;
         }
-        Ok(Some(Done {
-            kind: 0,
-            ops: 1,
-            written: 0,
-        }))
+        Ok(Some(ONE))
     }
 }
 
