@@ -84,6 +84,9 @@ pub struct Plan {
     /// Time between samples: seconds, or a string with a unit.
     #[serde(default, deserialize_with = "secs")]
     pub interval: Option<f64>,
+    /// Report steps in slices of this length: seconds or `"1h"`.
+    #[serde(default, deserialize_with = "secs")]
+    pub slice: Option<f64>,
     /// Fixed total arrival rate, ops/s.
     pub rate: Option<f64>,
     /// `poisson` or `uniform`.
@@ -242,6 +245,10 @@ pub fn template() -> String {
             "seconds between probe samples (or \"1m\")",
         ),
         (
+            "# slice = \"1h\"",
+            "report each step in slices of this length, each with every figure",
+        ),
+        (
             "# rate = 20000.0",
             "fixed total arrival rate (ops/s); default closed loop",
         ),
@@ -358,6 +365,21 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
         })
 }
 
+/// A duration as a person writes it: `90s`, `30m`, `6h`, `1.5h`.
+pub fn show_secs(v: f64) -> String {
+    let trim = |x: f64| {
+        let t = format!("{x:.2}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    if v >= 3600.0 && (v / 3600.0 * 100.0).fract() == 0.0 {
+        format!("{}h", trim(v / 3600.0))
+    } else if v >= 60.0 && (v / 60.0 * 100.0).fract() == 0.0 {
+        format!("{}m", trim(v / 60.0))
+    } else {
+        format!("{}s", trim(v))
+    }
+}
+
 /// A plan's duration: a number of seconds or a string with a unit.
 fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     #[derive(serde::Deserialize)]
@@ -375,7 +397,7 @@ fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error>
 
 #[cfg(test)]
 mod secs_tests {
-    use super::parse_secs;
+    use super::{parse_secs, show_secs};
 
     #[test]
     fn durations_take_units() {
@@ -387,5 +409,15 @@ mod secs_tests {
         assert_eq!(parse_secs("6h"), Ok(21600.0));
         assert!(parse_secs("6d").unwrap_err().contains("'6d'"));
         assert!(parse_secs("h").is_err());
+    }
+
+    #[test]
+    fn durations_show_with_their_unit() {
+        assert_eq!(show_secs(3600.0), "1h");
+        assert_eq!(show_secs(5400.0), "1.5h");
+        assert_eq!(show_secs(60.0), "1m");
+        assert_eq!(show_secs(90.0), "1.5m");
+        assert_eq!(show_secs(45.0), "45s");
+        assert_eq!(show_secs(0.5), "0.5s");
     }
 }

@@ -65,6 +65,12 @@ pub(super) struct RunArgs {
     /// a unit [default: 10].
     #[arg(long, value_parser = crate::plan::parse_secs)]
     interval: Option<f64>,
+    /// Report every step as consecutive slices of this length, each with
+    /// the full set of figures and a last-against-first line (e.g.
+    /// --duration 6h --slice 1h); built from whole intervals, so
+    /// --interval defaults to a sixth of it [default: no slices].
+    #[arg(long, value_parser = crate::plan::parse_secs)]
+    slice: Option<f64>,
     /// Fixed total arrival rate, ops/s; latency from the intended start [default: closed loop].
     #[arg(long)]
     rate: Option<f64>,
@@ -224,6 +230,24 @@ impl RunArgs {
             .into());
         }
         let threads = levels[0];
+        let duration = positive("duration", self.duration.or(plan.duration).unwrap_or(3.0))?;
+        let slice = match self.slice.or(plan.slice) {
+            Some(v) => Some(positive("slice", v)?),
+            None => None,
+        };
+        let interval = match (self.interval.or(plan.interval), slice) {
+            (Some(i), _) => positive("interval", i)?,
+            (None, Some(s)) => (s / 6.0).min(10.0),
+            (None, None) => 10.0,
+        };
+        if let Some(s) = slice {
+            if s < interval {
+                return Err(UsageError(format!(
+                    "--slice {s}s is shorter than --interval {interval}s: a slice is made of whole intervals"
+                ))
+                .into());
+            }
+        }
         let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
         if !(warmup.is_finite() && warmup >= 0.0) {
             return Err(
@@ -297,8 +321,9 @@ impl RunArgs {
             threads,
             thread_levels: if levels.len() > 1 { levels } else { Vec::new() },
             warmup,
-            duration: positive("duration", self.duration.or(plan.duration).unwrap_or(3.0))?,
-            interval: positive("interval", self.interval.or(plan.interval).unwrap_or(10.0))?,
+            duration,
+            interval,
+            slice,
             rate,
             poisson,
             seed: self.seed.or(plan.seed).unwrap_or(crate::rng::DEFAULT_SEED),

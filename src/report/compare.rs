@@ -304,6 +304,7 @@ mod tests {
             extras: Vec::new(),
             notes: Vec::new(),
             intervals: Vec::new(),
+            slices: Vec::new(),
         }
     }
 

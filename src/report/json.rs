@@ -7,7 +7,7 @@ use crate::results::RunView;
 
 /// The run as JSON: run facts, then per step every figure of
 /// [`Metric`] (null when not measured, with the reason under `not_measured`),
-/// extras, and latency per operation kind {count, mean, p50, p95, p99, p999, max} in µs.
+/// extras, intervals and `--slice` slices with their figures, and latency per operation kind {count, mean, p50, p95, p99, p999, max} in µs.
 pub fn render(run: &RunView) -> String {
     let steps: Vec<Value> = run
         .steps
@@ -35,11 +35,19 @@ pub fn render(run: &RunView) -> String {
                     json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "bg_ops": i.bg_ops, "figures": f})
                 })
                 .collect();
+            let slices: Vec<Value> = s
+                .slices
+                .iter()
+                .map(|i| {
+                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v)))).collect();
+                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "partial": i.partial, "figures": f})
+                })
+                .collect();
             let mut o = json!({
                 "engine": s.engine, "step": s.step, "status": s.status, "error": s.error, "secs": s.secs,
                 "settle": s.settle, "latency": lat, "notes": s.notes,
                 "extras": s.extras.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<String, Value>>(),
-                "not_measured": why, "intervals": intervals,
+                "not_measured": why, "intervals": intervals, "slices": slices,
             });
             if let Value::Object(m) = &mut o {
                 m.extend(figs);

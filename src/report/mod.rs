@@ -6,6 +6,7 @@ pub mod compare;
 pub mod concurrency;
 pub mod html;
 pub mod json;
+pub mod slices;
 pub mod steps;
 pub mod text;
 

@@ -189,6 +189,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
     }
     o.push_str(&super::steps::render_slices(run));
+    o.push_str(&super::slices::render(run));
     // 5. Workload figures (links per node, consistency check, found rates…);
     // the slices have their own table.
     let own = |k: &str| !k.starts_with(crate::runner::SLICE_PREFIX);

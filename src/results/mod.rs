@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS steps (
 CREATE TABLE IF NOT EXISTS intervals (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
   ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, PRIMARY KEY (step_id, idx));
+CREATE TABLE IF NOT EXISTS slices (
+  step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
+  ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, partial INTEGER NOT NULL,
+  PRIMARY KEY (step_id, idx));
 CREATE TABLE IF NOT EXISTS figures (
   step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, name TEXT NOT NULL,
   value REAL, note TEXT, PRIMARY KEY (step_id, interval_idx, name));
@@ -55,6 +59,12 @@ CREATE TABLE IF NOT EXISTS step_notes (
 
 /// `interval_idx` used for whole-step rows.
 pub const WHOLE_STEP: i64 = -1;
+
+/// The `interval_idx` of slice `k`'s figures (`--slice`): -2, -3, …, so
+/// intervals (≥ 0), the whole step (-1) and slices share one table.
+pub fn slice_idx(k: i64) -> i64 {
+    -2 - k
+}
 
 /// Everything recorded about a run when it starts.
 #[derive(Clone, Debug)]
@@ -188,6 +198,19 @@ impl Results {
                 params![step, idx as i64, at, serde_json::to_string(s)?],
             )?;
         }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records one `--slice` slice with its figures, in one transaction.
+    pub fn add_slice(&mut self, step: i64, s: &crate::runner::Slice) -> Result<()> {
+        let tx = self.c.transaction()?;
+        let (ops, bg, written) = s.counts;
+        tx.execute(
+            "INSERT OR REPLACE INTO slices (step_id, idx, t0, t1, ops, bg_ops, written, partial) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![step, s.idx as i64, s.t.0, s.t.1, ops as i64, bg as i64, written as i64, s.partial],
+        )?;
+        write_figures(&tx, step, slice_idx(s.idx as i64), &s.figures)?;
         tx.commit()?;
         Ok(())
     }

@@ -31,6 +31,30 @@ pub struct IntervalView {
     pub figures: BTreeMap<Metric, Stored>,
 }
 
+/// One `--slice` slice of a step: consecutive whole intervals.
+#[derive(Clone, Debug, Serialize)]
+pub struct SliceView {
+    /// 0-based index.
+    pub idx: i64,
+    /// Start, seconds since the measured phase began.
+    pub t0: f64,
+    /// End.
+    pub t1: f64,
+    /// Foreground operations.
+    pub ops: i64,
+    /// True for a last slice shorter than nine tenths of the others.
+    pub partial: bool,
+    /// Figures by name.
+    pub figures: BTreeMap<Metric, Stored>,
+}
+
+impl SliceView {
+    /// A figure's value.
+    pub fn fig(&self, m: Metric) -> Option<f64> {
+        self.figures.get(&m).and_then(|f| f.0)
+    }
+}
+
 /// One step as recorded.
 #[derive(Clone, Debug, Serialize)]
 pub struct StepView {
@@ -61,6 +85,8 @@ pub struct StepView {
     pub notes: Vec<String>,
     /// The intervals.
     pub intervals: Vec<IntervalView>,
+    /// The `--slice` slices (empty without `--slice`).
+    pub slices: Vec<SliceView>,
 }
 
 impl StepView {
@@ -236,6 +262,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 extras: Vec::new(),
                 notes: Vec::new(),
                 intervals: Vec::new(),
+                slices: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -288,6 +315,25 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         for mut iv in ivs {
             iv.figures = figures(r, s.id, iv.idx)?;
             s.intervals.push(iv);
+        }
+        let mut sq = c.prepare_cached(
+            "SELECT idx, t0, t1, ops, partial FROM slices WHERE step_id = ?1 ORDER BY idx",
+        )?;
+        let sls: Vec<SliceView> = sq
+            .query_map(params![s.id], |row| {
+                Ok(SliceView {
+                    idx: row.get(0)?,
+                    t0: row.get(1)?,
+                    t1: row.get(2)?,
+                    ops: row.get(3)?,
+                    partial: row.get(4)?,
+                    figures: BTreeMap::new(),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        for mut sl in sls {
+            sl.figures = figures(r, s.id, super::slice_idx(sl.idx))?;
+            s.slices.push(sl);
         }
         if s.figures.is_empty() && !s.intervals.is_empty() {
             s.figures = from_intervals(r, &s).context("recomputing figures from intervals")?;

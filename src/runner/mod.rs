@@ -8,6 +8,7 @@
 
 mod env;
 mod sink;
+mod slicer;
 
 pub use env::machine_facts;
 use env::{
@@ -15,6 +16,7 @@ use env::{
     throttle_to,
 };
 use sink::Sink;
+pub use slicer::{Slice, Slicer};
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -58,6 +60,10 @@ pub struct RunConfig {
     pub duration: f64,
     /// Seconds between probe samples.
     pub interval: f64,
+    /// Report each step as consecutive slices of this many seconds
+    /// (`--slice`), built from whole intervals.
+    #[serde(default)]
+    pub slice: Option<f64>,
     /// Total operations/s for a fixed arrival rate; closed loop when None.
     pub rate: Option<f64>,
     /// Poisson (true) or uniform arrivals under `rate`.
@@ -478,6 +484,7 @@ fn run_step(
         no_device: no_device.clone(),
         bar: progress_bar(),
         label: format!("{kind} {step}"),
+        slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
     };
     let mut o = driver::run_step(
         &planned.spec,
@@ -487,6 +494,9 @@ fn run_step(
         &mut sink,
     );
     sink.bar.finish_and_clear();
+    if let Err(e) = sink.finish_slices() {
+        o.error.get_or_insert(format!("{e:#}"));
+    }
     // A server killed at the memory limit shows first as a lost
     // connection: say why.
     if let Some(e) = o.error.as_mut() {

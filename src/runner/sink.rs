@@ -23,6 +23,22 @@ pub(super) struct Sink<'r> {
     pub(super) no_device: Option<String>,
     pub(super) bar: ProgressBar,
     pub(super) label: String,
+    /// Groups intervals into `--slice` slices.
+    pub(super) slicer: Option<super::Slicer>,
+}
+
+impl Sink<'_> {
+    /// Records the last (possibly shorter) slice at the step's end.
+    pub(super) fn finish_slices(&mut self) -> Result<()> {
+        let live = self.workload.live_bytes();
+        match self.slicer.as_mut().and_then(|s| s.finish(live)) {
+            Some(s) => self
+                .results
+                .add_slice(self.step, &s)
+                .context("writing a slice to the results file"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl StepSink for Sink<'_> {
@@ -49,7 +65,14 @@ impl StepSink for Sink<'_> {
                 &figs,
                 (&r.start, &r.end),
             )
-            .context("writing an interval to the results file")
+            .context("writing an interval to the results file")?;
+        let live = self.workload.live_bytes();
+        if let Some(s) = self.slicer.as_mut().and_then(|s| s.push(r, live)) {
+            self.results
+                .add_slice(self.step, &s)
+                .context("writing a slice to the results file")?;
+        }
+        Ok(())
     }
     fn interval_latency(&mut self, idx: usize, l: &[(String, Latency)]) -> Result<()> {
         self.results.add_latencies(self.step, idx as i64, l)
