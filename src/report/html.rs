@@ -356,6 +356,7 @@ mod tests {
                     figures: fig(*v),
                 })
                 .collect(),
+            slices: Vec::new(),
         }
     }
 
