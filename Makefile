@@ -32,6 +32,7 @@ bench: build
 	./bench/io-harness.sh
 	./bench/seed-003-storage.sh
 	./bench/seed-001-insert.sh
+	./bench/seed-004-compaction-pri.sh
 
 clean:
 	$(CARGO) clean

@@ -125,6 +125,8 @@ pub struct Plan {
     pub bound: Option<Bounds>,
     /// Drop the page cache before every step but the first.
     pub drop_caches: Option<bool>,
+    /// Option sweeps, `["ENGINE.KEY=v1,v2"]`.
+    pub sweep: Option<Vec<String>>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,

@@ -47,6 +47,15 @@ pub(super) struct RunArgs {
     /// Engine option ENGINE.KEY=VALUE (repeatable), passed to the engine.
     #[arg(long = "set", value_name = "ENGINE.KEY=VALUE")]
     set: Vec<String>,
+    /// Sweep an engine option (repeatable): the plan runs once per value,
+    /// each on a fresh database; several axes of one engine multiply.
+    /// Reported as one table per step with a row per setting (and, on
+    /// RocksDB and MyRocks, write-amp per column family).
+    #[arg(long, value_name = "ENGINE.KEY=V1,V2,…")]
+    sweep: Vec<String>,
+    /// Run a sweep of more than 20 engine runs without asking.
+    #[arg(long)]
+    yes: bool,
     /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads,
     /// LinkBench requests) [default: 4]. A list, e.g. 1,2,4,8,16, runs each
     /// such step at every level (`pq.n@8`) and fits the Universal
@@ -312,12 +321,20 @@ impl RunArgs {
                 &params,
             )?);
         }
+        let sets = options::parse_sets(&sets)?;
+        let mut sweep = Vec::new();
+        for a in plan.sweep.iter().flatten().chain(self.sweep.iter()) {
+            sweep.push(crate::runner::sweep::parse(a, &engines)?);
+        }
+        crate::runner::sweep::check(&sweep, &sets)?;
+        confirm_sweep(&sweep, &engines, self.yes)?;
         let base = RunConfig {
             workload,
             engines,
             steps,
             params,
-            sets: options::parse_sets(&sets)?,
+            sets,
+            sweep,
             threads,
             thread_levels: if levels.len() > 1 { levels } else { Vec::new() },
             warmup,
@@ -529,6 +546,37 @@ pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
 }
 
 /// Parses `on` or `off` (and true/false, yes/no, 1/0).
+/// A sweep past [`CONFIRM_PAST`](crate::runner::sweep::CONFIRM_PAST)
+/// runs needs `--yes`, or a yes on a terminal.
+fn confirm_sweep(
+    axes: &[crate::runner::sweep::SweepAxis],
+    engines: &[EngineKind],
+    yes: bool,
+) -> Result<()> {
+    use crate::runner::sweep::{CONFIRM_PAST, count};
+    use std::io::IsTerminal;
+    if axes.is_empty() {
+        return Ok(());
+    }
+    let n = count(axes, engines);
+    eprintln!("sweep: {n} engine runs, each on a fresh database");
+    if n <= CONFIRM_PAST || yes {
+        return Ok(());
+    }
+    if std::io::stdin().is_terminal() {
+        eprint!("run all {n}? [y/N] ");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        if line.trim().eq_ignore_ascii_case("y") {
+            return Ok(());
+        }
+    }
+    Err(UsageError(format!(
+        "--sweep: {n} engine runs (more than {CONFIRM_PAST}); pass --yes to run them"
+    ))
+    .into())
+}
+
 fn on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "yes" | "1" => Ok(true),

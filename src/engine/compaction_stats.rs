@@ -2,8 +2,8 @@
 //! `rocksdb.cfstats` property and by MyRocks' `SHOW ENGINE ROCKSDB STATUS`.
 
 /// Parses the per-level "Compaction Stats" table of `rocksdb.cfstats`:
-/// returns (level, column, value) for the columns `w_amp`, `write_gb` and
-/// `read_gb`, levels `L0`…`Ln` and `Sum`.
+/// returns (level, column, value) for the columns `w_amp`, `write_gb`,
+/// `read_gb` and `size_bytes`, levels `L0`…`Ln` and `Sum`.
 pub fn parse(text: &str) -> Vec<(String, &'static str, f64)> {
     let mut out = Vec::new();
     let mut header: Option<Vec<&str>> = None;
@@ -32,6 +32,19 @@ pub fn parse(text: &str) -> Vec<(String, &'static str, f64)> {
             toks.get(size_idx + 1)
                 .is_some_and(|u| matches!(*u, "B" | "KB" | "MB" | "GB" | "TB")),
         );
+        if shift == 1 {
+            let unit = match toks[size_idx + 1] {
+                // RocksDB's human sizes are binary (BytesToHumanString).
+                "KB" => 1024.0,
+                "MB" => 1048576.0,
+                "GB" => 1073741824.0,
+                "TB" => 1099511627776.0,
+                _ => 1.0,
+            };
+            if let Ok(v) = toks[size_idx].parse::<f64>() {
+                out.push((first.to_string(), "size_bytes", v * unit));
+            }
+        }
         for (col, name) in [
             ("W-Amp", "w_amp"),
             ("Write(GB)", "write_gb"),
@@ -72,5 +85,7 @@ Level    Files   Size     Score Read(GB)  Rn(GB) Rnp1(GB) Write(GB) Wnew(GB) Mov
         assert_eq!(get("Sum", "write_gb"), Some(0.3));
         assert_eq!(get("L6", "read_gb"), Some(0.2));
         assert_eq!(get("Int", "w_amp"), None);
+        assert_eq!(get("L6", "size_bytes"), Some(72.92 * 1048576.0));
+        assert_eq!(get("L0", "size_bytes"), Some(30.39 * 1048576.0));
     }
 }

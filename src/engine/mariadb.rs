@@ -14,7 +14,9 @@
 //! else is the server's default. `--set mariadb-innodb.KEY=VALUE` adds `KEY=VALUE` to
 //! my.cnf (a mistyped key stops the server at start-up, and the error
 //! names it); `mariadb-myrocks.default_cf_options=…` is
-//! `rocksdb_default_cf_options`.
+//! `rocksdb_default_cf_options`, and RocksDB column-family options given
+//! by their own name (`mariadb-myrocks.compaction_pri=…`, see
+//! `myrocks_cf`) are added to it.
 //!
 //! Durability: MariaDB sets commit durability per server, not per session,
 //! so a connection asking for sync (or not) sets
@@ -115,6 +117,9 @@ pub fn default_settings(myrocks: bool, cache_bytes: u64) -> Vec<(String, String)
         // Detect deadlocks as InnoDB does, instead of waiting out
         // rocksdb_lock_wait_timeout; the workload retries either way.
         v.push(("rocksdb_deadlock_detect".into(), "ON".into()));
+        // Flushes and compactions logged with their column family and
+        // bytes (the LOG's event lines): write-amp per column family.
+        v.push(("rocksdb_info_log_level".into(), "info_level".into()));
     } else {
         v.push(("innodb_buffer_pool_size".into(), cache));
     }
@@ -220,6 +225,9 @@ impl MariaDb {
             if k == "default_cf_options" {
                 *k = "rocksdb_default_cf_options".into();
             }
+        }
+        if is_myrocks(kind) {
+            super::myrocks_cf::route(&mut settings);
         }
         if spec.replication_log {
             // The binlog, synced at every commit, in row format: what a
@@ -485,6 +493,8 @@ impl Engine for MariaDb {
                 }
                 st.texts.push((format!("rocksdb.{typ}.{name}"), status));
             }
+            let log = super::rocks_log::read(&self.info.dir.join("#rocksdb"));
+            st.values.extend(super::rocks_log::stats(&log));
         } else {
             let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE INNODB STATUS")?;
             for (_, _, status) in rows {
@@ -529,3 +539,4 @@ impl Engine for MariaDb {
         r
     }
 }
+

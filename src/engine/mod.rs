@@ -22,8 +22,10 @@ use serde::{Deserialize, Serialize};
 pub mod compaction_stats;
 pub mod ffi;
 pub mod kv;
+pub mod myrocks_cf;
 pub mod options;
 pub mod registry;
+pub mod rocks_log;
 pub mod scan;
 pub mod sql;
 

@@ -6,8 +6,10 @@ pub mod compare;
 pub mod concurrency;
 pub mod html;
 pub mod json;
+pub mod model;
 pub mod slices;
 pub mod steps;
+pub mod sweep;
 pub mod text;
 
 use crate::results::RunView;

@@ -190,9 +190,15 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     }
     o.push_str(&super::steps::render_slices(run));
     o.push_str(&super::slices::render(run));
+    o.push_str(&super::model::render(run));
+    o.push_str(&super::sweep::render(run));
     // 5. Workload figures (links per node, consistency check, found rates…);
-    // the slices have their own table.
-    let own = |k: &str| !k.starts_with(crate::runner::SLICE_PREFIX);
+    // the slices, predictions and column-family writes have their own tables.
+    let own = |k: &str| {
+        !k.starts_with(crate::runner::SLICE_PREFIX)
+            && !k.starts_with("pred_")
+            && !k.starts_with("cf.")
+    };
     if run
         .steps
         .iter()
@@ -220,10 +226,15 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
     }
     // 6. What the workload said of each step (consistency, concurrency).
-    if run.steps.iter().any(|s| !s.notes.is_empty()) {
+    let workload_note = |n: &&String| !super::model::is_model_note(n);
+    if run
+        .steps
+        .iter()
+        .any(|s| s.notes.iter().any(|n| workload_note(&n)))
+    {
         let _ = writeln!(o, "\nworkload notes");
         for s in &run.steps {
-            for n in &s.notes {
+            for n in s.notes.iter().filter(workload_note) {
                 let _ = writeln!(o, "{:<15} {:<10} {n}", s.engine, s.step);
             }
         }

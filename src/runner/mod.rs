@@ -7,14 +7,17 @@
 //! the step in progress, records it as interrupted, and ends the run.
 
 mod env;
+mod predict;
 mod sink;
 mod slicer;
+pub mod sweep;
 
 pub use env::machine_facts;
 use env::{
     EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, step_ctx,
     throttle_to,
 };
+pub use predict::{EXPLAIN_NOTE, MODEL_NOTE};
 use sink::Sink;
 pub use slicer::{Slice, Slicer};
 
@@ -102,6 +105,10 @@ pub struct RunConfig {
     pub cache_from_memory: bool,
     /// Drop the page cache before every step but the first.
     pub drop_caches: bool,
+    /// Option sweeps (`--sweep`): each engine runs once per setting of
+    /// its axes' cross product.
+    #[serde(default)]
+    pub sweep: Vec<sweep::SweepAxis>,
 }
 
 /// What a step's end means for the engine's remaining steps and the run.
@@ -125,15 +132,22 @@ struct Run<'c> {
     id: i64,
     status: Status,
     ordinal: usize,
+    /// The engine's cumulative column-family writes at its last step's end.
+    cf_before: Vec<(String, f64)>,
+    /// The engine run's label in the results: its name, with its sweep
+    /// setting (`rocksdb[compaction_pri=kX]`).
+    label: String,
 }
 
 /// Runs every engine through the steps; returns the run id. Per-step lines
 /// go to `out`.
 pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     let mut r = begin(cfg, command, out)?;
-    for kind in &cfg.engines {
-        if let After::Interrupted = run_engine(&mut r, *kind, out)? {
-            break;
+    'engines: for kind in &cfg.engines {
+        for setting in sweep::variants(&cfg.sweep, *kind) {
+            if let After::Interrupted = run_engine(&mut r, *kind, &setting, out)? {
+                break 'engines;
+            }
         }
     }
     r.results.end_run(r.id, r.status)?;
@@ -232,14 +246,34 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         id,
         status: Status::Done,
         ordinal: 0,
+        cf_before: Vec::new(),
+        label: String::new(),
     })
 }
 
 /// One engine: a fresh data directory, the engine opened (a server
 /// started) with the workload's tables, every step, the engine closed and
 /// its directory removed (or kept with `--keep`).
-fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<After> {
+fn run_engine(
+    r: &mut Run<'_>,
+    kind: EngineKind,
+    setting: &[(String, String)],
+    out: &mut dyn Write,
+) -> Result<After> {
     let cfg = r.cfg;
+    r.cf_before.clear();
+    r.label = sweep::label(kind, setting);
+    let mut options = engine_options(cfg, kind);
+    options.pairs.extend(setting.iter().cloned());
+    if !setting.is_empty() {
+        writeln!(out, "{}: sweep setting", r.label)?;
+        // A value the engine refuses fails this run only.
+        if let Err(e) = engine::validate_options(kind, &options) {
+            writeln!(out, "{}: {e:#}", r.label)?;
+            fail_open(r, &format!("{e:#}"))?;
+            return Ok(After::Next);
+        }
+    }
     let parent = r.storage.parent.clone();
     let tmp = tempfile::Builder::new()
         .prefix(&format!("ampbench-{kind}-"))
@@ -251,7 +285,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         Ok(cg) => cg,
         Err(e) => {
             writeln!(out, "{kind}: cannot limit its memory: {e:#}")?;
-            fail_open(r, kind, &format!("cannot limit its memory: {e:#}"))?;
+            fail_open(r, &format!("cannot limit its memory: {e:#}"))?;
             return Ok(After::Next);
         }
     };
@@ -259,7 +293,7 @@ fn run_engine(r: &mut Run<'_>, kind: EngineKind, out: &mut dyn Write) -> Result<
         dir: tmp.path().to_path_buf(),
         tables: workload.tables(),
         cache_bytes: cfg.cache_bytes,
-        options: engine_options(cfg, kind),
+        options,
         transactions: workload.transactions(),
         transport: cfg.transport,
         replication_log: cfg.replication_log,
@@ -389,7 +423,7 @@ fn open_engine(
         Ok(e) => e,
         Err(e) => {
             writeln!(out, "{kind}: cannot open: {e:#}")?;
-            fail_open(r, kind, &format!("cannot open: {e:#}"))?;
+            fail_open(r, &format!("cannot open: {e:#}"))?;
             return Ok(None);
         }
     };
@@ -409,10 +443,10 @@ fn open_engine(
 }
 
 /// Records a failed `open` step for an engine that could not start.
-fn fail_open(r: &mut Run<'_>, kind: EngineKind, why: &str) -> Result<()> {
+fn fail_open(r: &mut Run<'_>, why: &str) -> Result<()> {
     let id = r
         .results
-        .begin_step(r.id, r.ordinal, kind.name(), "open", &serde_json::json!({}))?;
+        .begin_step(r.id, r.ordinal, &r.label, "open", &serde_json::json!({}))?;
     r.ordinal += 1;
     r.results
         .end_step(id, Status::Failed, Some(why), 0.0, None)?;
@@ -473,7 +507,7 @@ fn run_step(
     });
     let step_id = r
         .results
-        .begin_step(r.id, r.ordinal, kind.name(), &label, &spec_json)?;
+        .begin_step(r.id, r.ordinal, &r.label, &label, &spec_json)?;
     r.ordinal += 1;
     let no_device = probe.device().as_ref().err().cloned();
     let mut sink = Sink {
@@ -483,7 +517,7 @@ fn run_step(
         workload,
         no_device: no_device.clone(),
         bar: progress_bar(),
-        label: format!("{kind} {step}"),
+        label: format!("{} {step}", r.label),
         slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
     };
     let mut o = driver::run_step(
@@ -536,12 +570,31 @@ fn run_step(
             notes.extras.push(("mem_limit_hits".into(), h as f64));
         }
     }
+    let stats = eng.stats().ok();
+    let settings = eng.settings();
+    let printed = notes.lines.len();
+    let (extras, lines) = predict::notes(
+        &predict::Done {
+            kind,
+            settings: &settings,
+            stats: stats.as_ref(),
+            workload,
+            step,
+            figs: &figs,
+            ops: o.ops,
+            written: o.written,
+            secs: o.secs,
+        },
+        &mut r.cf_before,
+    );
+    notes.extras.extend(extras);
+    notes.lines.extend(lines);
     r.results
         .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
     r.results
         .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
-    if let Ok(st) = eng.stats() {
-        r.results.add_engine_stats(step_id, &st)?;
+    if let Some(st) = &stats {
+        r.results.add_engine_stats(step_id, st)?;
     }
     let settle_note = (cfg.settle && o.error.is_none() && step.loads()).then(|| {
         eng.settle()
@@ -582,7 +635,14 @@ fn run_step(
     if let Some(n) = settle_note {
         writeln!(out, "  settle: {n}")?;
     }
-    for l in &notes.lines {
+    // The workload's lines; the model's are in the report.
+    for l in &notes.lines[..printed] {
+        writeln!(out, "  {l}")?;
+    }
+    if let Some(l) = notes.lines[printed..]
+        .iter()
+        .find(|l| l.starts_with(EXPLAIN_NOTE))
+    {
         writeln!(out, "  {l}")?;
     }
     Ok(match status {

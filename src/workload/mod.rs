@@ -92,6 +92,12 @@ pub trait Workload: Send + Sync {
     fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>>;
     /// Live logical bytes (user keys + values) now.
     fn live_bytes(&self) -> u64;
+    /// Live rows (documents, records) now, when the workload counts them:
+    /// with [`live_bytes`](Workload::live_bytes), the average row the
+    /// model's predictions use.
+    fn live_rows(&self) -> Option<u64> {
+        None
+    }
     /// Workload-specific figures after a step (e.g. misses), reset by it.
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         Vec::new()

@@ -191,6 +191,8 @@ impl Engine for RocksDb {
                 }
             }
         }
+        st.values
+            .extend(super::rocks_log::stats(&super::rocks_log::read(&self.info.dir)));
         if self.statistics {
             let text = self.db.options().statistics();
             for line in text.lines() {

@@ -541,6 +541,10 @@ impl Workload for Insert {
         (c.live.load(Ordering::Relaxed) as f64 * per) as u64
     }
 
+    fn live_rows(&self) -> Option<u64> {
+        Some(self.counts.live.load(Ordering::Relaxed))
+    }
+
     fn finish(&self, step: Step, engine: EngineRef<'_>) -> Result<StepNotes> {
         notes::finish(self, step.try_into()?, engine)
     }

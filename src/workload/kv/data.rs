@@ -181,6 +181,20 @@ impl Live {
         }
     }
 
+    /// Live documents.
+    pub fn count(&self) -> u64 {
+        match self {
+            Live::Fixed { flags, .. } => flags
+                .iter()
+                .filter(|f| f.load(Ordering::Relaxed) != 0)
+                .count() as u64,
+            Live::Varying { lens, .. } => lens
+                .iter()
+                .filter(|l| l.load(Ordering::Relaxed) != 0)
+                .count() as u64,
+        }
+    }
+
     /// Documents with room for a value.
     pub fn capacity(&self) -> u64 {
         match self {

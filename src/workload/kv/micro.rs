@@ -362,6 +362,10 @@ impl Workload for Micro {
         self.live.total()
     }
 
+    fn live_rows(&self) -> Option<u64> {
+        Some(self.live.count())
+    }
+
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         let r = self.reads.swap(0, Ordering::Relaxed);
         let f = self.found.swap(0, Ordering::Relaxed);

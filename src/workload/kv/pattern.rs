@@ -391,6 +391,10 @@ impl Workload for Pattern {
         self.live.total()
     }
 
+    fn live_rows(&self) -> Option<u64> {
+        Some(self.live.count())
+    }
+
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {
         // A miss means a loaded document was not found: reported only when
         // it happens.

@@ -364,6 +364,10 @@ impl Workload for Ycsb {
         self.live.total()
     }
 
+    fn live_rows(&self) -> Option<u64> {
+        Some(self.live.count())
+    }
+
     fn extras(&self, step: Step) -> Vec<(String, f64)> {
         if step == Step::Ycsb(YcsbStep::Load) {
             self.count.store(self.records, Ordering::Relaxed);

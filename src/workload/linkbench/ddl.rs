@@ -26,27 +26,45 @@ pub fn schema(dialect: Dialect, options: &str, with_index: bool) -> Vec<String> 
             } else {
                 "DEFAULT CHARSET=latin1"
             };
-            let index = if with_index {
-                ", KEY id1_type (id1, link_type, visibility, time, id2, version, data)"
-            } else {
-                ""
+            // MyRocks: each index in its own column family, as the
+            // MyRocks LinkBench DDL has it (link_pk, link_id1_type
+            // reverse-ordered, count_pk, node_pk): per-CF write-amp.
+            let cf = |name: &str| {
+                if rocks {
+                    format!(" COMMENT '{name}'")
+                } else {
+                    String::new()
+                }
             };
+            // A partitioned table's keys name a family per partition.
+            let link_pk = if rocks {
+                format!(" COMMENT '{}'", per_partition("cf_link_pk"))
+            } else {
+                String::new()
+            };
+            let index = if with_index {
+                format!(", {}", id1_type_key(rocks))
+            } else {
+                String::new()
+            };
+            let (count_pk, node_pk) = (cf("cf_count_pk"), cf("cf_node_pk"));
             vec![
                 format!(
                     "CREATE TABLE linktable (id1 BIGINT UNSIGNED NOT NULL DEFAULT 0, id2 BIGINT UNSIGNED NOT NULL DEFAULT 0, \
                      link_type BIGINT UNSIGNED NOT NULL DEFAULT 0, visibility TINYINT NOT NULL DEFAULT 0, \
                      data VARCHAR(255) NOT NULL DEFAULT '', time BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                     version INT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (link_type, id1, id2){index}) \
+                     version INT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (link_type, id1, id2){link_pk}{index}) \
                      {options} {cs} PARTITION BY KEY(id1) PARTITIONS {PARTITIONS}"
                 ),
                 format!(
                     "CREATE TABLE counttable (id BIGINT UNSIGNED NOT NULL DEFAULT 0, link_type BIGINT UNSIGNED NOT NULL DEFAULT 0, \
                      count INT UNSIGNED NOT NULL DEFAULT 0, time BIGINT UNSIGNED NOT NULL DEFAULT 0, \
-                     version BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (id, link_type)) {options} {cs}"
+                     version BIGINT UNSIGNED NOT NULL DEFAULT 0, PRIMARY KEY (id, link_type){count_pk}) {options} {cs}"
                 ),
                 format!(
-                    "CREATE TABLE nodetable (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, type INT UNSIGNED NOT NULL, \
-                     version BIGINT UNSIGNED NOT NULL, time INT UNSIGNED NOT NULL, data MEDIUMTEXT NOT NULL) {options} {cs}"
+                    "CREATE TABLE nodetable (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, type INT UNSIGNED NOT NULL, \
+                     version BIGINT UNSIGNED NOT NULL, time INT UNSIGNED NOT NULL, data MEDIUMTEXT NOT NULL, \
+                     PRIMARY KEY (id){node_pk}) {options} {cs}"
                 ),
             ]
         }
@@ -75,17 +93,41 @@ pub fn schema(dialect: Dialect, options: &str, with_index: bool) -> Vec<String> 
                     .to_string(),
             );
             if with_index {
-                v.push(index_ddl(Dialect::Postgres));
+                v.push(index_ddl(Dialect::Postgres, false));
             }
             v
         }
     }
 }
 
-/// The id1_type index, as its own statement (the `index` step).
-pub fn index_ddl(dialect: Dialect) -> String {
+/// A MyRocks key comment giving every partition of `linktable` the column
+/// family `cf` (`p0_cfname=cf;p1_cfname=cf;…`: a plain name leaves a
+/// partitioned table's keys in `default`).
+fn per_partition(cf: &str) -> String {
+    (0..PARTITIONS)
+        .map(|i| format!("p{i}_cfname={cf}"))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The id1_type key's definition on MariaDB; on MyRocks in its own
+/// reverse-ordered column family.
+fn id1_type_key(rocks: bool) -> String {
+    format!(
+        "KEY id1_type (id1, link_type, visibility, time, id2, version, data){}",
+        if rocks {
+            format!(" COMMENT '{}'", per_partition("rev:cf_link_id1_type"))
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The id1_type index, as its own statement (the `index` step); `rocks`
+/// for a MyRocks table.
+pub fn index_ddl(dialect: Dialect, rocks: bool) -> String {
     match dialect {
-        Dialect::MySql => "ALTER TABLE linktable ADD KEY id1_type (id1, link_type, visibility, time, id2, version, data)".into(),
+        Dialect::MySql => format!("ALTER TABLE linktable ADD {}", id1_type_key(rocks)),
         Dialect::Postgres => "CREATE INDEX id1_type ON linktable (id1, link_type, visibility, time, id2, version, data)".into(),
     }
 }

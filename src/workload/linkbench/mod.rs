@@ -446,6 +446,15 @@ impl Workload for Linkbench {
         self.logical.load(Ordering::Relaxed)
     }
 
+    fn live_rows(&self) -> Option<u64> {
+        // The load's rows; requests add and delete about as many links.
+        Some(
+            self.nodes_loaded.load(Ordering::Relaxed)
+                + self.links_loaded.load(Ordering::Relaxed)
+                + self.counts_loaded.load(Ordering::Relaxed),
+        )
+    }
+
     fn finish(&self, step: Step, engine: EngineRef<'_>) -> Result<StepNotes> {
         let mut notes = StepNotes::default();
         match step.try_into()? {

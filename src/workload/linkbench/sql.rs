@@ -425,7 +425,19 @@ impl LinkStore for SqlLinks {
     }
 
     fn build_index(&mut self) -> Result<u64> {
-        self.c.ac.batch(&index_ddl(self.d))?;
+        let rocks = self.d == Dialect::MySql
+            && {
+                let e = self.c.ac.query(
+                "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'linktable'",
+                &[],
+            )?;
+                e.first().and_then(|r| r.first()).is_some_and(|c| match c {
+                    Cell::Text(t) => t.eq_ignore_ascii_case("rocksdb"),
+                    Cell::Bytes(b) => b.eq_ignore_ascii_case(b"rocksdb"),
+                    _ => false,
+                })
+            };
+        self.c.ac.batch(&index_ddl(self.d, rocks))?;
         let rows = self.c.ac.query("SELECT count(*) FROM linktable", &[])?;
         Ok(rows.first().map_or(0, |r| int(&r[0])))
     }

@@ -1,0 +1,389 @@
+//! Predicted beside measured: the model of [`super`] fed with what a step
+//! of a run knows (the engine's structure and effective settings, its
+//! own statistics, the workload's rows), and a one-line explanation of
+//! how the prediction and the measurement compare.
+//!
+//! Inputs, in order of preference: measured in the run (row size, LSM
+//! level sizes and compression from the engine's statistics), the
+//! engine's effective settings (page size), the seed's assumption (fill
+//! 2/3, one change per page write-back, 7 per LSM level). Every input not
+//! measured is named in [`StepModel::assumed`].
+
+use super::{Figure, Inputs, Structure, predict};
+use crate::engine::Structure as EngineStructure;
+
+/// What a step knows that the model uses.
+pub struct Facts<'a> {
+    /// The engine's name.
+    pub engine: &'a str,
+    /// The engine's structure.
+    pub structure: EngineStructure,
+    /// The engine's effective settings.
+    pub settings: &'a [(String, String)],
+    /// The engine's own statistics at the step's end (`compaction.*`,
+    /// `cf.*` from RocksDB and MyRocks).
+    pub stats: &'a [(String, f64)],
+    /// Average logical bytes per live row, when the workload counts rows.
+    pub row: Option<f64>,
+    /// True for a step that loads (pages fill before they are written).
+    pub loads: bool,
+}
+
+/// A step's predicted write-amp and space-amp, with what was assumed.
+#[derive(Clone, Debug)]
+pub struct StepModel {
+    /// The structure predicted.
+    pub structure: Structure,
+    /// Predicted write-amp, every term shown.
+    pub write_amp: Figure,
+    /// Predicted space-amp.
+    pub space_amp: Figure,
+    /// The inputs taken from the run, one phrase each.
+    pub measured: Vec<String>,
+    /// The inputs not measured, and what was assumed instead.
+    pub assumed: Vec<String>,
+}
+
+/// Page (or block) size setting and default, per-row metadata bytes.
+fn knobs(engine: &str) -> (&'static str, f64, f64) {
+    match engine {
+        "rocksdb" | "leveldb" => ("block_size", 4096.0, 0.0),
+        "mariadb-myrocks" => ("rocksdb_block_size", 4096.0, 0.0),
+        "wiredtiger" => ("table.leaf_page_max", 32768.0, 0.0),
+        // InnoDB: transaction id, roll pointer, record header (the seed's ~20).
+        "mariadb-innodb" => ("innodb_page_size", 16384.0, 20.0),
+        // PostgreSQL: a 23-byte tuple header and a 4-byte line pointer.
+        "postgres" => ("block_size", 8192.0, 27.0),
+        "sqlite" => ("page_size", 4096.0, 0.0),
+        _ => ("", 4096.0, 0.0),
+    }
+}
+
+fn setting(f: &Facts, key: &str) -> Option<f64> {
+    let v = f.settings.iter().find(|(k, _)| k == key)?;
+    crate::engine::options::parse_size(&v.1)
+        .ok()
+        .map(|b| b as f64)
+}
+
+/// Sums `prefix.L<n>.*` statistics per level n.
+fn per_level(stats: &[(String, f64)], prefix: &str) -> Vec<(u32, f64)> {
+    let mut v: Vec<(u32, f64)> = Vec::new();
+    for (k, x) in stats {
+        let Some(rest) = k.strip_prefix(prefix) else {
+            continue;
+        };
+        let lvl = rest.split('.').next().unwrap_or("");
+        let Some(n) = lvl.strip_prefix('L').and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        match v.iter_mut().find(|(l, _)| *l == n) {
+            Some(e) => e.1 += x,
+            None => v.push((n, *x)),
+        }
+    }
+    v.sort_by_key(|e| e.0);
+    v
+}
+
+fn sum_stat(stats: &[(String, f64)], prefix: &str) -> f64 {
+    stats
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// The prediction for a step; None for an engine that stores nothing.
+pub fn predict_step(f: &Facts) -> Option<StepModel> {
+    let structure = match f.structure {
+        EngineStructure::LeveledLsm => Structure::LsmLeveled,
+        EngineStructure::UpdateInPlaceBTree => Structure::Btree,
+        EngineStructure::CopyOnWriteBTree => Structure::CowBtree,
+        EngineStructure::None => return None,
+    };
+    let mut i = Inputs::seed(structure);
+    let (page_key, page_default, meta) = knobs(f.engine);
+    let mut measured = Vec::new();
+    let mut assumed = Vec::new();
+    i.meta = meta;
+    i.page = match setting(f, page_key) {
+        Some(p) if p > 0.0 => {
+            measured.push(format!("page {p:.0} ({page_key})"));
+            p
+        }
+        _ => {
+            measured.push(format!("page {page_default:.0} (the engine's default)"));
+            page_default
+        }
+    };
+    match f.row {
+        Some(r) if r > 0.0 => {
+            i.row = r;
+            measured.push(format!("row {r:.0} B (the workload's live rows)"));
+        }
+        _ => assumed.push(format!(
+            "row: not counted by the workload, {} B assumed",
+            i.row
+        )),
+    }
+    if structure == Structure::LsmLeveled {
+        let sizes: Vec<(u32, f64)> = per_level(f.stats, "compaction.size_bytes.")
+            .into_iter()
+            .filter(|(_, b)| *b > 0.0)
+            .collect();
+        let total: f64 = sizes.iter().map(|(_, b)| b).sum();
+        if total > 0.0 {
+            let below = sizes.iter().filter(|(l, _)| *l > 0).count() as u32;
+            i.levels = (1 + below).max(2);
+            let largest = sizes.iter().map(|(_, b)| *b).fold(0.0, f64::max);
+            i.max_share = largest / total;
+            let shown: Vec<String> = sizes
+                .iter()
+                .map(|(l, b)| format!("L{l} {:.0}MB", b / 1048576.0))
+                .collect();
+            measured.push(format!("levels {} ({})", i.levels, shown.join(", ")));
+        } else {
+            i.levels = 2;
+            assumed.push("level sizes: not in the engine's statistics, L0-L1 assumed".into());
+        }
+        let raw = sum_stat(f.stats, "cf.flush_raw_bytes.");
+        let data = sum_stat(f.stats, "cf.flush_data_bytes.");
+        if raw > 0.0 && data > 0.0 {
+            i.compression = raw / data;
+            measured.push(format!("compression {:.2} (flushed files)", i.compression));
+        } else {
+            assumed.push("compression: not measured (no flush in the LOG), none assumed".into());
+        }
+        assumed.push(format!(
+            "{} per level below L1 (the seed's measured factor)",
+            i.per_level
+        ));
+    } else {
+        if f.loads {
+            // A load appends: a page takes its fill of rows before it is
+            // written back.
+            i.changes = (i.page * i.fill / (i.row + i.meta)).max(1.0);
+            assumed.push(format!(
+                "{:.0} rows changed per page write-back (a load fills each page)",
+                i.changes
+            ));
+        } else {
+            assumed.push(
+                "1 row changed per page write-back (the worst case: pages leave the cache after one change)"
+                    .into(),
+            );
+        }
+        assumed.push(format!("leaves {:.0}% full", i.fill * 100.0));
+        if f.engine == "wiredtiger" {
+            assumed.push("compression: not measured, none assumed".into());
+        }
+    }
+    let p = predict(structure, &i).ok()?;
+    Some(StepModel {
+        structure,
+        write_amp: p.write_amp,
+        space_amp: p.space_amp,
+        measured,
+        assumed,
+    })
+}
+
+/// What a step measured that an explanation weighs.
+pub struct Measured {
+    /// Measured write-amp, or why not.
+    pub write_amp: Result<f64, String>,
+    /// Measured space-amp, or why not.
+    pub space_amp: Result<f64, String>,
+    /// Seconds measured.
+    pub secs: f64,
+    /// Logical bytes written per operation.
+    pub bytes_per_op: Option<f64>,
+    /// True for a leveled LSM with compaction still pending at the end.
+    pub pending_compaction: bool,
+}
+
+/// One figure's comparison: `measured 8.1 vs predicted 24 (L1→L2
+/// dominates): within 2×` or the likely reason it is not.
+fn compare(what: &str, m: &Result<f64, String>, p: &Figure, why: (&str, &str)) -> String {
+    let dom = p
+        .dominant()
+        .map_or(String::new(), |t| format!(", {} dominates", t.name));
+    let pv = p.value();
+    match m {
+        Err(e) => format!("{what} predicted {pv:.2}{dom}; not measured: {e}"),
+        Ok(v) if *v < 0.01 => format!(
+            "{what} {v:.2} measured vs {pv:.2} predicted{dom}: nothing reached storage yet ({})",
+            why.0
+        ),
+        Ok(v) => {
+            let verdict = if *v <= 2.0 * pv && *v >= pv / 2.0 {
+                "agree within 2×".to_string()
+            } else if *v < pv / 2.0 {
+                format!("measured {:.1}× below: {}", pv / v, why.0)
+            } else {
+                format!("measured {:.1}× above: {}", v / pv, why.1)
+            };
+            format!("{what} {v:.2} measured vs {pv:.2} predicted{dom}: {verdict}")
+        }
+    }
+}
+
+/// The explanation of a step in one line: which term dominates each
+/// prediction, and whether the measurement agrees within 2× (if not, the
+/// likely reason).
+pub fn explain(p: &StepModel, m: &Measured) -> String {
+    let short = if m.secs < 60.0 {
+        format!("; a {:.0}s step is short of steady state", m.secs)
+    } else {
+        String::new()
+    };
+    let w_below = match p.structure {
+        Structure::LsmLeveled if m.pending_compaction => {
+            format!(
+                "compaction debt (the step ended before compaction rewrote what it flushed){short}"
+            )
+        }
+        Structure::LsmLeveled => format!("the data has not reached every level yet{short}"),
+        _ => format!(
+            "pages took several changes before their write-back (write debt still in the cache){short}"
+        ),
+    };
+    let small_commits = m.bytes_per_op.is_some_and(|b| b < 2048.0);
+    let w_above = if small_commits {
+        format!(
+            "WAL sync granularity (a commit writes whole log blocks for {:.0} B of rows), and writes the model leaves out",
+            m.bytes_per_op.unwrap_or(0.0)
+        )
+    } else {
+        "writes the model leaves out (secondary indexes, doublewrite, full-page images, checkpoints)".into()
+    };
+    let s_above =
+        "space not yet reclaimed (old versions, deleted rows, preallocated logs and files)";
+    let s_below = "compression or fuller pages than the model assumed";
+    format!(
+        "{}; {}",
+        compare(
+            "write-amp",
+            &m.write_amp,
+            &p.write_amp,
+            (&w_below, &w_above)
+        ),
+        compare("space-amp", &m.space_amp, &p.space_amp, (s_below, s_above))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(
+        engine: &'a str,
+        s: EngineStructure,
+        settings: &'a [(String, String)],
+        stats: &'a [(String, f64)],
+        loads: bool,
+    ) -> Facts<'a> {
+        Facts {
+            engine,
+            structure: s,
+            settings,
+            stats,
+            row: Some(128.0),
+            loads,
+        }
+    }
+
+    #[test]
+    fn innodb_worst_case_uses_its_page_and_metadata() {
+        let set = vec![("innodb_page_size".to_string(), "16KB".to_string())];
+        let m = predict_step(&facts(
+            "mariadb-innodb",
+            EngineStructure::UpdateInPlaceBTree,
+            &set,
+            &[],
+            false,
+        ))
+        .unwrap();
+        // redo 1 + 16384/128 = 129.
+        assert!((m.write_amp.value() - 129.0).abs() < 1e-9);
+        // 1/fill 1.5 × (128+20)/128.
+        assert!((m.space_amp.value() - 1.5 * 148.0 / 128.0).abs() < 1e-9);
+        assert!(m.measured.iter().any(|x| x.contains("innodb_page_size")));
+    }
+
+    #[test]
+    fn a_load_fills_pages_before_writing_them() {
+        let m = predict_step(&facts(
+            "sqlite",
+            EngineStructure::UpdateInPlaceBTree,
+            &[],
+            &[],
+            true,
+        ))
+        .unwrap();
+        // changes = 4096 × 2/3 / 128 = 21.33: 1 + 4096/(128 × 21.33) = 1 + 1.5.
+        assert!((m.write_amp.value() - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn lsm_levels_and_compression_come_from_the_engine() {
+        let stats: Vec<(String, f64)> = vec![
+            ("compaction.size_bytes.L0.link".into(), 10.0 * 1048576.0),
+            ("compaction.size_bytes.L5.link".into(), 10.0 * 1048576.0),
+            ("compaction.size_bytes.L6.link".into(), 80.0 * 1048576.0),
+            ("compaction.size_bytes.Sum.link".into(), 100.0 * 1048576.0),
+            ("cf.flush_raw_bytes.link".into(), 200.0),
+            ("cf.flush_data_bytes.link".into(), 100.0),
+        ];
+        let m = predict_step(&facts(
+            "rocksdb",
+            EngineStructure::LeveledLsm,
+            &[],
+            &stats,
+            false,
+        ))
+        .unwrap();
+        // L0 + 2 levels below: wal 1 + flush 0.5 + L0→L1 0.5 + L1→L2 3.5.
+        assert!((m.write_amp.value() - 5.5).abs() < 1e-9);
+        // 1/0.8 × 1/2.
+        assert!((m.space_amp.value() - 0.625).abs() < 1e-9);
+        let p = Measured {
+            write_amp: Ok(4.0),
+            space_amp: Err("no live data".into()),
+            secs: 300.0,
+            bytes_per_op: Some(5000.0),
+            pending_compaction: false,
+        };
+        let e = explain(&m, &p);
+        assert!(e.contains("agree within 2×"), "{e}");
+        assert!(e.contains("not measured: no live data"), "{e}");
+    }
+
+    #[test]
+    fn far_below_names_a_reason() {
+        let m = predict_step(&facts(
+            "mariadb-innodb",
+            EngineStructure::UpdateInPlaceBTree,
+            &[],
+            &[],
+            false,
+        ))
+        .unwrap();
+        let p = Measured {
+            write_amp: Ok(10.0),
+            space_amp: Ok(1.6),
+            secs: 20.0,
+            bytes_per_op: Some(300.0),
+            pending_compaction: false,
+        };
+        let e = explain(&m, &p);
+        assert!(e.contains("below: pages took several changes"), "{e}");
+        assert!(e.contains("a 20s step is short"), "{e}");
+    }
+
+    #[test]
+    fn null_has_no_model() {
+        assert!(predict_step(&facts("null", EngineStructure::None, &[], &[], false)).is_none());
+    }
+}

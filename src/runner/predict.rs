@@ -1,0 +1,115 @@
+//! After a step: the model's prediction beside the measurement (extras
+//! `pred_write_amp`, `pred_space_amp`; a `model` and an `explain` note),
+//! and, for RocksDB and MyRocks, the step's writes per column family
+//! (extras `cf.NAME.flush_mb`, `cf.NAME.compaction_mb`, `cf.NAME.w_amp`).
+
+use crate::engine::EngineStats;
+use crate::metrics::{Figure, Metric};
+use crate::model::step::{Facts, Measured, explain, predict_step};
+use crate::workload::{Step, Workload};
+
+/// Note prefixes of the model's lines (the text report shows them in its
+/// own section).
+pub const MODEL_NOTE: &str = "model ";
+/// See [`MODEL_NOTE`].
+pub const EXPLAIN_NOTE: &str = "explain: ";
+
+/// What a finished step hands to [`notes`].
+pub(super) struct Done<'a> {
+    pub kind: crate::engine::EngineKind,
+    pub settings: &'a [(String, String)],
+    pub stats: Option<&'a EngineStats>,
+    pub workload: &'a dyn Workload,
+    pub step: Step,
+    pub figs: &'a [(Metric, Figure)],
+    pub ops: u64,
+    pub written: u64,
+    pub secs: f64,
+}
+
+fn measured(figs: &[(Metric, Figure)], m: Metric) -> Result<f64, String> {
+    match figs.iter().find(|(k, _)| *k == m).map(|(_, f)| f) {
+        Some(Figure::Value(v)) => Ok(*v),
+        Some(Figure::NotMeasured(why)) => Err(why.clone()),
+        None => Err("not recorded".into()),
+    }
+}
+
+/// The model's extras and note lines for a step; `cf_before` holds the
+/// engine's cumulative column-family writes at the previous step's end
+/// and is updated.
+pub(super) fn notes(
+    d: &Done,
+    cf_before: &mut Vec<(String, f64)>,
+) -> (Vec<(String, f64)>, Vec<String>) {
+    let mut extras = Vec::new();
+    let mut lines = Vec::new();
+    let values: &[(String, f64)] = d.stats.map_or(&[], |s| &s.values);
+    let row = match (d.workload.live_rows(), d.workload.live_bytes()) {
+        (Some(n), b) if n > 0 => Some(b as f64 / n as f64),
+        _ => None,
+    };
+    let facts = Facts {
+        engine: d.kind.name(),
+        structure: d.kind.def().structure,
+        settings: d.settings,
+        stats: values,
+        row,
+        loads: d.step.loads(),
+    };
+    if let Some(p) = predict_step(&facts) {
+        extras.push(("pred_write_amp".into(), p.write_amp.value()));
+        extras.push(("pred_space_amp".into(), p.space_amp.value()));
+        lines.push(format!(
+            "{MODEL_NOTE}{}: write-amp {} · space-amp {} · from the run: {} · assumed: {}",
+            p.structure,
+            p.write_amp.show(),
+            p.space_amp.show(),
+            if p.measured.is_empty() {
+                "nothing".into()
+            } else {
+                p.measured.join(", ")
+            },
+            p.assumed.join("; ")
+        ));
+        let pending = values
+            .iter()
+            .filter(|(k, _)| k.starts_with("rocksdb.estimate-pending-compaction-bytes"))
+            .any(|(_, v)| *v > 0.0);
+        let m = Measured {
+            write_amp: measured(d.figs, Metric::WriteAmp),
+            space_amp: measured(d.figs, Metric::SpaceAmp),
+            secs: d.secs,
+            bytes_per_op: (d.ops > 0).then(|| d.written as f64 / d.ops as f64),
+            pending_compaction: pending,
+        };
+        lines.push(format!("{EXPLAIN_NOTE}{}", explain(&p, &m)));
+    }
+    // Column-family writes in this step: the cumulative counts now less
+    // those at the previous step's end.
+    let now: Vec<(String, f64)> = values
+        .iter()
+        .filter(|(k, _)| k.starts_with("cf."))
+        .cloned()
+        .collect();
+    let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    let cfs: std::collections::BTreeSet<&str> = now
+        .iter()
+        .filter_map(|(k, _)| k.strip_prefix("cf.flush_bytes."))
+        .collect();
+    for cf in cfs {
+        let d_flush = get(&now, &format!("cf.flush_bytes.{cf}"))
+            - get(cf_before, &format!("cf.flush_bytes.{cf}"));
+        let d_comp = get(&now, &format!("cf.compaction_bytes.{cf}"))
+            - get(cf_before, &format!("cf.compaction_bytes.{cf}"));
+        extras.push((format!("cf.{cf}.flush_mb"), d_flush / 1e6));
+        extras.push((format!("cf.{cf}.compaction_mb"), d_comp / 1e6));
+        if d_flush > 0.0 {
+            extras.push((format!("cf.{cf}.w_amp"), (d_flush + d_comp) / d_flush));
+        }
+    }
+    if !now.is_empty() {
+        *cf_before = now;
+    }
+    (extras, lines)
+}

@@ -1,0 +1,163 @@
+//! Theory beside measurement through the real binary: predicted
+//! write-amp and space-amp beside the measured ones for every step, and
+//! `--sweep` with write-amp per column family.
+
+mod common;
+use common::{ok, run};
+
+fn extras(res: &std::path::Path, like: &str) -> Vec<(String, String, String, f64)> {
+    let c = rusqlite::Connection::open(res).unwrap();
+    let mut q = c
+        .prepare(
+            "SELECT s.engine, s.step, e.name, e.value FROM extras e JOIN steps s ON s.id = e.step_id WHERE e.name LIKE ?1 ORDER BY s.id, e.name",
+        )
+        .unwrap();
+    q.query_map([like], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// LinkBench on RocksDB (4 MB memtables, so the load flushes and
+/// compacts) and LMDB: every step has a prediction; the report shows it
+/// beside the measurement with an explain line; RocksDB's steps record
+/// writes per column family whose sum matches the engine's LOG.
+#[test]
+fn predictions_and_column_family_writes() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-w",
+        "linkbench",
+        "-e",
+        "rocksdb,lmdb",
+        "-p",
+        "maxid1=20001",
+        "--set",
+        "rocksdb.write_buffer_size=4194304",
+        "--warmup",
+        "0",
+        "--duration",
+        "2",
+        "--threads",
+        "2",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("measured beside the model's prediction"),
+        "{out}"
+    );
+    assert!(out.contains("  rocksdb request: write-amp "), "{out}");
+    assert!(out.contains("  lmdb load: write-amp "), "{out}");
+    assert!(
+        out.contains("lsm-leveled: write-amp wal 1 + flush"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cow-btree: write-amp log 1 + leaf written anew"),
+        "{out}"
+    );
+    let pred = extras(&res, "pred_write_amp");
+    assert_eq!(pred.len(), 6, "{pred:?}");
+    assert!(pred.iter().all(|p| p.3 > 1.0), "{pred:?}");
+    // The load flushed every column family it wrote; flush MB > 0 and a
+    // write-amp of at least 1 where a flush happened.
+    let flush = extras(&res, "cf.%.flush_mb");
+    let load: Vec<_> = flush
+        .iter()
+        .filter(|e| e.0 == "rocksdb" && e.1 == "load")
+        .collect();
+    assert!(load.len() >= 2, "{flush:?}");
+    assert!(load.iter().all(|e| e.3 > 0.0), "{flush:?}");
+    let wa = extras(&res, "cf.%.w_amp");
+    assert!(!wa.is_empty() && wa.iter().all(|e| e.3 >= 1.0), "{wa:?}");
+}
+
+/// `--sweep` on RocksDB over a good and a refused compaction_pri: the
+/// refused one fails its run only (recorded), the good one runs, and the
+/// sweep table has a row per setting. Unknown keys and engines are
+/// refused up front, naming them.
+#[test]
+fn sweep_runs_each_setting_and_survives_a_refused_value() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let o = run(&[
+        "run",
+        "-w",
+        "ycsb",
+        "-e",
+        "rocksdb",
+        "--steps",
+        "load,a",
+        "-p",
+        "recordcount=3000",
+        "--sweep",
+        "rocksdb.compaction_pri=kOldestSmallestSeqFirst,kNoSuchPriority,kMinOverlappingRatio",
+        "--warmup",
+        "0",
+        "--duration",
+        "1",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    // One run failed, so the run's status is failed.
+    assert!(!o.status.success(), "{out}");
+    assert!(err.contains("sweep: 3 engine runs"), "{err}");
+    assert!(
+        out.contains("rocksdb[compaction_pri=kNoSuchPriority]: invalid option"),
+        "{out}"
+    );
+    assert!(out.contains("\nsweep: a row per setting"), "{out}");
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let steps: Vec<(String, String, String)> = c
+        .prepare("SELECT engine, step, status FROM steps ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let of = |e: &str| steps.iter().filter(|s| s.0 == e).collect::<Vec<_>>();
+    let good = of("rocksdb[compaction_pri=kOldestSmallestSeqFirst]");
+    assert_eq!(good.len(), 2, "{steps:?}");
+    assert!(good.iter().all(|s| s.2 == "done"), "{steps:?}");
+    assert_eq!(of("rocksdb[compaction_pri=kMinOverlappingRatio]").len(), 2);
+    let bad = of("rocksdb[compaction_pri=kNoSuchPriority]");
+    assert_eq!(bad.len(), 1);
+    assert_eq!((bad[0].1.as_str(), bad[0].2.as_str()), ("open", "failed"));
+    // Bad input is refused before anything runs, in one line naming it.
+    for (arg, names) in [
+        ("rocksdb.no_such_option=1,2", "rocksdb.no_such_option"),
+        ("lmdb.mapsize=1", "lmdb is not among"),
+        ("rocksdb.compaction_pri", "ENGINE.KEY=v1,v2"),
+    ] {
+        let o = run(&["run", "-w", "ycsb", "-e", "rocksdb", "--sweep", arg]);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && e.contains(names), "{arg}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+    // Past 20 runs, --yes is needed.
+    let o = run(&[
+        "run",
+        "-w",
+        "ycsb",
+        "-e",
+        "rocksdb",
+        "--sweep",
+        "rocksdb.max_background_jobs=1,2,3,4,5,6,7",
+        "--sweep",
+        "rocksdb.max_write_buffer_number=2,3,4",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("21 engine runs") && e.contains("--yes"),
+        "{e}"
+    );
+}
