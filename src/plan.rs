@@ -251,6 +251,10 @@ pub fn template() -> String {
             "report each step in slices of this length, each with every figure",
         ),
         (
+            "# sweep = [\"rocksdb.compaction_pri=kByCompensatedSize,kMinOverlappingRatio\"]",
+            "run each engine once per value (fresh database each); axes of one engine multiply",
+        ),
+        (
             "# rate = 20000.0",
             "fixed total arrival rate (ops/s); default closed loop",
         ),

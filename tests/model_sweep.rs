@@ -64,15 +64,24 @@ fn predictions_and_column_family_writes() {
     let pred = extras(&res, "pred_write_amp");
     assert_eq!(pred.len(), 6, "{pred:?}");
     assert!(pred.iter().all(|p| p.3 > 1.0), "{pred:?}");
-    // The load flushed every column family it wrote; flush MB > 0 and a
-    // write-amp of at least 1 where a flush happened.
+    // Every column family the load wrote is listed, flushed or still in
+    // its memtables; the link table's 4 MB memtables flushed.
     let flush = extras(&res, "cf.%.flush_mb");
-    let load: Vec<_> = flush
-        .iter()
-        .filter(|e| e.0 == "rocksdb" && e.1 == "load")
-        .collect();
-    assert!(load.len() >= 2, "{flush:?}");
-    assert!(load.iter().all(|e| e.3 > 0.0), "{flush:?}");
+    let mem = extras(&res, "cf.%.memtable_mb");
+    let at_load = |v: &[(String, String, String, f64)], name: &str| {
+        v.iter()
+            .find(|e| e.0 == "rocksdb" && e.1 == "load" && e.2 == name)
+            .map(|e| e.3)
+    };
+    assert!(
+        at_load(&flush, "cf.link.flush_mb").unwrap() > 4.0,
+        "{flush:?}"
+    );
+    for t in ["count", "node", "link"] {
+        let f = at_load(&flush, &format!("cf.{t}.flush_mb")).unwrap();
+        let m = at_load(&mem, &format!("cf.{t}.memtable_mb")).unwrap();
+        assert!(f + m > 0.0, "{t}: {flush:?} {mem:?}");
+    }
     let wa = extras(&res, "cf.%.w_amp");
     assert!(!wa.is_empty() && wa.iter().all(|e| e.3 >= 1.0), "{wa:?}");
 }

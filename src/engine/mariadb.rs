@@ -493,6 +493,13 @@ impl Engine for MariaDb {
                 }
                 st.texts.push((format!("rocksdb.{typ}.{name}"), status));
             }
+            let mem: Vec<(String, u64)> = c.query(
+                "SELECT CF_NAME, VALUE FROM information_schema.ROCKSDB_CFSTATS WHERE STAT_TYPE = 'CUR_SIZE_ALL_MEM_TABLES'",
+            )?;
+            for (cf, v) in mem {
+                st.values
+                    .push((format!("{}{cf}", super::rocks_log::MEMTABLE_STAT), v as f64));
+            }
             let log = super::rocks_log::read(&self.info.dir.join("#rocksdb"));
             st.values.extend(super::rocks_log::stats(&log));
         } else {

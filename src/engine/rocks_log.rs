@@ -8,6 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The statistic's prefix for a column family's memtable bytes (what it
+/// holds that no flush has written yet): `cf.memtable_bytes.CF`.
+pub const MEMTABLE_STAT: &str = "cf.memtable_bytes.";
+
 /// What one column family has written since the database was created.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CfWrites {

@@ -37,15 +37,21 @@ pub fn render(run: &RunView) -> String {
         o,
         "\nwrite-amp and space-amp: measured beside the model's prediction (pred; `ampbench model` shows the formulas)"
     );
+    let w = with
+        .iter()
+        .map(|s| s.engine.len())
+        .max()
+        .unwrap_or(18)
+        .max(18);
     let _ = writeln!(
         o,
-        "{:<18} {:<16} {:>8} {:>8} {:>8} {:>8}",
+        "{:<w$} {:<16} {:>8} {:>8} {:>8} {:>8}",
         "engine", "step", "w-amp", "pred", "s-amp", "pred"
     );
     for s in &with {
         let _ = writeln!(
             o,
-            "{:<18} {:<16} {:>8} {:>8} {:>8} {:>8}",
+            "{:<w$} {:<16} {:>8} {:>8} {:>8} {:>8}",
             s.engine,
             s.step,
             cell(s.fig(Metric::WriteAmp), 2),

@@ -93,11 +93,17 @@ pub(super) fn notes(
         .cloned()
         .collect();
     let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    let mem = crate::engine::rocks_log::MEMTABLE_STAT;
     let cfs: std::collections::BTreeSet<&str> = now
         .iter()
-        .filter_map(|(k, _)| k.strip_prefix("cf.flush_bytes."))
+        .filter_map(|(k, _)| k.strip_prefix("cf.flush_bytes.").or(k.strip_prefix(mem)))
+        .filter(|cf| *cf != "__system__")
         .collect();
     for cf in cfs {
+        extras.push((
+            format!("cf.{cf}.memtable_mb"),
+            get(&now, &format!("{mem}{cf}")) / 1e6,
+        ));
         let d_flush = get(&now, &format!("cf.flush_bytes.{cf}"))
             - get(cf_before, &format!("cf.flush_bytes.{cf}"));
         let d_comp = get(&now, &format!("cf.compaction_bytes.{cf}"))

@@ -190,6 +190,11 @@ impl Engine for RocksDb {
                     st.values.push((format!("{p}.{name}"), v as f64));
                 }
             }
+            // What the column family holds that no flush has written yet.
+            if let Some(v) = self.db.property_int(cf, "rocksdb.cur-size-all-mem-tables") {
+                st.values
+                    .push((format!("{}{name}", super::rocks_log::MEMTABLE_STAT), v as f64));
+            }
         }
         st.values
             .extend(super::rocks_log::stats(&super::rocks_log::read(&self.info.dir)));
