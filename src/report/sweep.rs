@@ -25,6 +25,10 @@ fn cfs(s: &StepView) -> Vec<String> {
         .collect()
 }
 
+/// A table row: the setting's label, its leading figures, and per column
+/// family (flush, compaction, memtable) MB.
+type Row<'a> = (&'a str, String, Vec<(f64, f64, f64)>);
+
 /// A column family's cell: write-amp (MB written + MB in the memtable).
 fn cf_cell(flush: f64, comp: f64, mem: f64) -> String {
     let wa = if flush > 0.0 {
@@ -39,7 +43,7 @@ fn cf_cell(flush: f64, comp: f64, mem: f64) -> String {
 /// MB) with the figures `lead` gives; returns the total MB per label.
 fn table<'a>(
     o: &mut String,
-    rows: &[(&'a str, String, Vec<(f64, f64, f64)>)],
+    rows: &[Row<'a>],
     lead_head: &str,
     cfs: &[String],
 ) -> Vec<(f64, &'a str)> {
@@ -116,7 +120,7 @@ pub fn render(run: &RunView) -> String {
     );
     for name in &names {
         let _ = writeln!(o, "{name}");
-        let rows: Vec<(&str, String, Vec<(f64, f64, f64)>)> = run
+        let rows: Vec<Row> = run
             .steps
             .iter()
             .filter(|s| s.step == *name)
@@ -145,7 +149,7 @@ pub fn render(run: &RunView) -> String {
         o,
         "whole run (every step of a setting added up, as the seed's totals)"
     );
-    let rows: Vec<(&str, String, Vec<(f64, f64, f64)>)> = labels
+    let rows: Vec<Row> = labels
         .iter()
         .map(|l| {
             let steps: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == *l).collect();
