@@ -10,15 +10,15 @@
 # every column family compacts past L1 within minutes; the script says
 # after which step each one had data in two levels or more below L0.
 # Sums are over the whole engine run (load, index, requests), as the
-# post's were over its whole run. About 35 minutes with the defaults;
+# post's were over its whole run. About 30 minutes with the defaults;
 # not run by CI.
 #
-#   MAXID1=200001 DURATION=180 THREADS=4 ENGINES=mariadb-myrocks,rocksdb bench/seed-004-compaction-pri.sh
+#   MAXID1=100001 DURATION=120 THREADS=4 ENGINES=mariadb-myrocks,rocksdb bench/seed-004-compaction-pri.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/ampbench}
-MAXID1=${MAXID1:-200001}
-DURATION=${DURATION:-180}
+MAXID1=${MAXID1:-100001}
+DURATION=${DURATION:-120}
 THREADS=${THREADS:-4}
 ENGINES=${ENGINES:-mariadb-myrocks,rocksdb}
 OUT=${OUT:-$(mktemp -d)}

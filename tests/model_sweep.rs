@@ -170,3 +170,47 @@ fn sweep_runs_each_setting_and_survives_a_refused_value() {
         "{e}"
     );
 }
+
+/// A MariaDB option the server does not have is refused before anything
+/// starts, naming it; MyRocks column-family options are accepted by name.
+#[test]
+fn unknown_mariadb_options_are_refused_up_front() {
+    let o = run(&[
+        "run",
+        "-w",
+        "ycsb",
+        "-e",
+        "mariadb-myrocks",
+        "--sweep",
+        "mariadb-myrocks.no_such_setting=1,2",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{e}");
+    assert!(e.contains("mariadb-myrocks.no_such_setting"), "{e}");
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let o = run(&[
+        "run",
+        "-w",
+        "ycsb",
+        "-e",
+        "mariadb-innodb",
+        "--set",
+        "mariadb-innodb.innodb_no_such=1",
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("mariadb-innodb.innodb_no_such"),
+        "{e}"
+    );
+    // The plan check accepts a column-family option by name.
+    let d = tempfile::tempdir().unwrap();
+    let plan = d.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "workload = \"ycsb\"\nengines = [\"mariadb-myrocks\"]\nsweep = [\"mariadb-myrocks.compaction_pri=kOldestSmallestSeqFirst,kMinOverlappingRatio\"]\n[set.mariadb-myrocks]\nrocksdb_block_size = \"8192\"\n",
+    )
+    .unwrap();
+    let cfgs = ampbench::cli::check_plan(&plan).unwrap();
+    assert_eq!(cfgs[0].sweep.len(), 1);
+    assert_eq!(cfgs[0].sweep[0].values.len(), 2);
+}

@@ -66,10 +66,20 @@ pub fn render(run: &RunView) -> String {
             let _ = writeln!(o, "  {} {}: {}", s.engine, s.step, &n[EXPLAIN_NOTE.len()..]);
         }
     }
-    let _ = writeln!(o, "\nthe model's terms and inputs");
+    let _ = writeln!(
+        o,
+        "\nthe model's terms and inputs (a step whose are its engine's previous step's is left out)"
+    );
+    let mut last: Vec<(&str, &str)> = Vec::new();
     for s in &with {
         for n in s.notes.iter().filter(|n| n.starts_with(MODEL_NOTE)) {
-            let _ = writeln!(o, "  {} {}: {}", s.engine, s.step, &n[MODEL_NOTE.len()..]);
+            let t = &n[MODEL_NOTE.len()..];
+            match last.iter_mut().find(|(e, _)| *e == s.engine) {
+                Some((_, prev)) if *prev == t => continue,
+                Some((_, prev)) => *prev = t,
+                None => last.push((&s.engine, t)),
+            }
+            let _ = writeln!(o, "  {} {}: {t}", s.engine, s.step);
         }
     }
     o

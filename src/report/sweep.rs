@@ -107,12 +107,20 @@ pub fn render(run: &RunView) -> String {
             labels.push(&s.engine);
         }
     }
+    // Column families that wrote or held anything in some step (an empty
+    // memtable reports its arena, a few KB).
     let all: Vec<String> = run
         .steps
         .iter()
         .flat_map(cfs)
         .collect::<BTreeSet<_>>()
         .into_iter()
+        .filter(|cf| {
+            run.steps.iter().any(|s| {
+                let (f, c, m) = cf_mb(s, cf);
+                f + c > 0.0 || m > 0.05
+            })
+        })
         .collect();
     let _ = writeln!(
         o,
