@@ -82,6 +82,15 @@ fn predictions_and_column_family_writes() {
         let m = at_load(&mem, &format!("cf.{t}.memtable_mb")).unwrap();
         assert!(f + m > 0.0, "{t}: {flush:?} {mem:?}");
     }
+    // The first table is RocksDB's default family: reported by its name.
+    assert!(
+        !flush.iter().any(|e| e.2.starts_with("cf.default.")),
+        "{flush:?}"
+    );
+    assert!(
+        at_load(&flush, "cf.node.flush_mb").unwrap() > 0.0,
+        "{flush:?}"
+    );
     let wa = extras(&res, "cf.%.w_amp");
     assert!(!wa.is_empty() && wa.iter().all(|e| e.3 >= 1.0), "{wa:?}");
 }

@@ -5,6 +5,15 @@ use serde_json::{Map, Value, json};
 use crate::metrics::Metric;
 use crate::results::RunView;
 
+/// Stored figures by name, null where not measured.
+fn figures(
+    f: &std::collections::BTreeMap<Metric, crate::results::read::Stored>,
+) -> Map<String, Value> {
+    f.iter()
+        .map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v))))
+        .collect()
+}
+
 /// The run as JSON: run facts, then per step every figure of
 /// [`Metric`] (null when not measured, with the reason under `not_measured`),
 /// extras, intervals and `--slice` slices with their figures, and latency per operation kind {count, mean, p50, p95, p99, p999, max} in µs.
@@ -31,16 +40,14 @@ pub fn render(run: &RunView) -> String {
                 .intervals
                 .iter()
                 .map(|i| {
-                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v)))).collect();
-                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "bg_ops": i.bg_ops, "figures": f})
+                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "bg_ops": i.bg_ops, "figures": figures(&i.figures)})
                 })
                 .collect();
             let slices: Vec<Value> = s
                 .slices
                 .iter()
                 .map(|i| {
-                    let f: Map<String, Value> = i.figures.iter().map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v)))).collect();
-                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "partial": i.partial, "figures": f})
+                    json!({"idx": i.idx, "t0": i.t0, "t1": i.t1, "ops": i.ops, "partial": i.partial, "figures": figures(&i.figures)})
                 })
                 .collect();
             let mut o = json!({

@@ -196,8 +196,12 @@ impl Engine for RocksDb {
                     .push((format!("{}{name}", super::rocks_log::MEMTABLE_STAT), v as f64));
             }
         }
-        st.values
-            .extend(super::rocks_log::stats(&super::rocks_log::read(&self.info.dir)));
+        let mut log = super::rocks_log::read(&self.info.dir);
+        // The first table is the default family: the LOG names it `default`.
+        if let (Some(first), Some(w)) = (self.table_names.first(), log.remove("default")) {
+            log.insert(first.clone(), w);
+        }
+        st.values.extend(super::rocks_log::stats(&log));
         if self.statistics {
             let text = self.db.options().statistics();
             for line in text.lines() {
