@@ -38,28 +38,33 @@ fn num(v: &serde_json::Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or(0)
 }
 
-/// Parses a LOG's text: writes per column family name.
-pub fn parse(text: &str) -> BTreeMap<String, CfWrites> {
-    let events: Vec<serde_json::Value> = text
-        .lines()
-        .filter_map(|l| l.split_once("EVENT_LOG_v1 "))
-        .filter_map(|(_, j)| serde_json::from_str(j).ok())
-        .collect();
-    let flush_jobs: std::collections::HashSet<u64> = events
-        .iter()
-        .filter(|e| e["event"] == "flush_started")
-        .filter_map(|e| e["job"].as_u64())
-        .collect();
-    let mut out: BTreeMap<String, CfWrites> = BTreeMap::new();
-    for e in events
-        .iter()
-        .filter(|e| e["event"] == "table_file_creation")
-    {
+/// The JSON of an event line that matters here (a flush's start or a
+/// file's creation); other lines are passed over unparsed.
+fn event(line: &str) -> Option<serde_json::Value> {
+    let (_, j) = line.split_once("EVENT_LOG_v1 ")?;
+    if !(j.contains("\"table_file_creation\"") || j.contains("\"flush_started\"")) {
+        return None;
+    }
+    serde_json::from_str(j).ok()
+}
+
+/// Adds one LOG's events to `out` as they come: a flush's
+/// `flush_started` precedes the files it creates.
+fn add(
+    lines: impl Iterator<Item = String>,
+    flush_jobs: &mut std::collections::HashSet<u64>,
+    out: &mut BTreeMap<String, CfWrites>,
+) {
+    for e in lines.filter_map(|l| event(&l)) {
+        if e["event"] == "flush_started" {
+            flush_jobs.extend(e["job"].as_u64());
+            continue;
+        }
         let Some(cf) = e["cf_name"].as_str() else {
             continue;
         };
         let w = out.entry(cf.to_string()).or_default();
-        let size = num(e, "file_size");
+        let size = num(&e, "file_size");
         if e["job"].as_u64().is_some_and(|j| flush_jobs.contains(&j)) {
             let p = &e["table_properties"];
             w.flush_bytes += size;
@@ -69,13 +74,21 @@ pub fn parse(text: &str) -> BTreeMap<String, CfWrites> {
             w.compaction_bytes += size;
         }
     }
+}
+
+/// Parses a LOG's text: writes per column family name.
+pub fn parse(text: &str) -> BTreeMap<String, CfWrites> {
+    let (mut jobs, mut out) = (Default::default(), BTreeMap::new());
+    add(text.lines().map(str::to_string), &mut jobs, &mut out);
     out
 }
 
-/// Reads `dir/LOG` (and rotated `LOG.old.*`); an empty map when there is
-/// none.
+/// Reads `dir/LOG` (and rotated `LOG.old.*`) line by line, keeping only
+/// the events that matter (the process may run under a memory limit);
+/// an empty map when there is none.
 pub fn read(dir: &Path) -> BTreeMap<String, CfWrites> {
-    let mut text = String::new();
+    use std::io::BufRead;
+    let (mut jobs, mut out) = (Default::default(), BTreeMap::new());
     if let Ok(rd) = std::fs::read_dir(dir) {
         let mut names: Vec<_> = rd
             .filter_map(|e| e.ok())
@@ -84,13 +97,13 @@ pub fn read(dir: &Path) -> BTreeMap<String, CfWrites> {
             .collect();
         names.sort();
         for n in names {
-            if let Ok(t) = std::fs::read_to_string(dir.join(n)) {
-                text.push_str(&t);
-                text.push('\n');
+            if let Ok(f) = std::fs::File::open(dir.join(n)) {
+                let lines = std::io::BufReader::new(f).lines().map_while(Result::ok);
+                add(lines, &mut jobs, &mut out);
             }
         }
     }
-    parse(&text)
+    out
 }
 
 /// The writes as engine statistics: `cf.flush_bytes.CF`,
