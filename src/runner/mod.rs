@@ -284,7 +284,7 @@ fn run_engine(
     let cg = match engine_cgroup(cfg, r.storage.io_max.as_deref(), kind) {
         Ok(cg) => cg,
         Err(e) => {
-            writeln!(out, "{kind}: cannot limit its memory: {e:#}")?;
+            writeln!(out, "{}: cannot limit its memory: {e:#}", r.label)?;
             fail_open(r, &format!("cannot limit its memory: {e:#}"))?;
             return Ok(After::Next);
         }
@@ -422,7 +422,7 @@ fn open_engine(
     let eng = match engine::open(kind, spec) {
         Ok(e) => e,
         Err(e) => {
-            writeln!(out, "{kind}: cannot open: {e:#}")?;
+            writeln!(out, "{}: cannot open: {e:#}", r.label)?;
             fail_open(r, &format!("cannot open: {e:#}"))?;
             return Ok(None);
         }
@@ -433,7 +433,7 @@ fn open_engine(
             .connect()
             .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)));
         if let Err(e) = created {
-            writeln!(out, "{kind}: cannot create the schema: {e:#}")?;
+            writeln!(out, "{}: cannot create the schema: {e:#}", r.label)?;
             r.status = Status::Failed;
             let _ = eng.close();
             return Ok(None);
