@@ -31,6 +31,33 @@ pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The noise floor of a figure as a ratio's base: below it the base is
+/// a rounding error (a step that writes nothing shows 0.001 KB/op of
+/// metadata), and a ratio to it says nothing. With how it is said.
+pub fn floor(m: Metric) -> Option<(f64, &'static str)> {
+    Some(match m {
+        Metric::RPerOp => (0.001, "r/o under 0.001"),
+        Metric::RkbPerOp => (0.01, "rKB/o under 0.01"),
+        Metric::WkbPerOp => (0.01, "wKB/o under 0.01"),
+        Metric::CsPerOp => (0.01, "cs/o under one switch per 100 ops"),
+        Metric::CpuUsPerOp => (0.1, "cpu/o under 0.1 µs"),
+        Metric::WriteAmp | Metric::SpaceAmp => (0.01, "an amplification under 0.01"),
+        Metric::DbBytes => (1e6, "a database under 1 MB"),
+        _ => return None,
+    })
+}
+
+/// `a / b` for figure `m`, unless the base is missing, zero or below
+/// the figure's [`floor`]: Err(true) when it is the floor that stops it.
+pub fn metric_ratio(m: Metric, a: Option<f64>, b: Option<f64>) -> Result<f64, bool> {
+    if let (Some((f, _)), Some(b)) = (floor(m), b) {
+        if b.abs() < f {
+            return Err(true);
+        }
+    }
+    ratio(a, b).ok_or(false)
+}
+
 /// Distinct values of `key` over a run's steps, in first-seen order.
 fn first_seen(run: &RunView, key: impl Fn(&StepView) -> &String) -> Vec<String> {
     let mut seen: Vec<String> = Vec::new();
@@ -176,6 +203,7 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
         .unwrap_or(18)
         .max(18);
     let _ = writeln!(o, "\n{heading}");
+    let mut floored: Vec<&str> = Vec::new();
     let _ = write!(o, "{:<w$} {:<18}", "engine", "step");
     for (_, title) in RATIO_FIGURES {
         let _ = write!(o, " {title:>7}");
@@ -188,11 +216,29 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
             };
             let _ = write!(o, "{:<w$} {:<18}", e, s.step);
             for (name, _) in RATIO_FIGURES {
-                let r = ratio(s.fig(*name), b.fig(*name));
-                let _ = write!(o, " {:>7}", r.map_or("-".into(), |r| format!("{r:.2}")));
+                let cell = match metric_ratio(*name, s.fig(*name), b.fig(*name)) {
+                    Ok(r) => format!("{r:.2}"),
+                    Err(true) => {
+                        if let Some((_, why)) = floor(*name) {
+                            if !floored.contains(&why) {
+                                floored.push(why);
+                            }
+                        }
+                        "-*".into()
+                    }
+                    Err(false) => "-".into(),
+                };
+                let _ = write!(o, " {cell:>7}");
             }
             let _ = writeln!(o);
         }
+    }
+    if !floored.is_empty() {
+        let _ = writeln!(
+            o,
+            "-*: the base's figure is below its noise floor ({}), so no ratio is printed",
+            floored.join("; ")
+        );
     }
     o
 }
@@ -345,6 +391,47 @@ mod tests {
             "no base row: {t}"
         );
         assert_eq!(render_ratios(&run(1, vec![step("a", "s", &[])]), "a"), "");
+    }
+
+    #[test]
+    fn no_ratio_to_a_base_below_its_floor() {
+        assert_eq!(
+            metric_ratio(Metric::WkbPerOp, Some(5.0), Some(0.002)),
+            Err(true)
+        );
+        assert_eq!(
+            metric_ratio(Metric::WkbPerOp, Some(5.0), Some(2.0)),
+            Ok(2.5)
+        );
+        assert_eq!(
+            metric_ratio(Metric::CsPerOp, Some(3.0), Some(0.009)),
+            Err(true)
+        );
+        assert_eq!(
+            metric_ratio(Metric::OpsPerSec, Some(3.0), Some(0.001)),
+            Ok(3000.0)
+        );
+        assert_eq!(metric_ratio(Metric::WkbPerOp, Some(5.0), None), Err(false));
+        let r = run(
+            1,
+            vec![
+                step(
+                    "a",
+                    "s",
+                    &[(Metric::WkbPerOp, 0.004), (Metric::OpsPerSec, 10.0)],
+                ),
+                step(
+                    "b",
+                    "s",
+                    &[(Metric::WkbPerOp, 9.8), (Metric::OpsPerSec, 20.0)],
+                ),
+            ],
+        );
+        let t = render_ratios(&r, "a");
+        assert!(t.contains("    2.00"), "{t}");
+        assert!(t.contains("     -*"), "{t}");
+        assert!(!t.contains("2450"), "{t}");
+        assert!(t.contains("wKB/o under 0.01"), "{t}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use super::compare::{engines, failures, find, ratio, steps, title};
+use super::compare::{engines, failures, find, metric_ratio, steps, title};
 use crate::metrics::Metric;
 use crate::results::RunView;
 
@@ -269,8 +269,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                     let Some(s) = find(run, e, st) else { continue };
                     let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
                     for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(cols) {
-                        let r = ratio(s.fig(*name), bs.fig(*name));
-                        let _ = write!(o, "<td class=n>{}</td>", num(r, 2));
+                        let r = metric_ratio(*name, s.fig(*name), bs.fig(*name));
+                        let _ = write!(o, "<td class=n>{}</td>", num(r.ok(), 2));
                     }
                     o.push_str("</tr>");
                 }
