@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub mod compaction_stats;
 pub mod ffi;
 pub mod kv;
+mod mariadb_options;
 pub mod myrocks_cf;
 pub mod options;
 pub mod registry;

@@ -1,0 +1,220 @@
+//! One step of an engine run: planned by the workload, driven, and its
+//! figures, notes, predictions, latencies and engine statistics recorded.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::sink::Sink;
+use super::{After, EXPLAIN_NOTE, EngineMem, Level, Run, Slicer, predict, progress_bar, step_ctx};
+use crate::driver::{self, StepSink};
+use crate::engine::Engine;
+use crate::metrics::{self, Metric, WorkDone};
+use crate::names::Status;
+use crate::probe::Probe;
+use crate::setup::oom::oom_kills;
+use crate::workload::{Step, Workload};
+
+/// Equal slices of each step whose throughput is recorded (the insert
+/// benchmark's "rate in 10 time slices").
+pub const SLICES: usize = 10;
+
+/// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
+pub const SLICE_PREFIX: &str = "slice.";
+
+/// One step: planned by the workload, driven, its figures, notes, latencies
+/// and engine statistics recorded, settled after a load with `--settle`,
+/// and a line printed.
+pub(super) fn run_step(
+    r: &mut Run<'_>,
+    eng: &dyn Engine,
+    workload: &dyn Workload,
+    probe: &Probe,
+    mem: &EngineMem,
+    (si, step, at): (usize, Step, Level),
+    out: &mut dyn Write,
+) -> Result<After> {
+    // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
+    let label = at.label(step);
+    let level = at.threads;
+    let cfg = r.cfg;
+    let cg = mem.cg.as_ref();
+    if let Some(c) = cg {
+        c.reset_peak();
+    }
+    let kind = eng.kind();
+    let ctx = step_ctx(cfg, si, level);
+    let planned = match workload.plan(step, eng.face(), &ctx) {
+        Ok(p) => p,
+        Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
+        Err(e) => {
+            writeln!(out, "  {step}: FAILED: {e:#}")?;
+            r.status = Status::Failed;
+            return Ok(After::Failed);
+        }
+    };
+    let spec_json = serde_json::json!({
+        "engine_version": eng.version(),
+        "settings": eng.settings(),
+        "threads": planned.spec.threads,
+        "ops": planned.spec.op_names,
+        "warmup_s": planned.spec.warmup.as_secs_f64(),
+        "stop": planned.spec.stop,
+        "arrival": planned.spec.arrival,
+        "background": planned.spec.background,
+        "seed": ctx.seed,
+        "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
+        "allocator": cfg.allocator.describe(eng.pid()),
+    });
+    let step_id = r
+        .results
+        .begin_step(r.id, r.ordinal, &r.label, &label, &spec_json)?;
+    r.ordinal += 1;
+    let no_device = probe.device().as_ref().err().cloned();
+    let mut sink = Sink {
+        oom: cg.and_then(|c| Some((c, oom_kills(c)?, cfg.memory?))),
+        results: &mut r.results,
+        step: step_id,
+        workload,
+        no_device: no_device.clone(),
+        bar: progress_bar(),
+        label: format!("{} {step}", r.label),
+        slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
+    };
+    let mut o = driver::run_step(
+        &planned.spec,
+        &*planned.fg,
+        planned.bg.as_deref(),
+        probe,
+        &mut sink,
+    );
+    sink.bar.finish_and_clear();
+    if let Err(e) = sink.finish_slices() {
+        o.error.get_or_insert(format!("{e:#}"));
+    }
+    // A server killed at the memory limit shows first as a lost
+    // connection: say why.
+    if let Some(e) = o.error.as_mut() {
+        if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
+            *e = format!("{why} ({e})");
+        }
+    }
+    drop(planned);
+    let w = WorkDone {
+        ops: o.ops,
+        secs: o.secs,
+        logical_bytes: workload.live_bytes(),
+        logical_written: o.written,
+    };
+    let ticks = crate::probe::cpu::ticks_per_sec();
+    let figs = metrics::compute(&o.start, &o.end, &w, no_device.as_deref(), ticks);
+    let mut notes =
+        workload
+            .finish(step, eng.face())
+            .unwrap_or_else(|e| crate::workload::StepNotes {
+                extras: Vec::new(),
+                lines: vec![format!("after {step}: {e:#}")],
+            });
+    if o.bg_ops > 0 {
+        notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
+    }
+    if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
+        for (i, v) in sl.iter().enumerate() {
+            notes.extras.push((format!("{SLICE_PREFIX}{}", i + 1), *v));
+        }
+    }
+    if let Some(c) = cg {
+        if let Some(p) = c.peak() {
+            notes.extras.push(("mem_peak_mb".into(), p as f64 / 1e6));
+        }
+        if let Some(h) = c.limit_hits() {
+            notes.extras.push(("mem_limit_hits".into(), h as f64));
+        }
+    }
+    let stats = eng.stats().ok();
+    let settings = eng.settings();
+    let printed = notes.lines.len();
+    let (extras, lines) = predict::notes(
+        &predict::Done {
+            kind,
+            settings: &settings,
+            stats: stats.as_ref(),
+            workload,
+            step,
+            figs: &figs,
+            ops: o.ops,
+            written: o.written,
+            secs: o.secs,
+        },
+        &mut r.cf_before,
+    );
+    notes.extras.extend(extras);
+    notes.lines.extend(lines);
+    r.results
+        .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
+    r.results
+        .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
+    if let Some(st) = &stats {
+        r.results.add_engine_stats(step_id, st)?;
+    }
+    let settle_note = (cfg.settle && o.error.is_none() && step.loads()).then(|| {
+        eng.settle()
+            .unwrap_or_else(|e| format!("settle failed: {e:#}"))
+    });
+    let status = match (&o.error, o.interrupted) {
+        (Some(_), _) => Status::Failed,
+        (None, true) => Status::Interrupted,
+        (None, false) => Status::Done,
+    };
+    r.results.end_step(
+        step_id,
+        status,
+        o.error.as_deref(),
+        o.secs,
+        settle_note.as_deref(),
+    )?;
+    let f = |m: Metric| {
+        figs.iter()
+            .find(|(k, _)| *k == m)
+            .and_then(|(_, v)| v.value())
+    };
+    writeln!(
+        out,
+        "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
+        label,
+        o.ops,
+        f(Metric::OpsPerSec).unwrap_or(0.0),
+        f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
+        f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
+        f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
+        match (&o.error, o.interrupted) {
+            (Some(e), _) => format!("FAILED: {e}"),
+            (None, true) => "interrupted".into(),
+            _ => String::new(),
+        }
+    )?;
+    if let Some(n) = settle_note {
+        writeln!(out, "  settle: {n}")?;
+    }
+    // The workload's lines; the model's are in the report.
+    for l in &notes.lines[..printed] {
+        writeln!(out, "  {l}")?;
+    }
+    if let Some(l) = notes.lines[printed..]
+        .iter()
+        .find(|l| l.starts_with(EXPLAIN_NOTE))
+    {
+        writeln!(out, "  {l}")?;
+    }
+    Ok(match status {
+        Status::Failed => {
+            r.status = Status::Failed;
+            After::Failed
+        }
+        Status::Interrupted => {
+            r.status = Status::Interrupted;
+            After::Interrupted
+        }
+        _ => After::Next,
+    })
+}
