@@ -477,9 +477,20 @@ fn merged_runs_report_ratios() {
     let html = ok(&["report", "--results", r, "--run", "1,2", "--format", "html"]);
     assert!(html.starts_with("<!doctype html>") && html.contains("Ratios to 1:rocksdb"));
     assert!(!html.contains("<script"), "self-contained, no scripts");
-    // Throughput over time: a chart per step, a line per run's engine.
-    assert_eq!(html.matches("<svg").count(), 2, "{html}");
-    assert_eq!(html.matches("<path d=").count(), 4, "{html}");
+    // Throughput over time: a chart per step, a line per run's engine
+    // (each named in the chart's legend).
+    let over: Vec<&str> = html
+        .split("<figure class=chart>")
+        .filter(|c| c.contains("operations/s over time"))
+        .collect();
+    assert_eq!(over.len(), 2, "{html}");
+    for c in over {
+        assert!(
+            c.contains("\n1:rocksdb\n") && c.contains("\n2:rocksdb\n"),
+            "{c}"
+        );
+        assert!(c.matches("<polyline").count() >= 4, "{c}");
+    }
     let o = run(&[
         "report",
         "--results",

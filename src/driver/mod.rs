@@ -452,25 +452,55 @@ pub fn slices(timeline: &[(f64, u64)], secs: f64, n: usize) -> Option<Vec<f64>> 
     if n == 0 || secs <= 0.0 || timeline.len() < 2 || secs / (n as f64) < 0.1 {
         return None;
     }
-    // The count at time t, interpolated between samples.
-    let at = |t: f64| -> f64 {
-        let i = timeline.partition_point(|(s, _)| *s <= t);
-        if i == 0 {
-            return timeline[0].1 as f64;
-        }
-        if i == timeline.len() {
-            return timeline[i - 1].1 as f64;
-        }
-        let ((t0, c0), (t1, c1)) = (timeline[i - 1], timeline[i]);
-        let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
-        c0 as f64 + f * (c1 as f64 - c0 as f64)
-    };
     let w = secs / n as f64;
-    Some(
-        (0..n)
-            .map(|k| (at(w * (k + 1) as f64) - at(w * k as f64)) / w)
-            .collect(),
-    )
+    let edges: Vec<f64> = (0..=n).map(|k| w * k as f64).collect();
+    let c = counts_at(timeline, &edges);
+    Some(c.windows(2).map(|c| (c[1] - c[0]) / w).collect())
+}
+
+/// Throughput over time at a resolution of its own, independent of the
+/// probe interval: the step's [`StepOutcome::timeline`] in bins of a round
+/// width (0.1 s, 0.2 s, 0.5 s, 1 s, 2 s, 5 s, 10 s, 30 s, 1 min, 5 min…)
+/// chosen for about 120 bins, never under 0.1 s (the collector samples
+/// every 50 ms). Returns `(t0, t1, ops/s)` per bin; the last bin ends at
+/// `secs`. Empty when the timeline cannot resolve one bin.
+pub fn rates(timeline: &[(f64, u64)], secs: f64) -> Vec<(f64, f64, f64)> {
+    const NICE: [f64; 12] = [
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0,
+    ];
+    if secs < 0.1 || timeline.len() < 2 {
+        return Vec::new();
+    }
+    let want = (secs / 120.0).max(0.1);
+    let w = NICE.iter().copied().find(|w| *w >= want).unwrap_or(3600.0);
+    let n = (secs / w).ceil() as usize;
+    let edges: Vec<f64> = (0..=n).map(|k| (k as f64 * w).min(secs)).collect();
+    let counts = counts_at(timeline, &edges);
+    edges
+        .windows(2)
+        .zip(counts.windows(2))
+        .filter(|(e, _)| e[1] - e[0] > 1e-9)
+        .map(|(e, c)| (e[0], e[1], (c[1] - c[0]) / (e[1] - e[0])))
+        .collect()
+}
+
+/// The operation count at each of `ts`, interpolated between the
+/// timeline's samples (counts between samples taken as even).
+fn counts_at(timeline: &[(f64, u64)], ts: &[f64]) -> Vec<f64> {
+    ts.iter()
+        .map(|&t| {
+            let i = timeline.partition_point(|(s, _)| *s <= t);
+            if i == 0 {
+                return timeline.first().map_or(0.0, |p| p.1 as f64);
+            }
+            if i == timeline.len() {
+                return timeline[i - 1].1 as f64;
+            }
+            let ((t0, c0), (t1, c1)) = (timeline[i - 1], timeline[i]);
+            let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
+            c0 as f64 + f * (c1 as f64 - c0 as f64)
+        })
+        .collect()
 }
 
 mod thread;

@@ -250,3 +250,19 @@ fn slices_split_a_timeline_evenly_and_show_a_stall() {
     assert!(super::slices(&tl, 0.5, 10).is_none());
     assert!(super::slices(&[(0.0, 0)], 10.0, 10).is_none());
 }
+
+#[test]
+fn rates_pick_a_round_width_and_end_at_the_step() {
+    // 30 s at 1,000 ops/s, sampled every 50 ms: 0.5 s bins (about 120
+    // would be 0.25 s, rounded up), 60 of them, each 1,000 ops/s.
+    let tl: Vec<(f64, u64)> = (0..=600).map(|i| (i as f64 * 0.05, i * 50)).collect();
+    let r = super::rates(&tl, 30.0);
+    assert_eq!(r.len(), 60);
+    assert!(r.iter().all(|(_, _, v)| (v - 1000.0).abs() < 1e-6), "{r:?}");
+    assert_eq!((r[0].0, r[0].1), (0.0, 0.5));
+    // 3.05 s: 0.1 s bins, the last one 0.05 s long and ending at the step.
+    let r = super::rates(&tl[..62], 3.05);
+    assert_eq!(r.len(), 31);
+    assert!((r[30].1 - 3.05).abs() < 1e-9);
+    assert!(super::rates(&tl[..1], 3.0).is_empty());
+}

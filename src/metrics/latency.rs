@@ -72,6 +72,27 @@ impl Latency {
         }
     }
 
+    /// The percentile spectrum HdrHistogram's tools plot: the value at
+    /// percentiles 1 − 10^(−k/4) for k = 0…16 (0, 43.8, 68.4, 82.2, 90, …,
+    /// 99, …, 99.9, …, 99.99), evenly spaced on a "nines" axis, as
+    /// (percentile, µs). Empty for an empty histogram.
+    pub fn spectrum(&self) -> Vec<(f64, u64)> {
+        if self.h.is_empty() {
+            return Vec::new();
+        }
+        (0..=16)
+            .map(|k| {
+                let q = 1.0 - 10f64.powf(-(k as f64) / 4.0);
+                (q * 100.0, self.h.value_at_quantile(q))
+            })
+            .collect()
+    }
+
+    /// The underlying HdrHistogram (for interval logs).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.h
+    }
+
     /// Serializes in the HdrHistogram V2 format (for the results file).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut out = Vec::new();

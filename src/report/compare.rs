@@ -351,6 +351,8 @@ mod tests {
             notes: Vec::new(),
             intervals: Vec::new(),
             slices: Vec::new(),
+            rates: Vec::new(),
+            spectra: Vec::new(),
         }
     }
 

@@ -12,7 +12,7 @@ use crate::results::read::RunView;
 type Sweeps = BTreeMap<(String, String), Vec<(usize, f64, Option<u64>)>>;
 
 /// The steps named `STEP@N`, grouped.
-fn sweeps(run: &RunView) -> Sweeps {
+pub(crate) fn sweeps(run: &RunView) -> Sweeps {
     let mut m: Sweeps = BTreeMap::new();
     for s in &run.steps {
         let Some((base, n)) = s.step.rsplit_once('@') else {

@@ -7,14 +7,11 @@
 
 use std::fmt::Write;
 
+use super::charts::css;
 use super::compare::{engines, failures, find, metric_ratio, steps, title};
+use super::html_charts;
 use crate::metrics::Metric;
 use crate::results::RunView;
-
-/// Engine colours, in engine order (colour-blind-safe palette).
-const COLOURS: &[&str] = &[
-    "#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000",
-];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -27,115 +24,41 @@ fn num(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
 }
 
-/// A table cell with the value and a bar proportional to `v / max`.
-fn bar_cell(v: Option<f64>, max: f64, prec: usize, colour: &str) -> String {
-    let w = match v {
-        Some(v) if max > 0.0 && v > 0.0 => (v / max * 100.0).clamp(1.0, 100.0),
-        _ => 0.0,
-    };
-    format!(
-        "<td class=n><div class=bar style=\"width:{w:.1}%;background:{colour}\"></div>{}</td>",
-        num(v, prec)
-    )
+/// A row of charts (two fit side by side at 1,400 px).
+fn figures(o: &mut String, svgs: impl IntoIterator<Item = String>) {
+    let svgs: Vec<String> = svgs.into_iter().collect();
+    if svgs.is_empty() {
+        return;
+    }
+    o.push_str("<div class=charts>");
+    for svg in svgs {
+        let _ = write!(o, "<figure class=chart>{svg}</figure>");
+    }
+    o.push_str("</div>");
 }
 
-/// An SVG line chart of interval ops/s over time, one line per engine.
-fn over_time(run: &RunView, step: &str, es: &[String]) -> String {
-    let (w, h, l, b) = (640.0, 200.0, 70.0, 30.0);
-    let mut lines: Vec<(usize, Vec<(f64, f64)>)> = Vec::new();
-    let (mut tmax, mut ymax) = (0.0f64, 0.0f64);
-    for (i, e) in es.iter().enumerate() {
-        let Some(s) = find(run, e, step) else {
-            continue;
-        };
-        let pts: Vec<(f64, f64)> = s
-            .intervals
-            .iter()
-            .filter_map(|iv| {
-                let y = iv.figures.get(&Metric::OpsPerSec).and_then(|f| f.0)?;
-                Some((iv.t1, y))
-            })
-            .collect();
-        for (t, y) in &pts {
-            tmax = tmax.max(*t);
-            ymax = ymax.max(*y);
-        }
-        if !pts.is_empty() {
-            lines.push((i, pts));
-        }
+/// A text section of the report, kept as text (fixed-width tables).
+fn pre(o: &mut String, title: &str, text: &str) {
+    let t = text.trim_matches('\n');
+    if !t.is_empty() {
+        let _ = write!(o, "<h2>{}</h2><pre>{}</pre>", esc(title), esc(t));
     }
-    if lines.is_empty() || tmax <= 0.0 || ymax <= 0.0 {
-        return String::new();
-    }
-    let x = |t: f64| l + t / tmax * (w - l - 10.0);
-    let y = |v: f64| (h - b) - v / ymax * (h - b - 10.0);
-    let mut o = format!(
-        "<figure><figcaption>{} — operations/s per interval</figcaption>\
-         <svg width={w} height={h} viewBox=\"0 0 {w} {h}\" role=img>",
-        esc(step)
-    );
-    // Axes with the maximum and zero marked.
-    let _ = write!(
-        o,
-        "<line x1={l} y1={} x2={} y2={} stroke=#888 />\
-         <line x1={l} y1=10 x2={l} y2={} stroke=#888 />\
-         <text x={} y=14 text-anchor=end>{ymax:.0}</text>\
-         <text x={} y={} text-anchor=end>0</text>\
-         <text x={} y={} text-anchor=end>{tmax:.1} s</text>",
-        h - b,
-        w - 10.0,
-        h - b,
-        h - b,
-        l - 4.0,
-        l - 4.0,
-        h - b,
-        w - 10.0,
-        h - 8.0
-    );
-    for (i, pts) in &lines {
-        let colour = COLOURS[i % COLOURS.len()];
-        let mut path = String::new();
-        for (k, (t, v)) in pts.iter().enumerate() {
-            let _ = write!(
-                path,
-                "{}{:.1},{:.1} ",
-                if k == 0 { "M" } else { "L" },
-                x(*t),
-                y(*v)
-            );
-        }
-        let _ = write!(
-            o,
-            "<path d=\"{path}\" fill=none stroke=\"{colour}\" stroke-width=2 />"
-        );
-        if pts.len() == 1 {
-            let (t, v) = pts[0];
-            let _ = write!(
-                o,
-                "<circle cx={:.1} cy={:.1} r=3 fill=\"{colour}\" />",
-                x(t),
-                y(v)
-            );
-        }
-    }
-    o.push_str("</svg></figure>\n");
-    o
 }
 
 /// Renders the page; `base` is the ratio table's base engine.
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let es = engines(run);
     let ss = steps(run);
-    let colour = |e: &str| {
-        let i = es.iter().position(|x| x == e).unwrap_or(0);
-        COLOURS[i % COLOURS.len()]
-    };
+    let colour = |e: &str| css(es.iter().position(|x| x == e).unwrap_or(0));
     let mut o = String::new();
     let which = title(run);
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=utf-8><title>ampbench {which}: {}</title><style>\
-         body{{font:14px system-ui,sans-serif;margin:2em;max-width:1100px}}\
+         body{{font:14px system-ui,sans-serif;margin:2em;max-width:1400px}}\
+         .charts{{display:flex;flex-wrap:wrap;gap:8px}} figure.chart{{margin:0 0 8px}}\
+         .log{{display:none}} #logops:checked~.lin{{display:none}} #logops:checked~.log{{display:block}}\
+         pre{{background:#f8f8f8;padding:6px;overflow-x:auto;font-size:12px}} .foot{{color:#555;font-size:12px}}\
          table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
          td,th{{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}}\
          td.n{{text-align:right;position:relative;min-width:5em}}\
@@ -176,48 +99,100 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     }
     o.push_str("</p>");
 
-    // Throughput per step.
-    o.push_str("<h2>Operations/second for each step</h2><table><tr><th>step</th>");
+    // Throughput per step: a chart (linear, or log by a switch that
+    // needs no script), then the figures.
+    o.push_str("<h2>Operations/second for each step</h2>");
+    if let Some((lin, log)) = html_charts::throughput(run, &es, &ss) {
+        let _ = write!(
+            o,
+            "<input type=checkbox id=logops><label for=logops> log scale</label>\
+             <div class=lin><figure class=chart>{lin}</figure></div>\
+             <div class=log><figure class=chart>{log}</figure></div>"
+        );
+    }
+    o.push_str("<table><tr><th>step</th>");
     for e in &es {
         let _ = write!(o, "<th>{}</th>", esc(e));
     }
     o.push_str("</tr>");
     for st in &ss {
-        let vals: Vec<Option<f64>> = es
-            .iter()
-            .map(|e| find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec)))
-            .collect();
-        let max = vals.iter().flatten().fold(0.0f64, |a, b| a.max(*b));
         let _ = write!(o, "<tr><td>{}</td>", esc(st));
-        for (e, v) in es.iter().zip(&vals) {
-            o.push_str(&bar_cell(*v, max, 0, colour(e)));
+        for e in &es {
+            let v = find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec));
+            let _ = write!(o, "<td class=n>{}</td>", num(v, 0));
         }
         o.push_str("</tr>");
     }
     o.push_str("</table>");
 
-    // Throughput over time.
     o.push_str("<h2>Throughput over time</h2>");
-    for st in &ss {
-        o.push_str(&over_time(run, st, &es));
+    figures(
+        &mut o,
+        ss.iter()
+            .filter_map(|st| html_charts::over_time(run, st, &es)),
+    );
+
+    o.push_str(
+        "<h2>Response time by percentile</h2><p>Each operation kind's response-time \
+         spectrum over the whole step (HdrHistogram's percentile plot: the x axis counts \
+         nines, 90 % to 99.99 %; the y axis is logarithmic).</p>",
+    );
+    figures(
+        &mut o,
+        ss.iter().flat_map(|st| html_charts::spectra(run, st, &es)),
+    );
+
+    let base_e = base.map(str::to_string).or_else(|| es.first().cloned());
+    if let Some(b) = base_e.as_deref().filter(|_| es.len() > 1) {
+        let _ = write!(
+            o,
+            "<h2>Cost per operation relative to {}</h2><p>Each engine's figure over {}'s in \
+             the same step (log axis; a bar above the line costs more, below costs less). \
+             A figure whose base is below its noise floor is left out, and said so.</p>",
+            esc(b),
+            esc(b)
+        );
+        let mut svgs = Vec::new();
+        for st in &ss {
+            if let Some((svg, skipped)) = html_charts::efficiency(run, st, &es, b) {
+                svgs.push(svg);
+                if !skipped.is_empty() {
+                    let _ = write!(
+                        o,
+                        "<p class=foot>{}: left out: {}</p>",
+                        esc(st),
+                        esc(&skipped.join("; "))
+                    );
+                }
+            }
+        }
+        figures(&mut o, svgs);
     }
 
-    // Efficiency and amplification, bars scaled per step across engines.
+    o.push_str("<h2>Database size and memory</h2>");
+    figures(&mut o, html_charts::sizes(run, &es, &ss));
+    o.push_str("<h2>Amplification</h2>");
+    figures(&mut o, html_charts::amplification(run, &es, &ss));
+    let conc = html_charts::concurrency(run, &es);
+    if !conc.is_empty() {
+        o.push_str("<h2>Concurrency</h2>");
+        figures(&mut o, conc);
+    }
+
+    // The figures behind the charts.
     let cols: &[(Metric, &str, usize)] = &[
         (Metric::DbBytes, "db GB", 3),
         (Metric::RPerOp, "r/o", 3),
         (Metric::RkbPerOp, "rKB/o", 3),
         (Metric::WkbPerOp, "wKB/o", 3),
-        (Metric::CsPerOp, "cs/o", 1),
-        (Metric::CpuUsPerOp, "cpu µs/o", 0),
+        (Metric::CsPerOp, "cs/o", 2),
+        (Metric::CpuUsPerOp, "cpu µs/o", 1),
         (Metric::RssBytes, "rss GB", 3),
         (Metric::SpaceAmp, "space-amp", 2),
         (Metric::WriteAmp, "write-amp", 2),
     ];
     o.push_str(
-        "<h2>Efficiency per operation and amplification</h2>\
-         <p>Bars compare the engines within a step (longest = the step's largest).</p>\
-         <table><tr><th>step</th><th>engine</th>",
+        "<h2>Efficiency per operation and amplification</h2><table><tr><th>step</th><th>engine</th>",
     );
     for (_, t, _) in cols {
         let _ = write!(o, "<th>{t}</th>");
@@ -234,12 +209,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                     1.0
                 };
                 let v = s.fig(*name).map(|v| v / scale);
-                let max = es
-                    .iter()
-                    .filter_map(|x| find(run, x, st).and_then(|s| s.fig(*name)))
-                    .fold(0.0f64, f64::max)
-                    / scale;
-                o.push_str(&bar_cell(v, max, *prec, colour(e)));
+                let _ = write!(o, "<td class=n>{}</td>", num(v, *prec));
             }
             o.push_str("</tr>");
         }
@@ -261,6 +231,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 let _ = write!(o, "<th>{t}</th>");
             }
             o.push_str("</tr>");
+            let mut floored = false;
             for st in &ss {
                 let Some(bs) = find(run, &b, st) else {
                     continue;
@@ -270,14 +241,42 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                     let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
                     for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(cols) {
                         let r = metric_ratio(*name, s.fig(*name), bs.fig(*name));
-                        let _ = write!(o, "<td class=n>{}</td>", num(r.ok(), 2));
+                        let cell = match r {
+                            Ok(v) => format!("{v:.2}"),
+                            Err(true) => {
+                                floored = true;
+                                "-*".into()
+                            }
+                            Err(false) => "-".into(),
+                        };
+                        let _ = write!(o, "<td class=n>{cell}</td>");
                     }
                     o.push_str("</tr>");
                 }
             }
             o.push_str("</table>");
+            if floored {
+                o.push_str(
+                    "<p class=foot>-* the base's figure is below its noise floor (wKB/o or rKB/o \
+                     under 0.01, r/o under 0.001, cs/o under 0.01, cpu/o under 0.1 µs, an \
+                     amplification under 0.01, a database under 1 MB): a ratio to it would say \
+                     nothing.</p>",
+                );
+            }
         }
     }
+    pre(
+        &mut o,
+        "Predicted beside measured",
+        &super::model::render(run),
+    );
+    pre(&mut o, "Slices", &super::slices::render(run));
+    pre(&mut o, "Sweeps", &super::sweep::render(run));
+    pre(
+        &mut o,
+        "Concurrency and the Universal Scalability Law",
+        &super::concurrency::render(run),
+    );
 
     // Response times.
     o.push_str(
@@ -357,6 +356,8 @@ mod tests {
                 })
                 .collect(),
             slices: Vec::new(),
+            rates: Vec::new(),
+            spectra: Vec::new(),
         }
     }
 
@@ -373,9 +374,19 @@ mod tests {
         };
         let h = render(&run, None);
         assert!(h.starts_with("<!doctype html>") && h.ends_with("</html>\n"));
-        assert_eq!(h.matches("<path d=").count(), 2, "one line per engine");
-        // The peak (300 at t=2) sits at the top of the plot (y = 10).
-        assert!(h.contains("L630.0,10.0"), "{h}");
+        // Throughput over time: one line per engine, from the intervals
+        // (this step has no rates).
+        let over = h
+            .split("<figure class=chart>")
+            .find(|c| c.contains("operations/s over time"))
+            .unwrap();
+        for colour in ["#0072B2", "#E69F00"] {
+            let lines = over
+                .split("<polyline")
+                .filter(|l| l.split('>').next().unwrap().contains(colour))
+                .count();
+            assert_eq!(lines, 2, "{colour}: a line and its legend key\n{over}");
+        }
         assert!(h.contains("&lt;x&gt;") && !h.contains("<x>"));
         assert!(h.contains("Ratios to rocksdb"));
         // lmdb's ops/s (50) over rocksdb's (200).

@@ -2,9 +2,11 @@
 //! tables when engines or runs are compared), JSON with every figure under
 //! stable names, CSV, and a self-contained HTML page with charts.
 
+pub mod charts;
 pub mod compare;
 pub mod concurrency;
 pub mod html;
+pub mod html_charts;
 pub mod json;
 pub mod model;
 pub mod slices;

@@ -36,6 +36,9 @@ CREATE TABLE IF NOT EXISTS slices (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
   ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, partial INTEGER NOT NULL,
   PRIMARY KEY (step_id, idx));
+CREATE TABLE IF NOT EXISTS rates (
+  step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
+  per_sec REAL NOT NULL, PRIMARY KEY (step_id, idx));
 CREATE TABLE IF NOT EXISTS figures (
   step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, name TEXT NOT NULL,
   value REAL, note TEXT, PRIMARY KEY (step_id, interval_idx, name));
@@ -174,6 +177,20 @@ impl Results {
             params![run, ordinal as i64, engine, step, now(), spec.to_string()],
         )?;
         Ok(self.c.last_insert_rowid())
+    }
+
+    /// Records a step's throughput over time (see [`crate::driver::rates`]):
+    /// `(t0, t1, ops/s)` per bin.
+    pub fn add_rates(&mut self, step: i64, rates: &[(f64, f64, f64)]) -> Result<()> {
+        let tx = self.c.transaction()?;
+        for (i, (t0, t1, v)) in rates.iter().enumerate() {
+            tx.execute(
+                "INSERT OR REPLACE INTO rates (step_id, idx, t0, t1, per_sec) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![step, i as i64, t0, t1, v],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Records one closed interval with its figures and samples, in one transaction.

@@ -87,6 +87,12 @@ pub struct StepView {
     pub intervals: Vec<IntervalView>,
     /// The `--slice` slices (empty without `--slice`).
     pub slices: Vec<SliceView>,
+    /// Throughput over time, finer than the intervals: `(t0, t1, ops/s)`
+    /// (see [`crate::driver::rates`]).
+    pub rates: Vec<(f64, f64, f64)>,
+    /// Whole-step percentile spectrum per operation kind (see
+    /// [`crate::metrics::Latency::spectrum`]).
+    pub spectra: Vec<(String, Vec<(f64, u64)>)>,
 }
 
 impl StepView {
@@ -263,6 +269,8 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 notes: Vec::new(),
                 intervals: Vec::new(),
                 slices: Vec::new(),
+                rates: Vec::new(),
+                spectra: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -335,6 +343,17 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
             sl.figures = figures(r, s.id, super::slice_idx(sl.idx))?;
             s.slices.push(sl);
         }
+        let mut rq =
+            c.prepare_cached("SELECT t0, t1, per_sec FROM rates WHERE step_id = ?1 ORDER BY idx")?;
+        s.rates = rq
+            .query_map(params![s.id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        s.spectra = histograms(r, s.id, Some(WHOLE_STEP))?
+            .into_iter()
+            .map(|(_, op, h)| (op, h.spectrum()))
+            .collect();
         if s.figures.is_empty() && !s.intervals.is_empty() {
             s.figures = from_intervals(r, &s).context("recomputing figures from intervals")?;
             if s.secs.is_none() {
@@ -344,6 +363,29 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         run.steps.push(s);
     }
     Ok(run)
+}
+
+/// A step's stored histograms as `(interval_idx, op, histogram)`: those of
+/// one `interval_idx` (e.g. [`WHOLE_STEP`]), or of every interval (idx ≥ 0)
+/// when None; in interval, then op order.
+pub fn histograms(
+    r: &Results,
+    step: i64,
+    idx: Option<i64>,
+) -> Result<Vec<(i64, String, crate::metrics::Latency)>> {
+    let c = r.conn();
+    let mut q = c.prepare_cached(
+        "SELECT interval_idx, op, hist FROM latencies WHERE step_id = ?1 \
+         AND ((?2 IS NULL AND interval_idx >= 0) OR interval_idx = ?2) ORDER BY interval_idx, op",
+    )?;
+    let rows: Vec<(i64, String, Vec<u8>)> = q
+        .query_map(params![step, idx], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.into_iter()
+        .map(|(i, op, b)| Ok((i, op, crate::metrics::Latency::from_bytes(&b)?)))
+        .collect()
 }
 
 /// Figures of a step that never finished, from its completed intervals:

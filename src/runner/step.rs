@@ -154,6 +154,8 @@ pub(super) fn run_step(
         .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
     r.results
         .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
+    r.results
+        .add_rates(step_id, &driver::rates(&o.timeline, o.secs))?;
     if let Some(st) = &stats {
         r.results.add_engine_stats(step_id, st)?;
     }

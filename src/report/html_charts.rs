@@ -1,0 +1,304 @@
+//! Which charts the HTML page draws, from the stored figures: throughput
+//! per step, throughput over time, response-time spectra, efficiency
+//! normalised to the base engine, size and RSS, amplification beside the
+//! model, and concurrency curves with their fit. `charts.rs` draws them.
+
+use super::charts::{self, Bar, Series};
+use super::compare::{find, floor, metric_ratio};
+use crate::metrics::{Metric, usl};
+use crate::results::{RunView, StepView};
+
+/// The configuration a chart's title names: workload, threads, bound.
+pub fn config(run: &RunView) -> String {
+    let c = &run.config;
+    let mut parts = vec![run.workload.clone()];
+    if let Some(t) = c.get("threads").and_then(|v| v.as_u64()) {
+        parts.push(format!("{t} thread{}", if t == 1 { "" } else { "s" }));
+    }
+    if let Some(b) = c.get("bound").and_then(|v| v.as_str()) {
+        parts.push(b.to_string());
+    }
+    parts.join(", ")
+}
+
+fn extra(s: &StepView, name: &str) -> Option<f64> {
+    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+}
+
+/// Per-engine bars over the steps for one figure (scaled by `div`).
+fn per_step(
+    run: &RunView,
+    es: &[String],
+    ss: &[String],
+    value: impl Fn(&StepView) -> Option<f64>,
+    mark: impl Fn(&StepView) -> Option<f64>,
+) -> Vec<Series<Vec<Bar>>> {
+    es.iter()
+        .enumerate()
+        .map(|(i, e)| Series {
+            label: e.clone(),
+            colour: i,
+            data: ss
+                .iter()
+                .map(|st| {
+                    find(run, e, st).map_or(Bar::default(), |s| Bar {
+                        value: value(s),
+                        mark: mark(s),
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Operations/s per step per engine: (linear, log) charts.
+pub fn throughput(run: &RunView, es: &[String], ss: &[String]) -> Option<(String, String)> {
+    let series = per_step(run, es, ss, |s| s.fig(Metric::OpsPerSec), |_| None);
+    let t = format!("operations/s per step ({})", config(run));
+    let lin = charts::bars(&t, "ops/s", ss, &series, false, None)?;
+    let log = charts::bars(&format!("{t}, log scale"), "ops/s", ss, &series, true, None)?;
+    Some((lin, log))
+}
+
+/// Throughput over time in one step, a line per engine: the step's rates
+/// (finer than its intervals), or its intervals for runs recorded before
+/// rates were.
+pub fn over_time(run: &RunView, step: &str, es: &[String]) -> Option<String> {
+    let series: Vec<Series<Vec<(f64, f64)>>> = es
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let s = find(run, e, step)?;
+            let data: Vec<(f64, f64)> = if s.rates.is_empty() {
+                s.intervals
+                    .iter()
+                    .filter_map(|iv| Some((iv.t1, iv.figures.get(&Metric::OpsPerSec)?.0?)))
+                    .collect()
+            } else {
+                // A point at each bin's middle.
+                s.rates
+                    .iter()
+                    .map(|(a, b, v)| ((a + b) / 2.0, *v))
+                    .collect()
+            };
+            (!data.is_empty()).then(|| Series {
+                label: e.clone(),
+                colour: i,
+                data,
+            })
+        })
+        .collect();
+    let width = es
+        .iter()
+        .filter_map(|e| find(run, e, step))
+        .find_map(|s| s.rates.first().map(|(a, b, _)| b - a));
+    let t = format!(
+        "{step}: operations/s over time{} ({})",
+        width.map_or(String::new(), |w| format!(", {w} s bins")),
+        config(run)
+    );
+    charts::lines(&t, "seconds into the step", "ops/s", &series, false)
+}
+
+/// The response-time percentile spectrum of each operation kind of one
+/// step, a line per engine.
+pub fn spectra(run: &RunView, step: &str, es: &[String]) -> Vec<String> {
+    let mut ops: Vec<String> = Vec::new();
+    for e in es {
+        if let Some(s) = find(run, e, step) {
+            for (op, _) in &s.spectra {
+                if !ops.contains(op) {
+                    ops.push(op.clone());
+                }
+            }
+        }
+    }
+    ops.iter()
+        .filter_map(|op| {
+            let series: Vec<Series<Vec<(f64, u64)>>> = es
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| {
+                    let s = find(run, e, step)?;
+                    let (_, sp) = s.spectra.iter().find(|(o, _)| o == op)?;
+                    Some(Series {
+                        label: e.clone(),
+                        colour: i,
+                        data: sp.clone(),
+                    })
+                })
+                .collect();
+            charts::spectrum(
+                &format!(
+                    "{step} · {op}: response time by percentile ({})",
+                    config(run)
+                ),
+                &series,
+            )
+        })
+        .collect()
+}
+
+/// The efficiency figures normalised to the base engine.
+const EFFICIENCY: &[(Metric, &str)] = &[
+    (Metric::RPerOp, "r/o"),
+    (Metric::RkbPerOp, "rKB/o"),
+    (Metric::WkbPerOp, "wKB/o"),
+    (Metric::CpuUsPerOp, "cpu/o"),
+    (Metric::CsPerOp, "cs/o"),
+];
+
+/// Efficiency of one step as bars of engine / base (log axis, bars from
+/// 1), with the figures left out because the base is below its floor.
+pub fn efficiency(
+    run: &RunView,
+    step: &str,
+    es: &[String],
+    base: &str,
+) -> Option<(String, Vec<String>)> {
+    let bs = find(run, base, step)?;
+    let mut skipped = Vec::new();
+    let groups: Vec<(Metric, &str)> = EFFICIENCY
+        .iter()
+        .copied()
+        .filter(|(m, t)| match metric_ratio(*m, Some(1.0), bs.fig(*m)) {
+            Ok(_) => true,
+            Err(below) => {
+                skipped.push(match (below, floor(*m)) {
+                    (true, Some((_, why))) => format!("{t} ({base}'s is {why})"),
+                    _ => format!("{t} (not measured for {base})"),
+                });
+                false
+            }
+        })
+        .collect();
+    let series: Vec<Series<Vec<Bar>>> = es
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.as_str() != base)
+        .filter_map(|(i, e)| {
+            let s = find(run, e, step)?;
+            Some(Series {
+                label: e.clone(),
+                colour: i,
+                data: groups
+                    .iter()
+                    .map(|(m, _)| Bar {
+                        value: metric_ratio(*m, s.fig(*m), bs.fig(*m)).ok(),
+                        mark: None,
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let names: Vec<String> = groups.iter().map(|(_, t)| t.to_string()).collect();
+    let svg = charts::bars(
+        &format!(
+            "{step}: cost per operation relative to {base} ({})",
+            config(run)
+        ),
+        &format!("× {base}"),
+        &names,
+        &series,
+        true,
+        Some(1.0),
+    )?;
+    Some((svg, skipped))
+}
+
+/// Database size and RSS across the steps, bars per engine.
+pub fn sizes(run: &RunView, es: &[String], ss: &[String]) -> Vec<String> {
+    let gb = |m: Metric| move |s: &StepView| s.fig(m).map(|v| v / 1e9);
+    [
+        (Metric::DbBytes, "database size after each step"),
+        (
+            Metric::RssBytes,
+            "RSS of the engine's process at each step's end",
+        ),
+    ]
+    .iter()
+    .filter_map(|(m, t)| {
+        let series = per_step(run, es, ss, gb(*m), |_| None);
+        charts::bars(
+            &format!("{t} ({})", config(run)),
+            "GB",
+            ss,
+            &series,
+            false,
+            None,
+        )
+    })
+    .collect()
+}
+
+/// Write-amp and space-amp per step, the model's prediction marked as a
+/// black bar across each engine's bar.
+pub fn amplification(run: &RunView, es: &[String], ss: &[String]) -> Vec<String> {
+    [
+        (Metric::WriteAmp, "pred_write_amp", "write-amp"),
+        (Metric::SpaceAmp, "pred_space_amp", "space-amp"),
+    ]
+    .iter()
+    .filter_map(|(m, pred, t)| {
+        let series = per_step(run, es, ss, |s| s.fig(*m), |s| extra(s, pred));
+        let with_pred = run.steps.iter().any(|s| extra(s, pred).is_some());
+        let title = format!(
+            "{t} measured{} ({})",
+            if with_pred {
+                ", the model's prediction marked —"
+            } else {
+                ""
+            },
+            config(run)
+        );
+        charts::bars(&title, t, ss, &series, false, None)
+    })
+    .collect()
+}
+
+/// Throughput against threads for each `--threads` sweep, the Universal
+/// Scalability Law's fit beside each engine's points.
+pub fn concurrency(run: &RunView, es: &[String]) -> Vec<String> {
+    let sw = super::concurrency::sweeps(run);
+    let mut steps: Vec<&String> = sw.keys().map(|(_, s)| s).collect();
+    steps.dedup();
+    let mut out = Vec::new();
+    for st in steps {
+        let mut series = Vec::new();
+        for (i, e) in es.iter().enumerate() {
+            let Some(rows) = sw.get(&(e.clone(), st.clone())) else {
+                continue;
+            };
+            let pts: Vec<(f64, f64)> = rows.iter().map(|r| (r.0 as f64, r.1)).collect();
+            if let Some(f) = usl::fit(&pts) {
+                let hi = pts.iter().map(|p| p.0).fold(1.0, f64::max);
+                let fit: Vec<(f64, f64)> = (0..=40)
+                    .map(|k| {
+                        let n = 1.0 + (hi - 1.0) * k as f64 / 40.0;
+                        (n, f.predict(n))
+                    })
+                    .collect();
+                series.push(Series {
+                    label: format!("{e} USL fit"),
+                    colour: i,
+                    data: fit,
+                });
+            }
+            series.push(Series {
+                label: e.clone(),
+                colour: i,
+                data: pts,
+            });
+        }
+        if let Some(svg) = charts::lines(
+            &format!("{st}: throughput by thread count ({})", run.workload),
+            "threads",
+            "ops/s",
+            &series,
+            false,
+        ) {
+            out.push(svg);
+        }
+    }
+    out
+}
