@@ -127,6 +127,10 @@ pub struct Plan {
     pub drop_caches: Option<bool>,
     /// Option sweeps, `["ENGINE.KEY=v1,v2"]`.
     pub sweep: Option<Vec<String>>,
+    /// Runs of every (engine, step), for intervals.
+    pub repeat: Option<usize>,
+    /// Repeat the steps on one database per engine.
+    pub reuse: Option<bool>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
@@ -311,6 +315,14 @@ pub fn template() -> String {
         (
             "drop_caches = false",
             "drop the page cache before every step but the first",
+        ),
+        (
+            "repeat = 1",
+            "runs of every (engine, step), engines interleaved; 2 or more gives 95% intervals",
+        ),
+        (
+            "reuse = false",
+            "with repeat: one database per engine, each step but the loads repeated on it",
         ),
     ] {
         line(&mut o, setting, comment);

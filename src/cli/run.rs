@@ -147,6 +147,15 @@ pub(super) struct RunArgs {
     /// Drop the page cache before every step but the first.
     #[arg(long)]
     drop_caches: bool,
+    /// Run every (engine, step) N times, each on a fresh database, the
+    /// engines interleaved (A B, B A, A B…) so drift hits all of them;
+    /// reports show means with 95% intervals [default: 1].
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// With --repeat: one database per engine, each step but the loads run
+    /// N times in a row on it.
+    #[arg(long)]
+    reuse: bool,
     /// The corner: `io` limits memory to --memory or to a quarter of the
     /// data the load writes, `cache` leaves it unlimited; `cache,io` runs
     /// both, one run each, and reports them side by side (`cache:rocksdb`,
@@ -370,7 +379,18 @@ impl RunArgs {
             memory_from_data: None,
             cache_from_memory: false,
             drop_caches: self.drop_caches || plan.drop_caches.unwrap_or(false),
+            repeat: match self.repeat.or(plan.repeat) {
+                Some(0) => {
+                    return Err(UsageError("--repeat 0: repeat at least once".into()).into());
+                }
+                Some(n) => n,
+                None => 1,
+            },
+            reuse: self.reuse || plan.reuse.unwrap_or(false),
         };
+        if base.reuse && base.repeat < 2 {
+            return Err(UsageError("--reuse needs --repeat N with N ≥ 2".into()).into());
+        }
         Ok(corners
             .into_iter()
             .map(|c| RunConfig {

@@ -6,6 +6,7 @@
 //! figures need /proc; ratios need a non-zero denominator.
 
 pub mod latency;
+pub mod stats;
 pub mod usl;
 
 use serde::{Deserialize, Serialize};

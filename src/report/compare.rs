@@ -204,6 +204,8 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
         .max(18);
     let _ = writeln!(o, "\n{heading}");
     let mut floored: Vec<&str> = Vec::new();
+    let mut not_significant = false;
+    let mut intervals: Vec<(String, String, Vec<String>)> = Vec::new();
     let _ = write!(o, "{:<w$} {:<18}", "engine", "step");
     for (_, title) in RATIO_FIGURES {
         let _ = write!(o, " {title:>7}");
@@ -215,23 +217,49 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
                 continue;
             };
             let _ = write!(o, "{:<w$} {:<18}", e, s.step);
+            let mut row_ci = Vec::new();
             for (name, _) in RATIO_FIGURES {
-                let cell = match metric_ratio(*name, s.fig(*name), b.fig(*name)) {
-                    Ok(r) => format!("{r:.2}"),
+                let cell = match super::repeat::ratio(*name, s, b) {
+                    Ok((r, Some(ci))) => {
+                        row_ci.push(format!("{:.2}-{:.2}", ci.lo, ci.hi));
+                        if ci.significant() {
+                            format!("{r:.2}")
+                        } else {
+                            not_significant = true;
+                            format!("{r:.2}~")
+                        }
+                    }
+                    Ok((r, None)) => {
+                        row_ci.push("-".into());
+                        format!("{r:.2}")
+                    }
                     Err(true) => {
                         if let Some((_, why)) = floor(*name) {
                             if !floored.contains(&why) {
                                 floored.push(why);
                             }
                         }
+                        row_ci.push("-".into());
                         "-*".into()
                     }
-                    Err(false) => "-".into(),
+                    Err(false) => {
+                        row_ci.push("-".into());
+                        "-".into()
+                    }
                 };
                 let _ = write!(o, " {cell:>7}");
             }
             let _ = writeln!(o);
+            if row_ci.iter().any(|c| c != "-") {
+                intervals.push((e.clone(), s.step.clone(), row_ci));
+            }
         }
+    }
+    if not_significant {
+        let _ = writeln!(
+            o,
+            "~: the ratio's 95% interval includes 1: the difference is not significant"
+        );
     }
     if !floored.is_empty() {
         let _ = writeln!(
@@ -239,6 +267,24 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
             "-*: the base's figure is below its noise floor ({}), so no ratio is printed",
             floored.join("; ")
         );
+    }
+    if !intervals.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n95% intervals of those ratios (geometric mean of the per-repetition ratios, Student's t on their logs)"
+        );
+        let _ = write!(o, "{:<w$} {:<18}", "engine", "step");
+        for (_, title) in RATIO_FIGURES {
+            let _ = write!(o, " {title:>11}");
+        }
+        let _ = writeln!(o);
+        for (e, st, cells) in intervals {
+            let _ = write!(o, "{e:<w$} {st:<18}");
+            for c in cells {
+                let _ = write!(o, " {c:>11}");
+            }
+            let _ = writeln!(o);
+        }
     }
     o
 }
@@ -336,6 +382,7 @@ mod tests {
         StepView {
             id: 0,
             ordinal: 0,
+            rep: 0,
             engine: engine.into(),
             step: name.into(),
             status: Status::Done,
@@ -353,6 +400,7 @@ mod tests {
             slices: Vec::new(),
             rates: Vec::new(),
             spectra: Vec::new(),
+            reps: BTreeMap::new(),
         }
     }
 

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use super::charts::css;
-use super::compare::{engines, failures, find, metric_ratio, steps, title};
+use super::compare::{engines, failures, find, steps, title};
 use super::html_charts;
 use crate::metrics::Metric;
 use crate::results::RunView;
@@ -58,7 +58,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
          body{{font:14px system-ui,sans-serif;margin:2em;max-width:1400px}}\
          .charts{{display:flex;flex-wrap:wrap;gap:8px}} figure.chart{{margin:0 0 8px}}\
          .log{{display:none}} #logops:checked~.lin{{display:none}} #logops:checked~.log{{display:block}}\
-         pre{{background:#f8f8f8;padding:6px;overflow-x:auto;font-size:12px}} .foot{{color:#555;font-size:12px}}\
+         pre{{background:#f8f8f8;padding:6px;overflow-x:auto;font-size:12px}} .foot{{color:#555;font-size:12px}} .ns{{color:#888;font-style:italic}}\
          table{{border-collapse:collapse;margin:.5em 0 1.5em}}\
          td,th{{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}}\
          td.n{{text-align:right;position:relative;min-width:5em}}\
@@ -118,8 +118,10 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     for st in &ss {
         let _ = write!(o, "<tr><td>{}</td>", esc(st));
         for e in &es {
-            let v = find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec));
-            let _ = write!(o, "<td class=n>{}</td>", num(v, 0));
+            let v = find(run, e, st).map_or("-".into(), |s| {
+                super::repeat::with_ci(s, Metric::OpsPerSec, 0)
+            });
+            let _ = write!(o, "<td class=n>{v}</td>");
         }
         o.push_str("</tr>");
     }
@@ -232,6 +234,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             }
             o.push_str("</tr>");
             let mut floored = false;
+            let mut not_significant = false;
             for st in &ss {
                 let Some(bs) = find(run, &b, st) else {
                     continue;
@@ -240,9 +243,18 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                     let Some(s) = find(run, e, st) else { continue };
                     let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
                     for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(cols) {
-                        let r = metric_ratio(*name, s.fig(*name), bs.fig(*name));
-                        let cell = match r {
-                            Ok(v) => format!("{v:.2}"),
+                        let cell = match super::repeat::ratio(*name, s, bs) {
+                            Ok((v, Some(ci))) if !ci.significant() => {
+                                not_significant = true;
+                                format!(
+                                    "<span class=ns>{v:.2}~</span><br><small>{:.2}–{:.2}</small>",
+                                    ci.lo, ci.hi
+                                )
+                            }
+                            Ok((v, Some(ci))) => {
+                                format!("{v:.2}<br><small>{:.2}–{:.2}</small>", ci.lo, ci.hi)
+                            }
+                            Ok((v, None)) => format!("{v:.2}"),
                             Err(true) => {
                                 floored = true;
                                 "-*".into()
@@ -255,6 +267,12 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 }
             }
             o.push_str("</table>");
+            if not_significant {
+                o.push_str(
+                    "<p class=foot>~ the ratio's 95% interval (shown below it) includes 1: \
+                     the difference is not significant.</p>",
+                );
+            }
             if floored {
                 o.push_str(
                     "<p class=foot>-* the base's figure is below its noise floor (wKB/o or rKB/o \
@@ -333,6 +351,7 @@ mod tests {
         StepView {
             id: 0,
             ordinal: 0,
+            rep: 0,
             engine: engine.into(),
             step: "load".into(),
             status: Status::Done,
@@ -358,6 +377,7 @@ mod tests {
             slices: Vec::new(),
             rates: Vec::new(),
             spectra: Vec::new(),
+            reps: BTreeMap::new(),
         }
     }
 

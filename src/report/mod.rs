@@ -9,6 +9,7 @@ pub mod html;
 pub mod html_charts;
 pub mod json;
 pub mod model;
+pub mod repeat;
 pub mod slices;
 pub mod steps;
 pub mod sweep;
@@ -31,11 +32,13 @@ pub enum Format {
 
 /// Renders a run; text adds ratios to `base` (an engine of the run, see
 /// [`compare::base_engine`]) when there are several engines.
+/// Text and HTML show repetitions (`--repeat`) as means with intervals;
+/// JSON and CSV keep every repetition's step.
 pub fn render(run: &RunView, f: Format, base: Option<&str>) -> String {
     match f {
-        Format::Text => text::render(run, base),
+        Format::Text => text::render(&repeat::collapse(run), base),
         Format::Json => json::render(run),
         Format::Csv => json::csv(run),
-        Format::Html => html::render(run, base),
+        Format::Html => html::render(&repeat::collapse(run), base),
     }
 }

@@ -169,6 +169,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     }
     // 3b. Ratios to the base engine.
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
+        o.push_str(&super::repeat::render(run));
         o.push_str(&render_ratios(run, &b));
     }
     o.push_str(&super::compare::render_corner_ratios(run));

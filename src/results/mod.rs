@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS steps (
   id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), ordinal INTEGER NOT NULL,
   engine TEXT NOT NULL, step TEXT NOT NULL, started TEXT NOT NULL, ended TEXT,
-  status TEXT NOT NULL, error TEXT, secs REAL, spec TEXT NOT NULL, settle TEXT);
+  status TEXT NOT NULL, error TEXT, secs REAL, spec TEXT NOT NULL, settle TEXT,
+  rep INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS intervals (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
   ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, PRIMARY KEY (step_id, idx));
@@ -110,6 +111,19 @@ fn now() -> String {
     )
 }
 
+/// Brings a results file written by an older ampbench up to this schema:
+/// columns added since (`steps.rep`, the repetition of `--repeat`).
+/// Tables added since are made by the schema's `IF NOT EXISTS`.
+fn migrate(c: &Connection) -> rusqlite::Result<()> {
+    let has_rep: bool = c
+        .prepare("SELECT 1 FROM pragma_table_info('steps') WHERE name = 'rep'")?
+        .exists([])?;
+    if !has_rep {
+        c.execute_batch("ALTER TABLE steps ADD COLUMN rep INTEGER NOT NULL DEFAULT 0")?;
+    }
+    Ok(())
+}
+
 impl Results {
     /// Opens (creating if needed) the results file at `path`.
     pub fn open(path: &Path) -> Result<Results> {
@@ -119,6 +133,7 @@ impl Results {
             "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
         )
         .and_then(|_| c.execute_batch(SCHEMA))
+        .and_then(|_| migrate(&c))
         .with_context(|| format!("{} is not a usable ampbench results file", path.display()))?;
         Ok(Results { c })
     }
@@ -163,18 +178,19 @@ impl Results {
         Ok(())
     }
 
-    /// Records a step's start; `spec` describes how it runs (JSON).
+    /// Records a step's start; `spec` describes how it runs (JSON); `rep`
+    /// is its repetition (`--repeat`, 0-based).
     pub fn begin_step(
         &self,
         run: i64,
-        ordinal: usize,
+        (ordinal, rep): (usize, usize),
         engine: &str,
         step: &str,
         spec: &serde_json::Value,
     ) -> Result<i64> {
         self.c.execute(
-            "INSERT INTO steps (run_id, ordinal, engine, step, started, status, spec) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
-            params![run, ordinal as i64, engine, step, now(), spec.to_string()],
+            "INSERT INTO steps (run_id, ordinal, engine, step, started, status, spec, rep) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
+            params![run, ordinal as i64, engine, step, now(), spec.to_string(), rep as i64],
         )?;
         Ok(self.c.last_insert_rowid())
     }

@@ -62,6 +62,8 @@ pub struct StepView {
     pub id: i64,
     /// Position in the run.
     pub ordinal: i64,
+    /// Its repetition (`--repeat`, 0-based).
+    pub rep: i64,
     /// Engine name.
     pub engine: String,
     /// Step name.
@@ -93,6 +95,11 @@ pub struct StepView {
     /// Whole-step percentile spectrum per operation kind (see
     /// [`crate::metrics::Latency::spectrum`]).
     pub spectra: Vec<(String, Vec<(f64, u64)>)>,
+    /// For a step collapsed from repetitions (see
+    /// `report::repeat::collapse`): each figure's value in every
+    /// repetition, in run order; `figures` then holds their means.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reps: BTreeMap<Metric, Vec<f64>>,
 }
 
 impl StepView {
@@ -250,7 +257,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         .optional()?
         .ok_or_else(|| crate::UsageError(format!("no run {id} in the results file")))?;
     let mut st = c.prepare(
-        "SELECT id, ordinal, engine, step, status, error, secs, settle FROM steps WHERE run_id = ?1 ORDER BY ordinal",
+        "SELECT id, ordinal, engine, step, status, error, secs, settle, rep FROM steps WHERE run_id = ?1 ORDER BY ordinal",
     )?;
     let steps: Vec<StepView> = st
         .query_map(params![id], |row| {
@@ -263,6 +270,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 error: row.get(5)?,
                 secs: row.get(6)?,
                 settle: row.get(7)?,
+                rep: row.get(8)?,
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
                 extras: Vec::new(),
@@ -271,6 +279,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 slices: Vec::new(),
                 rates: Vec::new(),
                 spectra: Vec::new(),
+                reps: BTreeMap::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

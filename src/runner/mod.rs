@@ -109,6 +109,12 @@ pub struct RunConfig {
     /// its axes' cross product.
     #[serde(default)]
     pub sweep: Vec<sweep::SweepAxis>,
+    /// Runs of every (engine, step) (`--repeat`), 1 for none.
+    pub repeat: usize,
+    /// Repeat on one database per engine (`--reuse`) instead of a fresh
+    /// one per repetition.
+    #[serde(default)]
+    pub reuse: bool,
 }
 
 /// What a step's end means for the engine's remaining steps and the run.
@@ -137,16 +143,33 @@ struct Run<'c> {
     /// The engine run's label in the results: its name, with its sweep
     /// setting (`rocksdb[compaction_pri=kX]`).
     label: String,
+    /// The repetition running (`--repeat`, 0-based).
+    rep: usize,
 }
 
 /// Runs every engine through the steps; returns the run id. Per-step lines
 /// go to `out`.
 pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
     let mut r = begin(cfg, command, out)?;
-    'engines: for kind in &cfg.engines {
-        for setting in sweep::variants(&cfg.sweep, *kind) {
-            if let After::Interrupted = run_engine(&mut r, *kind, &setting, out)? {
-                break 'engines;
+    // Repetitions on fresh databases interleave the engines, the order
+    // reversed every other time (A B, B A, A B…), so drift on a shared
+    // machine and order effects hit every engine alike. With --reuse each
+    // engine runs once and repeats its steps (run_engine).
+    let fresh = if cfg.reuse { 1 } else { cfg.repeat.max(1) };
+    'reps: for rep in 0..fresh {
+        r.rep = rep;
+        let mut order: Vec<EngineKind> = cfg.engines.clone();
+        if rep % 2 == 1 {
+            order.reverse();
+        }
+        if fresh > 1 {
+            writeln!(out, "repetition {} of {fresh}", rep + 1)?;
+        }
+        for kind in order {
+            for setting in sweep::variants(&cfg.sweep, kind) {
+                if let After::Interrupted = run_engine(&mut r, kind, &setting, out)? {
+                    break 'reps;
+                }
             }
         }
     }
@@ -248,6 +271,7 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         ordinal: 0,
         cf_before: Vec::new(),
         label: String::new(),
+        rep: 0,
     })
 }
 
@@ -374,9 +398,21 @@ fn run_engine(
                     class: class.map(|i| r.storage.sweep[i].0),
                     threads: level,
                 };
-                after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, at), out)?;
-                if !matches!(after, After::Next) {
-                    break 'steps;
+                // --reuse: a step that reads or rewrites the data runs
+                // --repeat times in a row; a load runs once.
+                let reps = if cfg.reuse && step.repeatable() {
+                    cfg.repeat
+                } else {
+                    1
+                };
+                for rep in 0..reps {
+                    if cfg.reuse {
+                        r.rep = rep;
+                    }
+                    after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, at), out)?;
+                    if !matches!(after, After::Next) {
+                        break 'steps;
+                    }
                 }
             }
         }
@@ -444,9 +480,13 @@ fn open_engine(
 
 /// Records a failed `open` step for an engine that could not start.
 fn fail_open(r: &mut Run<'_>, why: &str) -> Result<()> {
-    let id = r
-        .results
-        .begin_step(r.id, r.ordinal, &r.label, "open", &serde_json::json!({}))?;
+    let id = r.results.begin_step(
+        r.id,
+        (r.ordinal, r.rep),
+        &r.label,
+        "open",
+        &serde_json::json!({}),
+    )?;
     r.ordinal += 1;
     r.results
         .end_step(id, Status::Failed, Some(why), 0.0, None)?;

@@ -68,7 +68,7 @@ pub(super) fn run_step(
     });
     let step_id = r
         .results
-        .begin_step(r.id, r.ordinal, &r.label, &label, &spec_json)?;
+        .begin_step(r.id, (r.ordinal, r.rep), &r.label, &label, &spec_json)?;
     r.ordinal += 1;
     let no_device = probe.device().as_ref().err().cloned();
     let mut sink = Sink {
@@ -183,7 +183,11 @@ pub(super) fn run_step(
     writeln!(
         out,
         "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
-        label,
+        if cfg.repeat > 1 {
+            format!("{label} #{}", r.rep + 1)
+        } else {
+            label.clone()
+        },
         o.ops,
         f(Metric::OpsPerSec).unwrap_or(0.0),
         f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
