@@ -132,18 +132,23 @@ pub fn main() -> Result<i32> {
                 crate::report::compare::merge(views)
             };
             let base = crate::report::compare::base_engine(&view, None)?;
+            let results = cfgs
+                .first()
+                .map(|c| c.results.clone())
+                .unwrap_or_else(|| "ampbench.db".into());
+            let results = Results::open_existing(&results)?;
             writeln!(out)?;
             write!(
                 out,
                 "{}",
-                crate::report::render(&view, Format::Text, base.as_deref())
+                crate::report::render(&view, Format::Text, base.as_deref(), &results)?
             )?;
             let results = cfgs.first().map(|c| c.results.display().to_string());
             let results = results.unwrap_or_default();
             let ids = ids.join(",");
             writeln!(
                 out,
-                "\nresults: {results} (run {ids}) · other reports: ampbench report --results {results} --run {ids} --format json|csv|html",
+                "\nresults: {results} (run {ids}) · other reports: ampbench report --results {results} --run {ids} --format json|csv|html|markdown|hlog",
             )?;
             Ok(if done { 0 } else { 1 })
         }
@@ -167,7 +172,7 @@ pub fn main() -> Result<i32> {
             write!(
                 out,
                 "{}",
-                crate::report::render(&view, a.format, base.as_deref())
+                crate::report::render(&view, a.format, base.as_deref(), &results)?
             )?;
             Ok(0)
         }

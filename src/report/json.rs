@@ -1,9 +1,14 @@
-//! JSON and CSV reports.
+//! JSON and CSV reports, both under [`SCHEMA_VERSION`] (docs/results.md
+//! documents every field and column).
 
 use serde_json::{Map, Value, json};
 
 use crate::metrics::Metric;
 use crate::results::RunView;
+
+/// The version of the JSON and CSV layouts: raised when a field or column
+/// is renamed or removed (added ones keep it).
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// Stored figures by name, null where not measured.
 fn figures(
@@ -51,10 +56,12 @@ pub fn render(run: &RunView) -> String {
                 })
                 .collect();
             let mut o = json!({
-                "engine": s.engine, "step": s.step, "status": s.status, "error": s.error, "secs": s.secs,
+                "engine": s.engine, "step": s.step, "rep": s.rep, "status": s.status, "error": s.error, "secs": s.secs,
                 "settle": s.settle, "latency": lat, "notes": s.notes,
                 "extras": s.extras.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<String, Value>>(),
                 "not_measured": why, "intervals": intervals, "slices": slices,
+                "rates": s.rates.iter().map(|(a, b, v)| json!({"t0": a, "t1": b, "ops_per_sec": v})).collect::<Vec<_>>(),
+                "latency_spectrum": s.spectra.iter().map(|(op, sp)| (op.clone(), json!(sp.iter().map(|(p, v)| json!({"percentile": p, "us": v})).collect::<Vec<_>>()))).collect::<Map<String, Value>>(),
             });
             if let Value::Object(m) = &mut o {
                 m.extend(figs);
@@ -63,6 +70,7 @@ pub fn render(run: &RunView) -> String {
         })
         .collect();
     let v = json!({
+        "schema_version": SCHEMA_VERSION,
         "run": {"id": run.id, "started": run.started, "ended": run.ended, "status": run.status, "command": run.command,
                 "workload": run.workload, "engines": run.engines, "seed": run.seed, "config": run.config,
                 "versions": run.versions, "machine": run.machine},
@@ -71,22 +79,98 @@ pub fn render(run: &RunView) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// One CSV row per (engine, step) with every figure; empty cells are not measured.
+/// The CSV's columns before the figures.
+pub const CSV_FIXED: &[&str] = &[
+    "schema_version",
+    "run",
+    "engine",
+    "step",
+    "rep",
+    "status",
+    "secs",
+    "error",
+];
+
+/// One CSV row per (engine, step, repetition) with every figure, written
+/// by the `csv` crate (RFC 4180 quoting); an empty cell is a figure not
+/// measured (the JSON report says why).
 pub fn csv(run: &RunView) -> String {
-    let mut out = format!("run,engine,step,status,{}\n", Metric::names().join(","));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header: Vec<&str> = CSV_FIXED.iter().copied().chain(Metric::names()).collect();
+    // Writing to a Vec cannot fail: the errors are I/O errors.
+    let _ = w.write_record(&header);
     for s in &run.steps {
-        let cells: Vec<String> = Metric::ALL
-            .iter()
-            .map(|m| s.fig(*m).map_or(String::new(), |v| format!("{v}")))
-            .collect();
-        out.push_str(&format!(
-            "{},{},{},{},{}\n",
-            run.id,
-            s.engine,
-            s.step,
-            s.status,
-            cells.join(",")
-        ));
+        let mut row: Vec<String> = vec![
+            SCHEMA_VERSION.to_string(),
+            run.id.to_string(),
+            s.engine.clone(),
+            s.step.clone(),
+            s.rep.to_string(),
+            s.status.to_string(),
+            s.secs.map_or(String::new(), |v| v.to_string()),
+            s.error.clone().unwrap_or_default(),
+        ];
+        row.extend(
+            Metric::ALL
+                .iter()
+                .map(|m| s.fig(*m).map_or(String::new(), |v| v.to_string())),
+        );
+        let _ = w.write_record(&row);
     }
-    out
+    w.into_inner()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::Status;
+    use crate::results::StepView;
+
+    #[test]
+    fn csv_round_trips_commas_and_quotes() {
+        let step = StepView {
+            id: 1,
+            ordinal: 0,
+            rep: 1,
+            engine: "rocksdb[a=1,b=2]".into(),
+            step: "load".into(),
+            status: Status::Failed,
+            error: Some("write /d/x: No space left, said \"ENOSPC\"\nthen stopped".into()),
+            secs: Some(1.5),
+            settle: None,
+            figures: [(Metric::OpsPerSec, (Some(1234.5), None))].into(),
+            latencies: Vec::new(),
+            extras: Vec::new(),
+            notes: Vec::new(),
+            intervals: Vec::new(),
+            slices: Vec::new(),
+            rates: Vec::new(),
+            spectra: Vec::new(),
+            reps: Default::default(),
+        };
+        let run = RunView {
+            id: 7,
+            steps: vec![step.clone()],
+            ..RunView::empty()
+        };
+        let text = csv(&run);
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        assert_eq!(&head[..CSV_FIXED.len()], CSV_FIXED);
+        assert_eq!(head.len(), CSV_FIXED.len() + Metric::ALL.len());
+        let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 1);
+        let get = |k: &str| rows[0][head.iter().position(|h| h == k).unwrap()].to_string();
+        assert_eq!(get("engine"), step.engine);
+        assert_eq!(get("error"), step.error.unwrap());
+        assert_eq!(
+            (get("run"), get("rep"), get("status")),
+            ("7".into(), "1".into(), "failed".into())
+        );
+        assert_eq!(get("ops_per_sec").parse::<f64>().unwrap(), 1234.5);
+        assert_eq!(get("write_amp"), "", "not measured: empty");
+        assert_eq!(get("schema_version"), SCHEMA_VERSION.to_string());
+    }
 }

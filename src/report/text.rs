@@ -49,6 +49,38 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
         let _ = writeln!(o);
     }
+    // 1b. Calls, where a call is several operations.
+    let calls = |e: &str, st: &str| {
+        find(run, e, st).and_then(|s| {
+            s.extras
+                .iter()
+                .find(|(k, _)| k == crate::runner::CALLS_PER_SEC)
+                .map(|(_, v)| *v)
+        })
+    };
+    let multi: Vec<&String> = ss
+        .iter()
+        .filter(|st| es.iter().any(|e| calls(e, st).is_some()))
+        .collect();
+    if !multi.is_empty() {
+        let _ = writeln!(
+            o,
+            "\ncalls/second where a call is several operations (above, ops/s counts each row of a batch \
+             and each document a range query returns; here each batch or query counts once)"
+        );
+        let _ = write!(o, "{:<18}", "step");
+        for e in &es {
+            let _ = write!(o, "{e:>w$}");
+        }
+        let _ = writeln!(o);
+        for st in multi {
+            let _ = write!(o, "{st:<18}");
+            for e in &es {
+                let _ = write!(o, "{:>w$}", cell(calls(e, st), 0));
+            }
+            let _ = writeln!(o);
+        }
+    }
     // 2. Size after each step.
     let _ = writeln!(o, "\nsize in GB after each step (allocated/apparent)");
     let _ = write!(o, "{:<18}", "step");
@@ -199,6 +231,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         !k.starts_with(crate::runner::SLICE_PREFIX)
             && !k.starts_with("pred_")
             && !k.starts_with("cf.")
+            && k != crate::runner::CALLS_PER_SEC
     };
     if run
         .steps

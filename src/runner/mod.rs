@@ -21,7 +21,7 @@ use env::{
 pub use predict::{EXPLAIN_NOTE, MODEL_NOTE};
 pub use slicer::{Slice, Slicer};
 use step::run_step;
-pub use step::{SLICE_PREFIX, SLICES};
+pub use step::{CALLS_PER_SEC, SLICE_PREFIX, SLICES};
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -22,6 +22,10 @@ pub const SLICES: usize = 10;
 /// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
 pub const SLICE_PREFIX: &str = "slice.";
 
+/// The extra holding a step's calls per second when a call counts as
+/// several operations.
+pub const CALLS_PER_SEC: &str = "calls_per_sec";
+
 /// One step: planned by the workload, driven, its figures, notes, latencies
 /// and engine statistics recorded, settled after a load with `--settle`,
 /// and a line printed.
@@ -115,6 +119,19 @@ pub(super) fn run_step(
                 extras: Vec::new(),
                 lines: vec![format!("after {step}: {e:#}")],
             });
+    // Calls, when a call is several operations (a batch of rows, a range
+    // query's documents): the reports show both rates.
+    let calls: u64 = o
+        .latencies
+        .iter()
+        .filter(|(n, _)| !n.starts_with("bg."))
+        .map(|(_, l)| l.count())
+        .sum();
+    if o.secs > 0.0 && calls > 0 && calls != o.ops {
+        notes
+            .extras
+            .push((CALLS_PER_SEC.into(), calls as f64 / o.secs));
+    }
     if o.bg_ops > 0 {
         notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
     }
