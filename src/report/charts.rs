@@ -36,6 +36,9 @@ pub fn css(i: usize) -> String {
 /// Chart size in pixels: two side by side fit a 1,400 px page.
 pub const SIZE: (u32, u32) = (640, 320);
 
+/// A chart across the page, for many groups of bars.
+pub const WIDE: (u32, u32) = (1290, 360);
+
 /// A number for an axis: 3 significant digits, k/M/G above a thousand.
 pub fn short(v: f64) -> String {
     let a = v.abs();
@@ -72,11 +75,11 @@ pub struct Series<T> {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-/// Draws into a fresh SVG string; `f` gets the white root area.
-fn svg(f: impl FnOnce(&Area<'_>) -> Result<(), String>) -> Option<String> {
+/// Draws into a fresh SVG string of `size`; `f` gets the white root area.
+fn svg(size: (u32, u32), f: impl FnOnce(&Area<'_>) -> Result<(), String>) -> Option<String> {
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
         root.fill(&WHITE).ok()?;
         f(&root).ok()?;
         root.present().ok()?;
@@ -197,9 +200,15 @@ fn plot(
     draw: impl FnOnce(&mut Chart<'_>) -> Result<(), String>,
 ) -> Option<String> {
     let (ax, y_desc) = (y.2, y.1);
-    svg(|root| {
+    // Many groups of bars get the page's width.
+    let size = if groups.is_some_and(|n| n > 6) {
+        WIDE
+    } else {
+        SIZE
+    };
+    svg(size, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 19))
+            .caption(title, ("sans-serif", 16))
             .margin(10)
             .margin_right(28)
             .x_label_area_size(40)
@@ -299,6 +308,8 @@ pub struct Bar {
     pub value: Option<f64>,
     /// A value marked on the bar.
     pub mark: Option<f64>,
+    /// An interval drawn as a whisker (e.g. the 95% interval of a mean).
+    pub err: Option<(f64, f64)>,
 }
 
 /// Grouped bars: one group per label, one bar per series in each group.
@@ -375,6 +386,23 @@ pub fn bars(
                             Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled())
                         });
                     }
+                    if let Some((lo, hi)) = bar.err {
+                        if let (Some(lo), Some(hi)) = (ax.at(lo), ax.at(hi)) {
+                            let xm = xa + w / 2.0;
+                            let cap = w / 4.0;
+                            chart
+                                .draw_series(
+                                    [
+                                        vec![(xm, lo), (xm, hi)],
+                                        vec![(xm - cap, lo), (xm + cap, lo)],
+                                        vec![(xm - cap, hi), (xm + cap, hi)],
+                                    ]
+                                    .into_iter()
+                                    .map(|p| PathElement::new(p, BLACK.stroke_width(1))),
+                                )
+                                .map_err(e)?;
+                        }
+                    }
                     if let Some(m) = bar.mark.and_then(|m| ax.at(m)) {
                         chart
                             .draw_series(std::iter::once(PathElement::new(
@@ -447,6 +475,7 @@ mod tests {
                 Bar {
                     value: Some(2.0),
                     mark: Some(1.5),
+                    err: None,
                 },
                 Bar::default(),
             ],

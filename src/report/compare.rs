@@ -181,7 +181,7 @@ pub fn render_corner_ratios(run: &RunView) -> String {
 
 /// True for runs merged by corner: every engine labelled `CORNER:ENGINE`
 /// (not `RUN:ENGINE`).
-fn by_corner(run: &RunView) -> bool {
+pub(crate) fn by_corner(run: &RunView) -> bool {
     !run.corners.is_empty()
         && engines(run).iter().all(|e| {
             e.split_once(':')
@@ -383,6 +383,7 @@ mod tests {
             id: 0,
             ordinal: 0,
             rep: 0,
+            threads: None,
             engine: engine.into(),
             step: name.into(),
             status: Status::Done,

@@ -149,7 +149,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         let _ = write!(
             o,
             "<h2>Cost per operation relative to {}</h2><p>Each engine's figure over {}'s in \
-             the same step (log axis; a bar above the line costs more, below costs less). \
+             the same step (log axis; a bar above the line costs more, below costs less; \
+             in runs merged by corner, over the base engine's in the same corner). \
              A figure whose base is below its noise floor is left out, and said so.</p>",
             esc(b),
             esc(b)
@@ -210,8 +211,12 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 } else {
                     1.0
                 };
-                let v = s.fig(*name).map(|v| v / scale);
-                let _ = write!(o, "<td class=n>{}</td>", num(v, *prec));
+                let v = if scale == 1.0 {
+                    super::repeat::with_ci(s, *name, *prec)
+                } else {
+                    num(s.fig(*name).map(|v| v / scale), *prec)
+                };
+                let _ = write!(o, "<td class=n>{v}</td>");
             }
             o.push_str("</tr>");
         }
@@ -352,6 +357,7 @@ mod tests {
             id: 0,
             ordinal: 0,
             rep: 0,
+            threads: None,
             engine: engine.into(),
             step: "load".into(),
             status: Status::Done,

@@ -5,17 +5,29 @@
 
 use super::charts::{self, Bar, Series};
 use super::compare::{find, floor, metric_ratio};
-use crate::metrics::{Metric, usl};
+use crate::metrics::{Metric, stats, usl};
 use crate::results::{RunView, StepView};
 
-/// The configuration a chart's title names: workload, threads, bound.
+/// The configuration a chart's title names: workload, the step's threads
+/// (when the chart is of one step), bound.
 pub fn config(run: &RunView) -> String {
+    step_config(run, None)
+}
+
+/// [`config`] for a chart of one step: with the threads it ran.
+pub fn step_config(run: &RunView, step: Option<&str>) -> String {
     let c = &run.config;
     let mut parts = vec![run.workload.clone()];
-    if let Some(t) = c.get("threads").and_then(|v| v.as_u64()) {
+    let threads = step.and_then(|st| run.steps.iter().find(|s| s.step == st)?.threads);
+    if let Some(t) = threads {
         parts.push(format!("{t} thread{}", if t == 1 { "" } else { "s" }));
     }
-    if let Some(b) = c.get("bound").and_then(|v| v.as_str()) {
+    // Merged corners name theirs in the engine labels.
+    if let Some(b) = c
+        .get("bound")
+        .and_then(|v| v.as_str())
+        .filter(|_| run.corners.is_empty())
+    {
         parts.push(b.to_string());
     }
     parts.join(", ")
@@ -44,6 +56,7 @@ fn per_step(
                     find(run, e, st).map_or(Bar::default(), |s| Bar {
                         value: value(s),
                         mark: mark(s),
+                        err: None,
                     })
                 })
                 .collect(),
@@ -53,8 +66,25 @@ fn per_step(
 
 /// Operations/s per step per engine: (linear, log) charts.
 pub fn throughput(run: &RunView, es: &[String], ss: &[String]) -> Option<(String, String)> {
-    let series = per_step(run, es, ss, |s| s.fig(Metric::OpsPerSec), |_| None);
-    let t = format!("operations/s per step ({})", config(run));
+    let mut series = per_step(run, es, ss, |s| s.fig(Metric::OpsPerSec), |_| None);
+    // Repetitions: the mean's 95% interval as a whisker.
+    let mut any = false;
+    for s in &mut series {
+        for (bar, st) in s.data.iter_mut().zip(ss) {
+            let ci = find(run, &s.label, st)
+                .and_then(|v| v.reps.get(&Metric::OpsPerSec))
+                .and_then(|v| stats::mean_ci(v));
+            if let Some((m, h)) = ci {
+                bar.err = Some(((m - h).max(m * 1e-3), m + h));
+                any = true;
+            }
+        }
+    }
+    let t = format!(
+        "operations/s per step ({}){}",
+        config(run),
+        if any { ", 95% intervals" } else { "" }
+    );
     let lin = charts::bars(&t, "ops/s", ss, &series, false, None)?;
     let log = charts::bars(&format!("{t}, log scale"), "ops/s", ss, &series, true, None)?;
     Some((lin, log))
@@ -95,7 +125,7 @@ pub fn over_time(run: &RunView, step: &str, es: &[String]) -> Option<String> {
     let t = format!(
         "{step}: operations/s over time{} ({})",
         width.map_or(String::new(), |w| format!(", {w} s bins")),
-        config(run)
+        step_config(run, Some(step))
     );
     charts::lines(&t, "seconds into the step", "ops/s", &series, false)
 }
@@ -156,48 +186,75 @@ pub fn efficiency(
     es: &[String],
     base: &str,
 ) -> Option<(String, Vec<String>)> {
-    let bs = find(run, base, step)?;
+    // Runs merged by corner compare each engine with the base engine of
+    // its own corner (io:lmdb with io:rocksdb), as the text report does.
+    let corners = super::compare::by_corner(run);
+    let name = base.split_once(':').map_or(base, |(_, n)| n);
+    let base_of = |e: &str| -> String {
+        match (corners, e.split_once(':')) {
+            (true, Some((c, _))) => format!("{c}:{name}"),
+            _ => base.to_string(),
+        }
+    };
+    let mut bases: Vec<String> = es.iter().map(|e| base_of(e)).collect();
+    bases.dedup();
+    let bss: Vec<&StepView> = bases.iter().filter_map(|b| find(run, b, step)).collect();
+    let first = bss.first()?;
     let mut skipped = Vec::new();
     let groups: Vec<(Metric, &str)> = EFFICIENCY
         .iter()
         .copied()
-        .filter(|(m, t)| match metric_ratio(*m, Some(1.0), bs.fig(*m)) {
-            Ok(_) => true,
-            Err(below) => {
-                skipped.push(match (below, floor(*m)) {
-                    (true, Some((_, why))) => format!("{t} ({base}'s is {why})"),
-                    _ => format!("{t} (not measured for {base})"),
-                });
-                false
+        .filter(|(m, t)| {
+            if bss
+                .iter()
+                .any(|b| metric_ratio(*m, Some(1.0), b.fig(*m)).is_ok())
+            {
+                return true;
             }
+            let below = metric_ratio(*m, Some(1.0), first.fig(*m)) == Err(true);
+            skipped.push(match (below, floor(*m)) {
+                (true, Some((_, why))) => format!("{t} (the base's is {why})"),
+                _ => format!("{t} (not measured for the base)"),
+            });
+            false
         })
         .collect();
     let series: Vec<Series<Vec<Bar>>> = es
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.as_str() != base)
+        .filter(|(_, e)| !bases.contains(e))
         .filter_map(|(i, e)| {
             let s = find(run, e, step)?;
+            let bs = find(run, &base_of(e), step)?;
             Some(Series {
                 label: e.clone(),
                 colour: i,
                 data: groups
                     .iter()
-                    .map(|(m, _)| Bar {
-                        value: metric_ratio(*m, s.fig(*m), bs.fig(*m)).ok(),
-                        mark: None,
+                    .map(|(m, _)| {
+                        let r = super::repeat::ratio(*m, s, bs).ok();
+                        Bar {
+                            value: r.map(|r| r.0),
+                            mark: None,
+                            err: r.and_then(|r| r.1).map(|c| (c.lo, c.hi)),
+                        }
                     })
                     .collect(),
             })
         })
         .collect();
     let names: Vec<String> = groups.iter().map(|(_, t)| t.to_string()).collect();
+    let against = if corners && bases.len() > 1 {
+        format!("{name} (same corner)")
+    } else {
+        base.to_string()
+    };
     let svg = charts::bars(
         &format!(
-            "{step}: cost per operation relative to {base} ({})",
-            config(run)
+            "{step}: cost per operation relative to {against} ({})",
+            step_config(run, Some(step))
         ),
-        &format!("× {base}"),
+        &format!("× {against}"),
         &names,
         &series,
         true,

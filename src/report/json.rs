@@ -134,6 +134,7 @@ mod tests {
             id: 1,
             ordinal: 0,
             rep: 1,
+            threads: None,
             engine: "rocksdb[a=1,b=2]".into(),
             step: "load".into(),
             status: Status::Failed,
@@ -172,5 +173,22 @@ mod tests {
         assert_eq!(get("ops_per_sec").parse::<f64>().unwrap(), 1234.5);
         assert_eq!(get("write_amp"), "", "not measured: empty");
         assert_eq!(get("schema_version"), SCHEMA_VERSION.to_string());
+    }
+}
+
+#[cfg(test)]
+mod doc_tests {
+    use super::*;
+
+    #[test]
+    fn docs_results_md_names_every_figure_and_column() {
+        let doc = include_str!("../../docs/results.md");
+        for m in Metric::ALL {
+            assert!(doc.contains(&format!("| `{}` |", m.name())), "{}", m.name());
+        }
+        for c in CSV_FIXED {
+            assert!(doc.contains(&format!("`{c}`")), "{c}");
+        }
+        assert!(doc.contains(&format!("now **{SCHEMA_VERSION}**")));
     }
 }

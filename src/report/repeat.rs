@@ -203,6 +203,7 @@ mod tests {
             id: rep,
             ordinal: rep,
             rep,
+            threads: None,
             engine: engine.into(),
             step: "pq.1".into(),
             status,

@@ -64,6 +64,8 @@ pub struct StepView {
     pub ordinal: i64,
     /// Its repetition (`--repeat`, 0-based).
     pub rep: i64,
+    /// Its foreground threads, as recorded in its spec.
+    pub threads: Option<u64>,
     /// Engine name.
     pub engine: String,
     /// Step name.
@@ -257,7 +259,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         .optional()?
         .ok_or_else(|| crate::UsageError(format!("no run {id} in the results file")))?;
     let mut st = c.prepare(
-        "SELECT id, ordinal, engine, step, status, error, secs, settle, rep FROM steps WHERE run_id = ?1 ORDER BY ordinal",
+        "SELECT id, ordinal, engine, step, status, error, secs, settle, rep, spec FROM steps WHERE run_id = ?1 ORDER BY ordinal",
     )?;
     let steps: Vec<StepView> = st
         .query_map(params![id], |row| {
@@ -271,6 +273,9 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 secs: row.get(6)?,
                 settle: row.get(7)?,
                 rep: row.get(8)?,
+                threads: serde_json::from_str::<serde_json::Value>(&row.get::<_, String>(9)?)
+                    .ok()
+                    .and_then(|v| v["threads"].as_u64()),
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
                 extras: Vec::new(),
