@@ -54,6 +54,23 @@ window.addEventListener('load', () => {
 });
 </script>"#;
 
+/// Runs headless Chromium (as root it needs --no-sandbox) on a page.
+fn chromium(args: &[&str], page: &Path) -> std::process::Output {
+    Command::new("timeout")
+        .args([
+            "120",
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium")
+}
+
 #[test]
 fn every_chart_draws_every_engine_in_chromium() {
     if !Path::new(CHROMIUM).exists() {
@@ -85,23 +102,16 @@ fn every_chart_draws_every_engine_in_chromium() {
     let html = dir.path().join("page.html");
     std::fs::write(&html, page.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
     let shot = dir.path().join("page.png");
-    let o = Command::new("timeout")
-        .args([
-            "120",
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
+    let o = chromium(
+        &[
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=5000",
             "--window-size=1400,6000",
             "--dump-dom",
-        ])
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("run chromium");
+        ],
+        &html,
+    );
     let dom = String::from_utf8_lossy(&o.stdout);
     let log = String::from_utf8_lossy(&o.stderr);
     let json = dom
@@ -163,20 +173,13 @@ fn every_chart_draws_every_engine_in_chromium() {
         }
     }
     // A screenshot renders (kept beside the page while the test runs).
-    let s = Command::new("timeout")
-        .args([
-            "120",
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
+    let s = chromium(
+        &[
             "--window-size=1400,3000",
-        ])
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .expect("run chromium");
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &html,
+    );
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
     let png = std::fs::read(&shot).unwrap();
     assert!(

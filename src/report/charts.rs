@@ -141,6 +141,22 @@ fn bounds(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     (a <= b).then_some((a, b))
 }
 
+/// Each series' points placed on the chart's axes by `at` (None drops a
+/// point a log axis cannot show).
+fn placed<P>(
+    series: &[Series<Vec<P>>],
+    at: impl Fn(&P) -> Option<(f64, f64)>,
+) -> Vec<Series<Vec<(f64, f64)>>> {
+    series
+        .iter()
+        .map(|s| Series {
+            label: s.label.clone(),
+            colour: s.colour,
+            data: s.data.iter().filter_map(&at).collect(),
+        })
+        .collect()
+}
+
 /// Lines over a shared x axis (e.g. ops/s over seconds), one per series;
 /// a series of three points or fewer also gets dots. `log_y` for a log y
 /// axis.
@@ -152,19 +168,9 @@ pub fn lines(
     log_y: bool,
 ) -> Option<String> {
     let ax = Axis { log: log_y };
-    let conv: Vec<Series<Vec<(f64, f64)>>> = series
-        .iter()
-        .map(|s| Series {
-            label: s.label.clone(),
-            colour: s.colour,
-            data: s
-                .data
-                .iter()
-                .filter(|(x, _)| x.is_finite())
-                .filter_map(|(x, y)| Some((*x, ax.at(*y)?)))
-                .collect(),
-        })
-        .collect();
+    let conv = placed(series, |(x, y)| {
+        Some((*x, ax.at(*y)?)).filter(|p| p.0.is_finite())
+    });
     let (x0, mut x1) = bounds(conv.iter().flat_map(|s| s.data.iter().map(|p| p.0)))?;
     let (y0, y1) = bounds(conv.iter().flat_map(|s| s.data.iter().map(|p| p.1)))?;
     if x1 - x0 < 1e-9 {
@@ -265,18 +271,9 @@ fn draw_line(chart: &mut Chart<'_>, s: &Series<Vec<(f64, f64)>>, dots: bool) -> 
 pub fn spectrum(title: &str, series: &[Series<Vec<(f64, u64)>>]) -> Option<String> {
     let nines = |p: f64| -(1.0 - (p / 100.0).min(0.999_99)).log10();
     let ax = Axis { log: true };
-    let conv: Vec<Series<Vec<(f64, f64)>>> = series
-        .iter()
-        .map(|s| Series {
-            label: s.label.clone(),
-            colour: s.colour,
-            data: s
-                .data
-                .iter()
-                .filter_map(|(p, v)| Some((nines(*p), ax.at((*v).max(1) as f64)?)))
-                .collect(),
-        })
-        .collect();
+    let conv = placed(series, |(p, v)| {
+        Some((nines(*p), ax.at((*v).max(1) as f64)?))
+    });
     let (y0, y1) = bounds(conv.iter().flat_map(|s| s.data.iter().map(|p| p.1)))?;
     let label = |v: &f64| match v.round() as i64 {
         0 => "0%".into(),
