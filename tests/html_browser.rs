@@ -71,6 +71,93 @@ fn chromium(args: &[&str], page: &Path) -> std::process::Output {
         .expect("run chromium")
 }
 
+/// Opens `page` (a copy with the check script, written to `html`) in
+/// Chromium and returns what the check read; asserts the console said
+/// nothing but the check's line and the page fetched nothing.
+fn check_page(page: &str, html: &Path) -> serde_json::Value {
+    std::fs::write(html, page.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
+    let o = chromium(
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--window-size=1400,6000",
+            "--dump-dom",
+        ],
+        html,
+    );
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let log = String::from_utf8_lossy(&o.stderr);
+    let json = dom
+        .split_once("CHECK_JSON")
+        .and_then(|(_, r)| r.split_once("END_JSON"))
+        .map(|(j, _)| j)
+        .unwrap_or_else(|| panic!("the check did not run:\n{log}"));
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    // The console: the check's own line is there (so the console is read),
+    // and nothing else the page said.
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.iter().any(|l| l.contains("check ran")), "{log}");
+    assert_eq!(console.len(), 1, "console messages: {console:?}");
+    assert_eq!(v["resources"], 0, "the page fetched something");
+    v
+}
+
+/// Every chart is shown (the log-scale one once its switch is on) and has,
+/// for every engine in its legend, marks of its own beside its legend key.
+fn check_charts(charts: &[serde_json::Value]) {
+    for c in charts {
+        let t = c["title"].as_str().unwrap();
+        let colours = c["colours"].as_object().unwrap();
+        // The log-scale chart is shown once its switch is on.
+        assert!(c["shown"].as_bool().unwrap(), "{t}: not shown");
+        assert_eq!(
+            c["switched"].as_bool().unwrap_or(false),
+            t.ends_with("log scale"),
+            "{t}"
+        );
+        // A legend key and at least one mark of its own per engine.
+        let engines = if t.contains("relative to") { 1 } else { 2 };
+        assert!(colours.len() >= engines, "{t}: {colours:?}");
+        for (col, o) in colours {
+            assert!(
+                o["marks"].as_u64().unwrap() >= 2,
+                "{t}: {col} has only a legend key"
+            );
+        }
+    }
+}
+
+/// The acceptance check on any page: `AMPBENCH_PAGE=report.html cargo
+/// test --release --test html_browser -- --ignored` (e.g. the page of
+/// `make run`).
+#[test]
+#[ignore]
+fn the_page_named_by_ampbench_page() {
+    let path = std::env::var("AMPBENCH_PAGE").expect("set AMPBENCH_PAGE to an HTML report");
+    let page = std::fs::read_to_string(&path).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let v = check_page(&page, &dir.path().join("page.html"));
+    let charts = v["charts"].as_array().unwrap();
+    check_charts(charts);
+    for c in charts {
+        let t = c["title"].as_str().unwrap();
+        let most = c["colours"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|o| o["points"].as_u64().unwrap())
+            .max()
+            .unwrap_or(0);
+        eprintln!(
+            "{:>3} engines {:>4} points  {t}",
+            c["colours"].as_object().unwrap().len(),
+            most
+        );
+    }
+    eprintln!("{} charts checked", charts.len());
+}
+
 #[test]
 fn every_chart_draws_every_engine_in_chromium() {
     if !Path::new(CHROMIUM).exists() {
@@ -100,33 +187,8 @@ fn every_chart_draws_every_engine_in_chromium() {
     let page = ok(&["report", "--results", r, "--format", "html"]);
     assert!(!page.contains("<script"), "the page itself has no script");
     let html = dir.path().join("page.html");
-    std::fs::write(&html, page.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
     let shot = dir.path().join("page.png");
-    let o = chromium(
-        &[
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=5000",
-            "--window-size=1400,6000",
-            "--dump-dom",
-        ],
-        &html,
-    );
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let log = String::from_utf8_lossy(&o.stderr);
-    let json = dom
-        .split_once("CHECK_JSON")
-        .and_then(|(_, r)| r.split_once("END_JSON"))
-        .map(|(j, _)| j)
-        .unwrap_or_else(|| panic!("the check did not run:\n{log}"));
-    let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    // The console: the check's own line is there (so the console is read),
-    // and nothing else the page said.
-    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
-    assert!(console.iter().any(|l| l.contains("check ran")), "{log}");
-    assert_eq!(console.len(), 1, "console messages: {console:?}");
-    assert_eq!(v["resources"], 0, "the page fetched something");
-
+    let v = check_page(&page, &html);
     let charts = v["charts"].as_array().unwrap();
     let titled = |p: &'static str| {
         charts
@@ -137,26 +199,7 @@ fn every_chart_draws_every_engine_in_chromium() {
     // (load: 1 op; pq.1: 1; owa.1: 1), efficiency ×3, size, RSS, w-amp,
     // s-amp.
     assert!(charts.len() >= 14, "{} charts: {v}", charts.len());
-    for c in charts {
-        let t = c["title"].as_str().unwrap();
-        let colours = c["colours"].as_object().unwrap();
-        // The log-scale chart is shown once its switch is on.
-        assert!(c["shown"].as_bool().unwrap(), "{t}: not shown");
-        assert_eq!(
-            c["switched"].as_bool().unwrap_or(false),
-            t.ends_with("log scale"),
-            "{t}"
-        );
-        // A legend key and at least one mark of its own per engine.
-        let engines = if t.contains("relative to") { 1 } else { 2 };
-        assert!(colours.len() >= engines, "{t}: {colours:?}");
-        for (col, o) in colours {
-            assert!(
-                o["marks"].as_u64().unwrap() >= 2,
-                "{t}: {col} has only a legend key"
-            );
-        }
-    }
+    check_charts(charts);
     // A 3 s step gets 0.1 s bins: 30 points (≥ 10 asked for a 30 s step);
     // the load, a fraction of a second, has what it has.
     assert_eq!(titled("over time").count(), 3);

@@ -359,3 +359,59 @@ pub fn concurrency(run: &RunView, es: &[String]) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::Status;
+    use std::collections::BTreeMap;
+
+    fn step(name: &str, ops: f64) -> StepView {
+        StepView {
+            id: 0,
+            ordinal: 0,
+            rep: 0,
+            threads: None,
+            engine: "a".into(),
+            step: name.into(),
+            status: Status::Done,
+            error: None,
+            secs: Some(1.0),
+            settle: None,
+            figures: [(Metric::OpsPerSec, (Some(ops), None))].into(),
+            latencies: Vec::new(),
+            extras: Vec::new(),
+            notes: Vec::new(),
+            intervals: Vec::new(),
+            slices: Vec::new(),
+            rates: Vec::new(),
+            spectra: Vec::new(),
+            reps: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_thread_sweep_draws_its_points_and_the_usl_fit() {
+        let run = RunView {
+            workload: "pattern".into(),
+            steps: vec![
+                step("pq.n@1", 100.0),
+                step("pq.n@2", 190.0),
+                step("pq.n@4", 340.0),
+                step("pq.n@8", 520.0),
+            ],
+            ..RunView::empty()
+        };
+        let svgs = concurrency(&run, &["a".to_string()]);
+        assert_eq!(svgs.len(), 1);
+        let svg = &svgs[0];
+        assert!(svg.contains("pq.n: throughput by thread count"), "{svg}");
+        assert!(
+            svg.contains("\na USL fit\n") && svg.contains("\na\n"),
+            "{svg}"
+        );
+        // The measured points are dotted (four or fewer): 4 dots.
+        assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+        assert!(concurrency(&RunView::empty(), &[]).is_empty());
+    }
+}
