@@ -158,7 +158,7 @@ fn placed<P>(
 }
 
 /// Lines over a shared x axis (e.g. ops/s over seconds), one per series;
-/// a series of three points or fewer also gets dots. `log_y` for a log y
+/// a series of eight points or fewer also gets dots. `log_y` for a log y
 /// axis.
 pub fn lines(
     title: &str,
@@ -184,7 +184,7 @@ pub fn lines(
         None,
         |chart| {
             for s in &conv {
-                draw_line(chart, s, s.data.len() <= 3)?;
+                draw_line(chart, s, s.data.len() <= 8)?;
             }
             Ok(())
         },
