@@ -154,6 +154,8 @@ pub struct MariaDb {
     root: PathBuf,
     socket: PathBuf,
     port: u16,
+    /// The benchmark user's password, made for this server.
+    password: String,
     table_options: String,
     transport: super::Transport,
 }
@@ -227,6 +229,9 @@ impl MariaDb {
                 }
             }
         }
+        // mariadb-install-db leaves the directory world-readable: the
+        // socket, config and data are root's only.
+        crate::setup::server::private_dir(&root)?;
         let port = free_port()?;
         let socket = root.join("mysqld.sock");
         let mut cnf = format!(
@@ -264,10 +269,15 @@ impl MariaDb {
         .map_err(|e| anyhow!("{e:#} | error log: {}", tail(&root.join("error.log"), 4)))?;
         let pid = server.pid();
         let mut c = root_conn(&socket).context("connecting as root over the socket")?;
-        c.query_drop(
-            "CREATE DATABASE ampbench; CREATE USER 'bench'@'127.0.0.1'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; \
-             CREATE USER 'bench'@'localhost'; GRANT ALL ON *.* TO 'bench'@'localhost'",
-        )
+        // The benchmark user needs this run's password (hex: nothing to
+        // quote); root@localhost reaches only the socket, in a directory
+        // only root can enter.
+        let password = crate::setup::server::random_password()?;
+        c.query_drop(format!(
+            "CREATE DATABASE ampbench; \
+             CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; \
+             CREATE USER 'bench'@'localhost' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'localhost'"
+        ))
         .context("creating the benchmark user and database")?;
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
         let myrocks = is_myrocks(kind);
@@ -295,6 +305,7 @@ impl MariaDb {
             root,
             socket,
             port,
+            password,
             transport: spec.transport,
             table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
@@ -401,6 +412,7 @@ impl SqlEngine for MariaDb {
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let opts = mysql::OptsBuilder::new()
             .user(Some("bench"))
+            .pass(Some(self.password.as_str()))
             .db_name(Some("ampbench"))
             .stmt_cache_size(Some(256));
         let (opts, at) = match self.transport {

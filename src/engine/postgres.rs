@@ -115,16 +115,22 @@ pub struct Postgres {
     pid: u32,
     port: u16,
     db_oid: u32,
+    /// The password of `postgres` and `bench`, made for this server.
+    password: String,
     /// The unix socket's directory, for `--transport socket`.
     socket_dir: std::path::PathBuf,
     transport: super::Transport,
 }
 
-fn connect(port: u16, user: &str, db: &str) -> Result<Client, postgres::Error> {
-    Client::connect(
-        &format!("host=127.0.0.1 port={port} user={user} dbname={db} connect_timeout=5"),
-        NoTls,
-    )
+fn connect(port: u16, user: &str, db: &str, password: &str) -> Result<Client, postgres::Error> {
+    let mut c = postgres::Config::new();
+    c.host("127.0.0.1")
+        .port(port)
+        .user(user)
+        .dbname(db)
+        .password(password)
+        .connect_timeout(Duration::from_secs(5));
+    c.connect(NoTls)
 }
 
 impl Postgres {
@@ -137,17 +143,29 @@ impl Postgres {
         let bin = bin_dir()?;
         let root = spec.dir.clone();
         chown_tree(&root, uid, gid)?;
+        crate::setup::server::private_dir(&root)?;
         let datadir = root.join("data");
         let log = root.join("initdb.log");
+        // Passwords made for this server, SCRAM on TCP and on the socket:
+        // no local user gets in without one (`--auth=trust` would admit
+        // every user of the machine over 127.0.0.1).
+        let password = crate::setup::server::random_password()?;
+        let pwfile = root.join("pwfile");
+        std::fs::write(&pwfile, format!("{password}\n"))
+            .with_context(|| format!("cannot write {}", pwfile.display()))?;
+        std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid))?;
         let mut init = Command::new(bin.join("initdb"));
         init.arg("-D")
             .arg(&datadir)
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .args(["-U", "postgres", "--auth=scram-sha-256", "-E", "UTF8", "--no-sync"])
+            .arg(format!("--pwfile={}", pwfile.display()))
             .uid(uid)
             .gid(gid);
         managed(&mut init, &log)?;
         std::os::unix::fs::chown(&log, Some(uid), Some(gid))?;
-        let st = init.status().context("cannot run initdb")?;
+        let st = init.status().context("cannot run initdb");
+        let _ = std::fs::remove_file(&pwfile);
+        let st = st?;
         if !st.success() {
             bail!("initdb failed ({st}): {}", tail(&log, 5));
         }
@@ -198,11 +216,14 @@ impl Postgres {
             &slog,
             libc::SIGINT,
             Duration::from_secs(60),
-            || connect(port, "postgres", "postgres").is_ok(),
+            || connect(port, "postgres", "postgres", &password).is_ok(),
         )?;
         let pid = server.pid();
-        let mut c = connect(port, "postgres", "postgres")?;
-        c.batch_execute("CREATE ROLE bench LOGIN SUPERUSER")
+        let mut c = connect(port, "postgres", "postgres", &password)?;
+        // The password is hex: nothing to quote.
+        c.batch_execute(&format!(
+            "CREATE ROLE bench LOGIN SUPERUSER PASSWORD '{password}'"
+        ))
             .and_then(|_| c.batch_execute("CREATE DATABASE ampbench OWNER bench"))
             .context("creating the benchmark role and database")?;
         let version: String = c.query_one("SHOW server_version", &[])?.get(0);
@@ -223,6 +244,7 @@ impl Postgres {
             pid,
             port,
             db_oid: oid,
+            password,
             socket_dir: root,
             transport: spec.transport,
         })
@@ -365,13 +387,14 @@ impl SqlEngine for Postgres {
             super::Transport::Tcp => "127.0.0.1".to_string(),
             super::Transport::Socket => self.socket_dir.display().to_string(),
         };
-        let c = Client::connect(
-            &format!(
-                "host={host} port={} user=bench dbname=ampbench connect_timeout=5",
-                self.port
-            ),
-            NoTls,
-        )
+        let c = postgres::Config::new()
+            .host(&host)
+            .port(self.port)
+            .user("bench")
+            .dbname("ampbench")
+            .password(&self.password)
+            .connect_timeout(Duration::from_secs(5))
+            .connect(NoTls)
         .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
         Ok(Box::new(PgConn {
             c,
@@ -398,7 +421,7 @@ impl Engine for Postgres {
         self.pid
     }
     fn stats(&self) -> Result<EngineStats> {
-        let mut c = connect(self.port, "postgres", "ampbench")?;
+        let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;
         let mut st = EngineStats::default();
         for (prefix, sql) in [
             (
@@ -420,7 +443,7 @@ impl Engine for Postgres {
     }
     fn settle(&self) -> Result<String> {
         let t = Instant::now();
-        let mut c = connect(self.port, "postgres", "ampbench")?;
+        let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;
         c.batch_execute("CHECKPOINT")?;
         Ok(format!("CHECKPOINT: {:.1}s", t.elapsed().as_secs_f64()))
     }

@@ -30,6 +30,26 @@ pub fn user_ids(name: &str) -> Result<(u32, u32)> {
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
+/// A password for one run's benchmark user: 16 bytes from the kernel's
+/// random source, as hex. No credential is fixed in the code, so a server
+/// of ours admits nobody who did not read its process's memory.
+pub fn random_password() -> Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .context("reading /dev/urandom for a password")?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// Makes a server's directory its owner's only (0700): its unix socket,
+/// configuration and data are out of other users' reach.
+pub fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private (0700)", dir.display()))
+}
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;

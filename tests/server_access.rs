@@ -1,0 +1,146 @@
+//! Nobody else gets into a server ampbench starts: every listening socket
+//! of the server is bound to 127.0.0.1 (or is a unix socket in a directory
+//! only the server's user can enter), and the benchmark user needs this
+//! run's password: a connection without it is refused.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use ampbench::engine::{self, EngineKind, OpenSpec};
+
+/// Socket inodes of a process's open files.
+fn socket_inodes(pid: u32) -> Vec<u64> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(t) = std::fs::read_link(e.path()) {
+            let t = t.to_string_lossy().to_string();
+            if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                v.push(n.parse().unwrap());
+            }
+        }
+    }
+    v
+}
+
+/// Listening TCP sockets (IPv4 and IPv6) owned by `pid` and its children:
+/// (local address as in /proc/net, port).
+fn listening(pids: &[u32]) -> Vec<(String, u16)> {
+    let inodes: Vec<u64> = pids.iter().flat_map(|p| socket_inodes(*p)).collect();
+    let mut out = Vec::new();
+    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(f).unwrap();
+        for l in text.lines().skip(1) {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            // st 0A = LISTEN; c[9] = inode.
+            if c[3] != "0A" || !inodes.contains(&c[9].parse().unwrap()) {
+                continue;
+            }
+            let (addr, port) = c[1].split_once(':').unwrap();
+            out.push((addr.to_string(), u16::from_str_radix(port, 16).unwrap()));
+        }
+    }
+    out
+}
+
+/// The process and its children (PostgreSQL's postmaster forks its own).
+fn family(pid: u32) -> Vec<u32> {
+    let mut v = vec![pid];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(s) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let ppid = s
+                .rsplit_once(')')
+                .and_then(|x| x.1.split_whitespace().nth(1));
+            if ppid == Some(&pid.to_string()) {
+                v.push(p);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn servers_listen_on_loopback_and_need_the_runs_password() {
+    for name in ["mariadb-innodb", "postgres"] {
+        let kind = EngineKind::parse(name).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let e = engine::open(kind, &OpenSpec::new(d.path(), vec![], 64 << 20)).unwrap();
+        // The engine's directory (socket, config, data) is its user's only.
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "{name}: {} is {mode:o}",
+            d.path().display()
+        );
+        let ls = listening(&family(e.pid()));
+        assert!(!ls.is_empty(), "{name}: no listening socket found");
+        // 0100007F is 127.0.0.1 in /proc/net/tcp's byte order.
+        for (addr, port) in &ls {
+            assert_eq!(addr, "0100007F", "{name} listens on {addr}:{port}");
+        }
+        let port = ls[0].1;
+        // The engine itself connects (with the password) …
+        let mut c = e.face().sql().unwrap().connect().unwrap();
+        c.batch("SELECT 1").unwrap();
+        // … and one without it, or with another, is refused by the server
+        // (PostgreSQL's client refuses at once when the server asks for a
+        // password it was not given: that also says one is required).
+        for pw in [None, Some("not-the-password")] {
+            let refused = match name {
+                "postgres" => {
+                    let mut cfg = postgres::Config::new();
+                    cfg.host("127.0.0.1")
+                        .port(port)
+                        .user("bench")
+                        .dbname("ampbench");
+                    if let Some(p) = pw {
+                        cfg.password(p);
+                    }
+                    cfg.connect(postgres::NoTls).err().map(|e| format!("{e:?}"))
+                }
+                _ => mysql::Conn::new(
+                    mysql::OptsBuilder::new()
+                        .ip_or_hostname(Some("127.0.0.1"))
+                        .tcp_port(port)
+                        .user(Some("bench"))
+                        .pass(pw)
+                        .db_name(Some("ampbench")),
+                )
+                .err()
+                .map(|e| e.to_string()),
+            };
+            let why =
+                refused.unwrap_or_else(|| panic!("{name}: bench got in with password {pw:?}"));
+            let expected = match (name, pw) {
+                ("postgres", None) => "password missing",
+                ("postgres", Some(_)) => "password authentication failed",
+                _ => "Access denied",
+            };
+            assert!(why.contains(expected), "{name} {pw:?}: {why}");
+        }
+        // Nor does another user name get in (PostgreSQL's superuser).
+        if name == "postgres" {
+            assert!(
+                postgres::Client::connect(
+                    &format!(
+                        "host=127.0.0.1 port={port} user=postgres dbname=postgres connect_timeout=5"
+                    ),
+                    postgres::NoTls,
+                )
+                .is_err()
+            );
+        }
+        // The owner of the data is the server's user.
+        let owner = std::fs::metadata(d.path()).unwrap().uid();
+        if name == "postgres" {
+            assert_ne!(owner, 0, "postgres' directory belongs to postgres");
+        }
+        drop(c);
+        e.close().unwrap();
+    }
+}
