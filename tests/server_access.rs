@@ -144,3 +144,48 @@ fn servers_listen_on_loopback_and_need_the_runs_password() {
         e.close().unwrap();
     }
 }
+
+/// `--set` cannot reopen a server to others or inject configuration: each
+/// attempt is a one-line error naming the key, before anything starts.
+#[test]
+fn set_cannot_open_or_inject() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.db");
+    for (engine, set, says) in [
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.bind-address=0.0.0.0",
+            "set by ampbench",
+        ),
+        (
+            "mariadb-myrocks",
+            "mariadb-myrocks.skip_grant_tables=1",
+            "set by ampbench",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.innodb_buffer_pool_size=1G\n[client]\nuser=root",
+            "newline",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.max_connections=[mysqld]",
+            "section header",
+        ),
+        ("postgres", "postgres.listen_addresses=*", "set by ampbench"),
+        ("postgres", "postgres.hba_file=/tmp/x", "set by ampbench"),
+        ("postgres", "postgres.work_mem=4MB\r", "newline"),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+            .args(["run", "-e", engine, "--set", set, "--results"])
+            .arg(&results)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{set}: {err}");
+        let key = set.split('=').next().unwrap();
+        assert!(err.contains(key) && err.contains(says), "{set}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(!results.exists(), "nothing starts");
+    }
+}

@@ -19,13 +19,13 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
             || !k
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            || v.contains('\n')
         {
             return Err(crate::UsageError(format!(
-                "invalid option '{kind}.{k}={v}': not a my.cnf setting"
+                "invalid option '{kind}.{k}': not a my.cnf setting"
             ))
             .into());
         }
+        crate::setup::server::check_setting(kind.name(), k, v, RESERVED)?;
         let routed = is_myrocks(kind)
             && (k == "default_cf_options" || super::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
         if let Some(known) = known_options() {
@@ -78,3 +78,17 @@ fn known_options() -> Option<&'static std::collections::HashSet<String>> {
         })
         .as_ref()
 }
+
+/// Settings ampbench makes itself: where and to whom the server listens,
+/// and as whom and where it runs.
+const RESERVED: &[&str] = &[
+    "bind-address",
+    "port",
+    "socket",
+    "extra-port",
+    "skip-grant-tables",
+    "user",
+    "datadir",
+    "pid-file",
+    "plugin-dir",
+];

@@ -72,13 +72,13 @@ pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
             || !k
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            || v.contains('\n')
         {
             return Err(crate::UsageError(format!(
-                "invalid option 'postgres.{k}={v}': not a server setting"
+                "invalid option 'postgres.{k}': not a server setting"
             ))
             .into());
         }
+        crate::setup::server::check_setting("postgres", k, v, RESERVED)?;
     }
     Ok(())
 }
@@ -181,7 +181,10 @@ impl Postgres {
                 ("archive_mode", "on".into()),
                 (
                     "archive_command",
-                    format!("cp %p {}/%f", archive.display()),
+                    format!(
+                        "cp %p {}/%f",
+                        crate::setup::server::shell_quote(&archive.display().to_string())
+                    ),
                 ),
             ] {
                 if !settings.iter().any(|(s, _)| s == k) {
@@ -454,3 +457,17 @@ impl Engine for Postgres {
             .stop()
     }
 }
+
+/// Settings ampbench makes itself: where and to whom the server listens
+/// and how clients authenticate.
+const RESERVED: &[&str] = &[
+    "listen_addresses",
+    "port",
+    "unix_socket_directories",
+    "unix_socket_permissions",
+    "unix_socket_group",
+    "hba_file",
+    "ident_file",
+    "data_directory",
+    "config_file",
+];

@@ -50,6 +50,45 @@ pub fn private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot make {} private (0700)", dir.display()))
 }
 
+/// Checks one `--set` setting of a server: the value is one line with no
+/// control character (it goes into a configuration file or an argument),
+/// is not a section header (`[client]`), and the key is none of `reserved`
+/// (compared with `_` and `-` alike): the settings through which the
+/// server would listen elsewhere or admit anyone, which ampbench sets.
+pub fn check_setting(
+    kind: &str,
+    key: &str,
+    value: &str,
+    reserved: &[&str],
+) -> Result<(), crate::UsageError> {
+    if value.chars().any(|c| c.is_control()) {
+        return Err(crate::UsageError(format!(
+            "--set {kind}.{key}: the value holds a newline or another control character"
+        )));
+    }
+    let v = value.trim();
+    if v.starts_with('[') && v.ends_with(']') {
+        return Err(crate::UsageError(format!(
+            "--set {kind}.{key}={value}: a section header is not a value"
+        )));
+    }
+    let norm = |s: &str| s.replace('-', "_").to_ascii_lowercase();
+    let k = norm(key);
+    let k = k.strip_prefix("loose_").unwrap_or(&k);
+    if reserved.iter().any(|r| norm(r) == k) {
+        return Err(crate::UsageError(format!(
+            "--set {kind}.{key}: set by ampbench and not to be changed (its servers listen on 127.0.0.1 and admit only this run's user)"
+        )));
+    }
+    Ok(())
+}
+
+/// Quotes a path for a POSIX shell (a command the server runs through
+/// one, e.g. PostgreSQL's `archive_command`).
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
@@ -243,5 +282,50 @@ mod tests {
         );
         std::fs::write(&log, "one\ntwo\n\nthree\n").unwrap();
         assert_eq!(errors_or_tail(&log, 2), "two | three");
+    }
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+
+    #[test]
+    fn settings_cannot_inject_or_open_the_server() {
+        let r = &["bind-address", "port"];
+        assert!(check_setting("m", "innodb_buffer_pool_size", "1G", r).is_ok());
+        for (k, v) in [
+            ("innodb_buffer_pool_size", "1G\nbind-address=0.0.0.0"),
+            ("innodb_buffer_pool_size", "1G\r"),
+            ("x", "a\0b"),
+            ("x", "[client]"),
+            ("bind_address", "0.0.0.0"),
+            ("loose-bind-address", "0.0.0.0"),
+            ("PORT", "3306"),
+        ] {
+            let e = check_setting("mariadb-innodb", k, v, r).unwrap_err().0;
+            assert!(e.starts_with(&format!("--set mariadb-innodb.{k}")), "{e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn shell_quoting_keeps_a_path_one_word() {
+        assert_eq!(shell_quote("/a b/c"), "'/a b/c'");
+        assert_eq!(shell_quote("/x';rm"), r"'/x'\'';rm'");
+        // The shell reads it back as the one word it was.
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {}", shell_quote("/x'; echo no; '")))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "/x'; echo no; '");
+    }
+
+    #[test]
+    fn passwords_are_random_hex() {
+        let (a, b) = (random_password().unwrap(), random_password().unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
     }
 }
