@@ -189,3 +189,31 @@ fn set_cannot_open_or_inject() {
         assert!(!results.exists(), "nothing starts");
     }
 }
+
+/// A --dir the server's user cannot reach (below a 0700 directory of
+/// root's) is a one-line error naming the directory and what to do,
+/// before anything starts (no results file, no directory made).
+#[test]
+fn a_dir_postgres_cannot_reach_is_said_before_anything_starts() {
+    let d = tempfile::tempdir().unwrap();
+    let locked = d.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let dir = locked.join("data");
+    let results = d.path().join("r.db");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+        .args(["run", "-e", "rocksdb,postgres", "-p", "docs=1000", "--dir"])
+        .arg(&dir)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("cannot enter {}", locked.display())) && err.contains("chmod o+x"),
+        "{err}"
+    );
+    assert!(!results.exists() && !dir.exists(), "nothing started");
+}

@@ -31,6 +31,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "LevelDB (Debian's libleveldb, a leveled LSM; no transactions)",
     structure: Structure::LeveledLsm,
     server: false,
+    run_as: None,
     library_version: || Ok(ffi::version()),
     default_settings,
     io_bound: |_| Vec::new(),

@@ -35,6 +35,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "LMDB (Debian's liblmdb, a copy-on-write B-Tree)",
     structure: Structure::CopyOnWriteBTree,
     server: false,
+    run_as: None,
     library_version: || Ok(ffi::version()),
     default_settings,
     // No readahead: a page fault on the map otherwise reads ahead whole

@@ -50,6 +50,7 @@ pub const ENGINES: &[EngineDef] = &[
         about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
         structure: Structure::UpdateInPlaceBTree,
         server: true,
+        run_as: None,
         library_version,
         default_settings: |cache| default_settings(false, cache),
         io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
@@ -62,6 +63,7 @@ pub const ENGINES: &[EngineDef] = &[
         about: "MariaDB with MyRocks (a server ampbench starts; a leveled LSM)",
         structure: Structure::LeveledLsm,
         server: true,
+        run_as: None,
         library_version,
         default_settings: |cache| default_settings(true, cache),
         io_bound: |memory| {

@@ -19,6 +19,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "does nothing: measures the harness itself",
     structure: Structure::None,
     server: false,
+    run_as: None,
     library_version: || Ok(VERSION.into()),
     default_settings: |_| Vec::new(),
     io_bound: |_| Vec::new(),

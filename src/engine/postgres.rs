@@ -100,6 +100,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "PostgreSQL (a server ampbench starts; an update-in-place B-Tree heap)",
     structure: Structure::UpdateInPlaceBTree,
     server: true,
+    run_as: Some("postgres"),
     library_version,
     default_settings,
     io_bound: |_| Vec::new(),

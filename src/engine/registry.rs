@@ -46,6 +46,9 @@ pub struct EngineDef {
     pub structure: Structure,
     /// True for a server ampbench starts and reaches through SQL.
     pub server: bool,
+    /// The system user a server runs as, when not ampbench's (it must
+    /// reach the data directory).
+    pub run_as: Option<&'static str>,
     /// The real version of the library or server installed here.
     pub library_version: fn() -> Result<String>,
     /// The default settings for a cache size in bytes (`--cache`).

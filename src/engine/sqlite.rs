@@ -34,6 +34,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "SQLite (the system library, a B-Tree, WAL mode)",
     structure: Structure::UpdateInPlaceBTree,
     server: false,
+    run_as: None,
     library_version: || Ok(library_version()),
     default_settings,
     io_bound: |_| Vec::new(),

@@ -39,6 +39,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "WiredTiger (Debian's libwiredtiger, a B-Tree)",
     structure: Structure::UpdateInPlaceBTree,
     server: false,
+    run_as: None,
     library_version: || Ok(ffi::version()),
     default_settings,
     io_bound: |_| vec![("direct_io".into(), "[data]".into())],

@@ -197,6 +197,13 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
     if let Some(load) = added {
         steps.insert(0, load);
     }
+    // A server that runs as its own user must reach its data below --dir:
+    // said now, not as initdb's "Permission denied".
+    for e in &cfg.engines {
+        if let Some(user) = e.def().run_as {
+            setup::server::check_reachable(user, e.name(), &cfg.dir)?;
+        }
+    }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     // Before any device is made: a bad results path fails at once.

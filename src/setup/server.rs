@@ -89,6 +89,41 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Checks that system user `user` can enter `dir` and every directory
+/// above it (a server running as that user keeps its data below `dir`).
+/// The error names the first directory it cannot enter and what to do.
+pub fn check_reachable(user: &str, server: &str, dir: &Path) -> Result<(), crate::UsageError> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok((uid, gid)) = user_ids(user) else {
+        return Ok(()); // no such user: the server's start says so
+    };
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    for p in dir.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        let mode = m.mode();
+        let x = if m.uid() == uid {
+            mode & 0o100
+        } else if m.gid() == gid {
+            mode & 0o010
+        } else {
+            mode & 0o001
+        };
+        if uid != 0 && x == 0 {
+            return Err(crate::UsageError(format!(
+                "--dir {}: the {server} server runs as '{user}', which cannot enter {} (mode {:o}, owner uid {}): pass a --dir it can reach (e.g. under /tmp) or let others search {} (chmod o+x)",
+                dir.display(),
+                p.display(),
+                mode & 0o7777,
+                m.uid(),
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;

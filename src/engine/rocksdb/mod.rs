@@ -57,6 +57,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "RocksDB (Debian's librocksdb, a leveled LSM)",
     structure: Structure::LeveledLsm,
     server: false,
+    run_as: None,
     library_version,
     default_settings,
     io_bound: |memory| {
