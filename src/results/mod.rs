@@ -111,30 +111,85 @@ fn now() -> String {
     )
 }
 
-/// Brings a results file written by an older ampbench up to this schema:
-/// columns added since (`steps.rep`, the repetition of `--repeat`).
-/// Tables added since are made by the schema's `IF NOT EXISTS`.
-fn migrate(c: &Connection) -> rusqlite::Result<()> {
-    let has_rep: bool = c
+/// The results file's schema version, kept in SQLite's `user_version`:
+/// 1 was the schema before versions were recorded (no `steps.rep`), 2 adds
+/// `steps.rep` and the `rates` table.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Checks a file before anything is written to it: an empty file (new),
+/// or one of ours at this schema version or an older one. A SQLite
+/// database that is not ours, or one from a newer ampbench, is an error
+/// that says which; nothing is changed in it.
+fn check_ours(c: &Connection, path: &Path) -> Result<()> {
+    let tables: Vec<String> = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !tables.is_empty() && !tables.iter().any(|t| t == "runs") {
+        return Err(crate::UsageError(format!(
+            "{} is a SQLite database but not an ampbench results file (no runs table; its tables: {}): pass another --results",
+            path.display(),
+            tables.join(", ")
+        ))
+        .into());
+    }
+    let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if v > SCHEMA_VERSION {
+        return Err(crate::UsageError(format!(
+            "{} was written by a newer ampbench (results schema {v}; this one reads up to {SCHEMA_VERSION}): upgrade ampbench or pass another --results",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Brings a results file written by an older ampbench up to this schema,
+/// in one transaction: columns added since (`steps.rep`, the repetition
+/// of `--repeat`), then the version. Tables added since are made by the
+/// schema's `IF NOT EXISTS`.
+fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
+    let tx = c.transaction()?;
+    let has_rep: bool = tx
         .prepare("SELECT 1 FROM pragma_table_info('steps') WHERE name = 'rep'")?
         .exists([])?;
     if !has_rep {
-        c.execute_batch("ALTER TABLE steps ADD COLUMN rep INTEGER NOT NULL DEFAULT 0")?;
+        tx.execute_batch("ALTER TABLE steps ADD COLUMN rep INTEGER NOT NULL DEFAULT 0")?;
     }
-    Ok(())
+    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    tx.commit()
 }
 
 impl Results {
     /// Opens (creating if needed) the results file at `path`.
     pub fn open(path: &Path) -> Result<Results> {
-        let c = Connection::open(path)
+        let mut c = Connection::open(path)
             .with_context(|| format!("cannot open results file {}", path.display()))?;
-        c.execute_batch(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;",
-        )
-        .and_then(|_| c.execute_batch(SCHEMA))
-        .and_then(|_| migrate(&c))
-        .with_context(|| format!("{} is not a usable ampbench results file", path.display()))?;
+        let unusable = || format!("{} is not a usable ampbench results file", path.display());
+        c.execute_batch("PRAGMA busy_timeout=5000;")
+            .with_context(unusable)?;
+        check_ours(&c, path).map_err(|e| {
+            // Not SQLite at all, or a truncated or damaged file: bad input.
+            let bad_file = e.downcast_ref::<rusqlite::Error>().is_some_and(|s| {
+                matches!(
+                    s.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+                )
+            });
+            match e.downcast::<crate::UsageError>() {
+                Ok(u) => u.into(),
+                Err(e) if bad_file => crate::UsageError(format!(
+                    "{} is not an ampbench results file (not a SQLite database, or truncated or damaged: {e})",
+                    path.display()
+                ))
+                .into(),
+                Err(e) => e.context(unusable()),
+            }
+        })?;
+        c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            .and_then(|_| c.execute_batch(SCHEMA))
+            .and_then(|_| migrate(&mut c))
+            .with_context(unusable)?;
         Ok(Results { c })
     }
 
