@@ -260,6 +260,9 @@ fn too_little_memory_is_said_in_one_line() {
 
 /// A device too small for the load: the step fails with "No space left"
 /// and the path, the run ends with exit 1, and nothing is left behind.
+/// A full device fails the step with one line naming the path and that no
+/// space is left, whatever the engine makes of ENOSPC (LMDB's commit says
+/// EIO), keeps what was measured, and the next engine runs.
 #[test]
 fn full_device_fails_the_step_and_cleans_up() {
     need_device!(_serial);
@@ -268,7 +271,7 @@ fn full_device_fails_the_step_and_cleans_up() {
     let o = run(&[
         "run",
         "-e",
-        "rocksdb",
+        "lmdb,rocksdb",
         "--steps",
         "load",
         "-p",
@@ -282,8 +285,32 @@ fn full_device_fails_the_step_and_cleans_up() {
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("No space left"), "{out}");
     assert_clean(pid_of(&out));
+    let json = run(&[
+        "report",
+        "--format",
+        "json",
+        "--results",
+        res.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    for engine in ["lmdb", "rocksdb"] {
+        let s = steps
+            .iter()
+            .find(|s| s["engine"] == engine && s["step"] == "load")
+            .unwrap_or_else(|| panic!("{engine} did not run: {out}"));
+        assert_eq!(s["status"], "failed", "{s}");
+        let e = s["error"].as_str().unwrap();
+        assert!(
+            e.starts_with("no space left on the device of ")
+                && e.contains(&format!("ampbench-{engine}-")),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "one line: {e}");
+        // What the step did before the device filled is kept.
+        assert!(s["ops"].as_f64().unwrap() > 0.0, "{s}");
+    }
 }
 
 fn spawn(d: &Path, extra: &[&str]) -> std::process::Child {

@@ -97,10 +97,14 @@ pub(super) fn run_step(
         o.error.get_or_insert(format!("{e:#}"));
     }
     // A server killed at the memory limit shows first as a lost
-    // connection: say why.
+    // connection, and a full device as whatever the engine makes of
+    // ENOSPC: say why.
     if let Some(e) = o.error.as_mut() {
         if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
             *e = format!("{why} ({e})");
+        }
+        if let Some(full) = crate::setup::storage::full_note(eng.dir()) {
+            *e = format!("{full} ({e})");
         }
     }
     drop(planned);

@@ -461,3 +461,28 @@ mod tests {
         assert!(StorageClass::Dedicated.caps().none());
     }
 }
+
+/// When the file system holding `path` is full (under 1 MB, or under 1%
+/// of it, left to unprivileged writers), says so with the path and the
+/// space left: an engine's own error may not (LMDB's commit reports
+/// EIO). None while there is room, or when it cannot be read.
+pub fn full_note(path: &Path) -> Option<String> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes the struct it is given; zeroed is a valid
+    // initial value for it.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid NUL-terminated path; st a valid out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let unit = st.f_frsize as u64;
+    let (free, total) = (st.f_bavail as u64 * unit, st.f_blocks as u64 * unit);
+    (free < (1 << 20).max(total / 100)).then(|| {
+        format!(
+            "no space left on the device of {}: {:.1} MB free of {:.0} MB",
+            path.display(),
+            free as f64 / 1e6,
+            total as f64 / 1e6
+        )
+    })
+}
