@@ -204,12 +204,33 @@ fn wait_for_pid(rx: &std::sync::mpsc::Receiver<String>, engine: &str) -> u32 {
 /// and no server of ours is left.
 #[test]
 fn server_killed_mid_step() {
+    for engine in ["mariadb-innodb", "mariadb-myrocks", "postgres"] {
+        server_killed_mid_step_of(engine);
+    }
+}
+
+/// Processes whose working directory is under `dir` (a server and its
+/// children work in their data directory).
+fn working_in(dir: &std::path::Path) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|c| c.starts_with(dir)) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn server_killed_mid_step_of(engine: &str) {
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("r.db");
     let (mut child, rx) = spawn_run(&[
         "run",
         "-e",
-        "mariadb-innodb,lmdb",
+        &format!("{engine},lmdb"),
         "--steps",
         "load,owa.1",
         "-p",
@@ -217,7 +238,7 @@ fn server_killed_mid_step() {
         "--warmup",
         "0",
         "--duration",
-        "20",
+        "8",
         "--interval",
         "0.5",
         "--results",
@@ -225,7 +246,7 @@ fn server_killed_mid_step() {
         "--dir",
         d.path().to_str().unwrap(),
     ]);
-    let pid = wait_for_pid(&rx, "mariadb-innodb");
+    let pid = wait_for_pid(&rx, engine);
     // Wait until owa.1 runs (load printed), then a little more.
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
@@ -255,10 +276,10 @@ fn server_killed_mid_step() {
     let steps = j["steps"].as_array().unwrap();
     let owa = steps
         .iter()
-        .find(|s| s["engine"] == "mariadb-innodb" && s["step"] == "owa.1")
+        .find(|s| s["engine"] == engine && s["step"] == "owa.1")
         .unwrap();
-    assert_eq!(owa["status"], "failed");
-    assert!(!owa["error"].as_str().unwrap_or("").is_empty());
+    assert_eq!(owa["status"], "failed", "{engine}");
+    assert!(!owa["error"].as_str().unwrap_or("").is_empty(), "{engine}");
     assert!(
         owa["ops"].as_f64().unwrap() > 0.0,
         "what was measured before the kill is kept"
@@ -266,7 +287,17 @@ fn server_killed_mid_step() {
     for s in steps.iter().filter(|s| s["engine"] == "lmdb") {
         assert_eq!(s["status"], "done", "the next engine still runs");
     }
-    assert!(gone(pid));
+    assert!(gone(pid), "{engine}");
+    // Nor any of its children (PostgreSQL's backends).
+    let t0 = Instant::now();
+    while !working_in(d.path()).is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        working_in(d.path()),
+        Vec::<u32>::new(),
+        "{engine}: processes left"
+    );
     let left: Vec<_> = std::fs::read_dir(d.path())
         .unwrap()
         .flatten()

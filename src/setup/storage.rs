@@ -439,29 +439,6 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pairs_and_lines() {
-        assert_eq!(parse_pair("iops", "500").unwrap(), (500, 500));
-        assert_eq!(parse_pair("iops", "500,200").unwrap(), (500, 200));
-        assert!(parse_pair("iops", "0").is_err());
-        assert!(parse_pair("iops", "1,2,3").is_err());
-        let c = StorageClass::DiskArray.caps();
-        assert_eq!(
-            io_max_line("7:0", &c),
-            "7:0 riops=1000 wiops=1000 rbps=200000000 wbps=200000000"
-        );
-        assert_eq!(
-            rules(&c)[2],
-            ("blkio.throttle.read_bps_device", Some(200_000_000))
-        );
-        assert!(StorageClass::Dedicated.caps().none());
-    }
-}
-
 /// When the file system holding `path` is full (under 1 MB, or under 1%
 /// of it, left to unprivileged writers), says so with the path and the
 /// space left: an engine's own error may not (LMDB's commit reports
@@ -485,4 +462,27 @@ pub fn full_note(path: &Path) -> Option<String> {
             total as f64 / 1e6
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_and_lines() {
+        assert_eq!(parse_pair("iops", "500").unwrap(), (500, 500));
+        assert_eq!(parse_pair("iops", "500,200").unwrap(), (500, 200));
+        assert!(parse_pair("iops", "0").is_err());
+        assert!(parse_pair("iops", "1,2,3").is_err());
+        let c = StorageClass::DiskArray.caps();
+        assert_eq!(
+            io_max_line("7:0", &c),
+            "7:0 riops=1000 wiops=1000 rbps=200000000 wbps=200000000"
+        );
+        assert_eq!(
+            rules(&c)[2],
+            ("blkio.throttle.read_bps_device", Some(200_000_000))
+        );
+        assert!(StorageClass::Dedicated.caps().none());
+    }
 }
