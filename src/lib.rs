@@ -11,6 +11,7 @@
 pub mod cli;
 pub mod driver;
 pub mod engine;
+pub mod fuzz;
 pub mod metrics;
 pub mod model;
 pub mod names;

@@ -95,7 +95,14 @@ impl Cdf {
     pub fn from_file(path: &Path) -> Result<Cdf> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read distribution file {}", path.display()))?;
-        let mut pts = Vec::new();
+        Cdf::from_text(&text, &path.display().to_string())
+    }
+
+    /// Reads the `nlinks` section of a `Distribution.dat`'s text (`name`
+    /// says where it came from in errors). Values must rise and fractions
+    /// lie in 0…100 % and not fall, so every quantile is defined.
+    pub fn from_text(text: &str, name: &str) -> Result<Cdf> {
+        let mut pts: Vec<(u64, f64)> = Vec::new();
         let mut in_section = false;
         for line in text.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -109,17 +116,28 @@ impl Cdf {
                 [v, pct] if in_section => {
                     let v: u64 = v
                         .parse()
-                        .with_context(|| format!("{}: bad value '{v}'", path.display()))?;
+                        .with_context(|| format!("{name}: bad value '{v}'"))?;
                     let p: f64 = pct
                         .parse()
-                        .with_context(|| format!("{}: bad percent '{pct}'", path.display()))?;
+                        .with_context(|| format!("{name}: bad percent '{pct}'"))?;
+                    if !(0.0..=100.0).contains(&p) {
+                        bail!("{name}: percent {pct} is not within 0-100");
+                    }
+                    if let Some(&(pv, pp)) = pts.last() {
+                        if v <= pv || p / 100.0 < pp {
+                            bail!(
+                                "{name}: '{v} {pct}' does not follow '{pv} {}' (values rise, percents do not fall)",
+                                pp * 100.0
+                            );
+                        }
+                    }
                     pts.push((v, p / 100.0));
                 }
                 _ => {}
             }
         }
         if pts.is_empty() {
-            bail!("{}: no 'nlinks' section", path.display());
+            bail!("{name}: no 'nlinks' section");
         }
         if let Some(last) = pts.last_mut() {
             last.1 = 1.0;

@@ -1,0 +1,128 @@
+//! Entry points for the fuzz targets (`fuzz/`, run by `bench/fuzz.sh`)
+//! and for replaying their corpora as ordinary tests
+//! (`tests/fuzz_corpora.rs`): each takes arbitrary bytes, feeds them to
+//! one of ampbench's readers of outside input, and must return a value or
+//! an error that names what is wrong, never panic. Each returns that
+//! error's text (`None` when the input was accepted), so the replay can
+//! also check that an error is one line.
+
+use std::io::Write as _;
+
+use crate::engine::options::{parse_sets, parse_size};
+use crate::workload::WorkloadKind;
+
+/// A scratch file of this process, rewritten for each input of the targets
+/// that read files.
+fn scratch(name: &str, data: &[u8]) -> Option<std::path::PathBuf> {
+    let p = std::env::temp_dir().join(format!("ampbench-fuzz-{}-{name}", std::process::id()));
+    let mut f = std::fs::File::create(&p).ok()?;
+    f.write_all(data).ok()?;
+    Some(p)
+}
+
+fn err_text(e: impl std::fmt::Display) -> Option<String> {
+    Some(e.to_string())
+}
+
+/// A plan file, checked as `ampbench run PLAN` checks it before running.
+pub fn plan(data: &[u8]) -> Option<String> {
+    let p = scratch("plan.toml", data)?;
+    let r = crate::cli::check_plan(&p);
+    let _ = std::fs::remove_file(&p);
+    r.err().and_then(|e| err_text(format!("{e:#}")))
+}
+
+/// `--set ENGINE.KEY=VALUE` lines, parsed and checked by their engines.
+pub fn sets(data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    match parse_sets(&lines) {
+        Err(e) => err_text(e.0),
+        Ok(m) => m
+            .iter()
+            .find_map(|(k, o)| crate::engine::validate_options(*k, o).err())
+            .and_then(|e| err_text(format!("{e:#}"))),
+    }
+}
+
+/// `-p KEY=VALUE` lines for every workload (the first line names it).
+pub fn params(data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.lines();
+    let w = lines.next().unwrap_or_default();
+    let Some(kind) = WorkloadKind::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name() == w.trim())
+    else {
+        return err_text(format!("no workload '{w}'"));
+    };
+    let pairs: Vec<(String, String)> = lines
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap_or((l, ""));
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    match crate::workload::Params::new(kind.name(), kind.params(), &pairs) {
+        Err(e) => err_text(e.0),
+        Ok(p) => kind
+            .build(&p)
+            .err()
+            .and_then(|e| err_text(format!("{e:#}"))),
+    }
+}
+
+/// Sizes (`256MB`) and durations (`1h`, `90s`, `500ms`), one per line.
+pub fn units(data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    // A line is refused when it is neither a size nor a duration.
+    let mut last = None;
+    for l in text.lines() {
+        if let (Err(e), Err(_)) = (parse_size(l), crate::plan::parse_secs(l)) {
+            last = Some(e);
+        }
+    }
+    last
+}
+
+/// A LinkBench `Distribution.dat`, read and used (quantiles, mean).
+pub fn distribution(data: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(data);
+    match crate::workload::linkbench::dist::Cdf::from_text(&text, "input") {
+        Err(e) => err_text(format!("{e:#}")),
+        Ok(c) => {
+            for u in [0.0, 0.5, 0.999, 1.0] {
+                let _ = c.quantile(u);
+            }
+            let _ = c.mean();
+            None
+        }
+    }
+}
+
+/// A results file, opened and every run read and reported as text and
+/// JSON.
+pub fn results(data: &[u8]) -> Option<String> {
+    let p = scratch("results.db", data)?;
+    let out = (|| -> anyhow::Result<()> {
+        let r = crate::results::Results::open_existing(&p)?;
+        let view = crate::results::read::load(&r, crate::results::read::RunSel::Latest)?;
+        let _ = crate::report::render(&view, crate::report::Format::Text, None, &r)?;
+        let _ = crate::report::render(&view, crate::report::Format::Json, None, &r)?;
+        Ok(())
+    })();
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+    out.err().and_then(|e| err_text(format!("{e:#}")))
+}
+
+/// The targets by name, as `fuzz/` and the corpus directories name them.
+pub const TARGETS: &[(&str, fn(&[u8]) -> Option<String>)] = &[
+    ("plan", plan),
+    ("sets", sets),
+    ("params", params),
+    ("units", units),
+    ("distribution", distribution),
+    ("results", results),
+];
