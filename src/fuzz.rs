@@ -117,8 +117,11 @@ pub fn results(data: &[u8]) -> Option<String> {
     out.err().and_then(|e| err_text(format!("{e:#}")))
 }
 
+/// A fuzz target: arbitrary bytes in, the error's text (if any) out.
+pub type Target = fn(&[u8]) -> Option<String>;
+
 /// The targets by name, as `fuzz/` and the corpus directories name them.
-pub const TARGETS: &[(&str, fn(&[u8]) -> Option<String>)] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("plan", plan),
     ("sets", sets),
     ("params", params),
