@@ -5,7 +5,7 @@
 CARGO ?= cargo
 BIN := target/release/ampbench
 
-.PHONY: deps build run test lint bench clean
+.PHONY: deps build run test lint bench fuzz clean
 
 deps:
 	@./scripts/deps.sh
@@ -33,6 +33,11 @@ bench: build
 	./bench/seed-003-storage.sh
 	./bench/seed-001-insert.sh
 	./bench/seed-004-compaction-pri.sh
+
+# Fuzzing is apart from bench (an hour at its default of 10 minutes a
+# target): make fuzz, or bench/fuzz.sh SECONDS [TARGET…].
+fuzz:
+	./bench/fuzz.sh
 
 clean:
 	$(CARGO) clean
