@@ -135,6 +135,30 @@ impl Live {
         }
     }
 
+    /// Checks that a map of `n` entries of `per` bytes each fits in
+    /// memory (half of this machine's, as /proc/meminfo says) before it is
+    /// made: a parameter like `num=99999999999999` is an error naming the
+    /// parameter, not an allocation that aborts.
+    pub fn check_room(param: &str, n: u64, per: u64) -> Result<(), crate::UsageError> {
+        let total = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(u64::MAX, |kb| kb.saturating_mul(1024));
+        let need = n.saturating_mul(per);
+        if need > total / 2 {
+            return Err(crate::UsageError(format!(
+                "-p {param}={n}: keeping track of {n} entries takes {:.1} GB, more than half this machine's memory ({:.1} GB)",
+                need as f64 / 1e9,
+                total as f64 / 1e9
+            )));
+        }
+        Ok(())
+    }
+
     /// Room for `n` documents of `bytes` each (one byte of memory per
     /// document), none live.
     pub fn fixed(n: u64, bytes: u64) -> Live {

@@ -149,6 +149,7 @@ impl Micro {
     /// Reads parameters.
     pub fn new(p: &Params) -> Result<Micro> {
         let num = p.u64("num")?;
+        Live::check_room("num", num, 1)?;
         let key_size = p.u64("key_size")? as usize;
         if num == 0 || key_size < 8 {
             bail!(crate::UsageError(

@@ -180,6 +180,7 @@ impl Pattern {
     /// Reads parameters.
     pub fn new(p: &Params) -> Result<Pattern> {
         let docs = p.u64("docs")?;
+        Live::check_room("docs", docs, 4)?;
         let key_len = p.u64("key_len")? as usize;
         if docs == 0 {
             bail!(crate::UsageError(

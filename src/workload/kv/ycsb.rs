@@ -165,6 +165,7 @@ impl Ycsb {
     /// Reads parameters.
     pub fn new(p: &Params) -> Result<Ycsb> {
         let records = p.u64("recordcount")?;
+        Live::check_room("recordcount", records, 8)?;
         if records == 0 {
             bail!(crate::UsageError(
                 "parameter 'recordcount' must be at least 1".into()
