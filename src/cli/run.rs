@@ -336,7 +336,7 @@ impl RunArgs {
             sweep.push(crate::runner::sweep::parse(a, &engines)?);
         }
         crate::runner::sweep::check(&sweep, &sets)?;
-        confirm_sweep(&sweep, &engines, self.yes)?;
+        crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
         let base = RunConfig {
             workload,
             engines,
@@ -566,37 +566,6 @@ pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
 }
 
 /// Parses `on` or `off` (and true/false, yes/no, 1/0).
-/// A sweep past [`CONFIRM_PAST`](crate::runner::sweep::CONFIRM_PAST)
-/// runs needs `--yes`, or a yes on a terminal.
-fn confirm_sweep(
-    axes: &[crate::runner::sweep::SweepAxis],
-    engines: &[EngineKind],
-    yes: bool,
-) -> Result<()> {
-    use crate::runner::sweep::{CONFIRM_PAST, count};
-    use std::io::IsTerminal;
-    if axes.is_empty() {
-        return Ok(());
-    }
-    let n = count(axes, engines);
-    eprintln!("sweep: {n} engine runs, each on a fresh database");
-    if n <= CONFIRM_PAST || yes {
-        return Ok(());
-    }
-    if std::io::stdin().is_terminal() {
-        eprint!("run all {n}? [y/N] ");
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-        if line.trim().eq_ignore_ascii_case("y") {
-            return Ok(());
-        }
-    }
-    Err(UsageError(format!(
-        "--sweep: {n} engine runs (more than {CONFIRM_PAST}); pass --yes to run them"
-    ))
-    .into())
-}
-
 fn on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "yes" | "1" => Ok(true),

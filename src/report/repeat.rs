@@ -52,13 +52,10 @@ fn merge(g: &[&StepView]) -> StepView {
         .filter(|s| s.status == Status::Done)
         .collect();
     let Some(first) = done.first() else {
-        // None finished: the first failure stands for them.
-        return g
-            .iter()
-            .find(|s| s.error.is_some())
-            .unwrap_or(&g[0])
-            .to_owned()
-            .clone();
+        // None finished: the first failure stands for them (a group
+        // has at least one step).
+        let stand_in = g.iter().find(|s| s.error.is_some()).unwrap_or(&g[0]);
+        return (*stand_in).clone();
     };
     let mut s = (*first).clone();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
