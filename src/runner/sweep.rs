@@ -136,6 +136,32 @@ pub fn label(kind: EngineKind, setting: &[(String, String)]) -> String {
     format!("{}[{}]", kind.name(), s.join(","))
 }
 
+/// A sweep past [`CONFIRM_PAST`] runs needs `--yes`, or a yes on a
+/// terminal.
+pub fn confirm(axes: &[SweepAxis], engines: &[EngineKind], yes: bool) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if axes.is_empty() {
+        return Ok(());
+    }
+    let n = count(axes, engines);
+    eprintln!("sweep: {n} engine runs, each on a fresh database");
+    if n <= CONFIRM_PAST || yes {
+        return Ok(());
+    }
+    if std::io::stdin().is_terminal() {
+        eprint!("run all {n}? [y/N] ");
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        if line.trim().eq_ignore_ascii_case("y") {
+            return Ok(());
+        }
+    }
+    Err(UsageError(format!(
+        "--sweep: {n} engine runs (more than {CONFIRM_PAST}); pass --yes to run them"
+    ))
+    .into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,30 +214,4 @@ mod tests {
         let some = parse("rocksdb.compaction_pri=kOldestSmallestSeqFirst,kNoSuch", &e).unwrap();
         check(&[some], &sets).unwrap();
     }
-}
-
-/// A sweep past [`CONFIRM_PAST`] runs needs `--yes`, or a yes on a
-/// terminal.
-pub fn confirm(axes: &[SweepAxis], engines: &[EngineKind], yes: bool) -> anyhow::Result<()> {
-    use std::io::IsTerminal;
-    if axes.is_empty() {
-        return Ok(());
-    }
-    let n = count(axes, engines);
-    eprintln!("sweep: {n} engine runs, each on a fresh database");
-    if n <= CONFIRM_PAST || yes {
-        return Ok(());
-    }
-    if std::io::stdin().is_terminal() {
-        eprint!("run all {n}? [y/N] ");
-        let mut line = String::new();
-        std::io::stdin().read_line(&mut line)?;
-        if line.trim().eq_ignore_ascii_case("y") {
-            return Ok(());
-        }
-    }
-    Err(UsageError(format!(
-        "--sweep: {n} engine runs (more than {CONFIRM_PAST}); pass --yes to run them"
-    ))
-    .into())
 }
