@@ -376,33 +376,9 @@ pub fn corner_summary(config: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn step(engine: &str, name: &str, figs: &[(Metric, f64)]) -> StepView {
-        StepView {
-            id: 0,
-            ordinal: 0,
-            rep: 0,
-            threads: None,
-            engine: engine.into(),
-            step: name.into(),
-            status: Status::Done,
-            error: None,
-            secs: Some(1.0),
-            settle: None,
-            figures: figs
-                .iter()
-                .map(|(k, v)| (*k, (Some(*v), None)))
-                .collect::<BTreeMap<_, _>>(),
-            latencies: Vec::new(),
-            extras: Vec::new(),
-            notes: Vec::new(),
-            intervals: Vec::new(),
-            slices: Vec::new(),
-            rates: Vec::new(),
-            spectra: Vec::new(),
-            reps: BTreeMap::new(),
-        }
+        StepView::with_figures(engine, name, figs)
     }
 
     fn run(id: i64, steps: Vec<StepView>) -> RunView {

@@ -344,7 +344,6 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::names::Status;
     use crate::results::StepView;
     use crate::results::read::IntervalView;
     use std::collections::BTreeMap;
@@ -354,20 +353,7 @@ mod tests {
             [(Metric::OpsPerSec, (Some(v), None))].into()
         };
         StepView {
-            id: 0,
-            ordinal: 0,
-            rep: 0,
-            threads: None,
-            engine: engine.into(),
-            step: "load".into(),
-            status: Status::Done,
-            error: None,
             secs: Some(ops.len() as f64),
-            settle: None,
-            figures: fig(ops.iter().sum::<f64>() / ops.len() as f64),
-            latencies: Vec::new(),
-            extras: Vec::new(),
-            notes: Vec::new(),
             intervals: ops
                 .iter()
                 .enumerate()
@@ -380,10 +366,14 @@ mod tests {
                     figures: fig(*v),
                 })
                 .collect(),
-            slices: Vec::new(),
-            rates: Vec::new(),
-            spectra: Vec::new(),
-            reps: BTreeMap::new(),
+            ..StepView::with_figures(
+                engine,
+                "load",
+                &[(
+                    Metric::OpsPerSec,
+                    ops.iter().sum::<f64>() / ops.len() as f64,
+                )],
+            )
         }
     }
 

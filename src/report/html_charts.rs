@@ -363,31 +363,9 @@ pub fn concurrency(run: &RunView, es: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::names::Status;
-    use std::collections::BTreeMap;
 
     fn step(name: &str, ops: f64) -> StepView {
-        StepView {
-            id: 0,
-            ordinal: 0,
-            rep: 0,
-            threads: None,
-            engine: "a".into(),
-            step: name.into(),
-            status: Status::Done,
-            error: None,
-            secs: Some(1.0),
-            settle: None,
-            figures: [(Metric::OpsPerSec, (Some(ops), None))].into(),
-            latencies: Vec::new(),
-            extras: Vec::new(),
-            notes: Vec::new(),
-            intervals: Vec::new(),
-            slices: Vec::new(),
-            rates: Vec::new(),
-            spectra: Vec::new(),
-            reps: BTreeMap::new(),
-        }
+        StepView::with_figures("a", name, &[(Metric::OpsPerSec, ops)])
     }
 
     #[test]

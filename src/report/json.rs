@@ -131,25 +131,11 @@ mod tests {
     #[test]
     fn csv_round_trips_commas_and_quotes() {
         let step = StepView {
-            id: 1,
-            ordinal: 0,
             rep: 1,
-            threads: None,
-            engine: "rocksdb[a=1,b=2]".into(),
-            step: "load".into(),
             status: Status::Failed,
             error: Some("write /d/x: No space left, said \"ENOSPC\"\nthen stopped".into()),
             secs: Some(1.5),
-            settle: None,
-            figures: [(Metric::OpsPerSec, (Some(1234.5), None))].into(),
-            latencies: Vec::new(),
-            extras: Vec::new(),
-            notes: Vec::new(),
-            intervals: Vec::new(),
-            slices: Vec::new(),
-            rates: Vec::new(),
-            spectra: Vec::new(),
-            reps: Default::default(),
+            ..StepView::with_figures("rocksdb[a=1,b=2]", "load", &[(Metric::OpsPerSec, 1234.5)])
         };
         let run = RunView {
             id: 7,

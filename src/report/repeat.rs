@@ -200,22 +200,9 @@ mod tests {
             id: rep,
             ordinal: rep,
             rep,
-            threads: None,
-            engine: engine.into(),
-            step: "pq.1".into(),
             status,
-            error: None,
-            secs: Some(1.0),
-            settle: None,
-            figures: [(Metric::OpsPerSec, (Some(ops), None))].into(),
-            latencies: Vec::new(),
             extras: vec![("x".into(), ops)],
-            notes: Vec::new(),
-            intervals: Vec::new(),
-            slices: Vec::new(),
-            rates: Vec::new(),
-            spectra: Vec::new(),
-            reps: BTreeMap::new(),
+            ..StepView::with_figures(engine, "pq.1", &[(Metric::OpsPerSec, ops)])
         }
     }
 

@@ -109,6 +109,32 @@ impl StepView {
     pub fn fig(&self, m: Metric) -> Option<f64> {
         self.figures.get(&m).and_then(|f| f.0)
     }
+
+    /// A finished step of `engine` with these whole-step figures and
+    /// nothing else (for tests of the reports).
+    pub fn with_figures(engine: &str, step: &str, figs: &[(Metric, f64)]) -> StepView {
+        StepView {
+            id: 0,
+            ordinal: 0,
+            rep: 0,
+            threads: None,
+            engine: engine.into(),
+            step: step.into(),
+            status: crate::names::Status::Done,
+            error: None,
+            secs: Some(1.0),
+            settle: None,
+            figures: figs.iter().map(|(k, v)| (*k, (Some(*v), None))).collect(),
+            latencies: Vec::new(),
+            extras: Vec::new(),
+            notes: Vec::new(),
+            intervals: Vec::new(),
+            slices: Vec::new(),
+            rates: Vec::new(),
+            spectra: Vec::new(),
+            reps: BTreeMap::new(),
+        }
+    }
 }
 
 /// One run as recorded.
