@@ -126,6 +126,11 @@ pub enum Live {
     },
 }
 
+/// A cap on the memory [`Live::check_room`] allows, in bytes (`u64::MAX`:
+/// none but the machine's). The fuzz targets set it, so their memory limit
+/// tests the readers, not how much a legitimately large workload takes.
+pub static ROOM_CAP: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+
 impl Live {
     /// Room for `n` documents of varying size, none live.
     pub fn new(n: u64) -> Live {
@@ -140,6 +145,7 @@ impl Live {
     /// made: a parameter like `num=99999999999999` is an error naming the
     /// parameter, not an allocation that aborts.
     pub fn check_room(param: &str, n: u64, per: u64) -> Result<(), crate::UsageError> {
+        let cap = ROOM_CAP.load(std::sync::atomic::Ordering::Relaxed);
         let total = std::fs::read_to_string("/proc/meminfo")
             .ok()
             .and_then(|m| {
@@ -147,7 +153,8 @@ impl Live {
                     .find_map(|l| l.strip_prefix("MemTotal:"))
                     .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             })
-            .map_or(u64::MAX, |kb| kb.saturating_mul(1024));
+            .map_or(u64::MAX, |kb| kb.saturating_mul(1024))
+            .min(cap.saturating_mul(2));
         let need = n.saturating_mul(per);
         if need > total / 2 {
             return Err(crate::UsageError(format!(
