@@ -15,17 +15,7 @@ use super::{EngineKind, EngineOptions};
 /// server checks the values.
 pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
     for (k, v) in &options.pairs {
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(crate::UsageError(format!(
-                "invalid option '{kind}.{k}': not a my.cnf setting"
-            ))
-            .into());
-        }
-        crate::setup::server::check_setting(kind.name(), k, v, RESERVED)?;
+        crate::setup::server::check_setting(kind.name(), k, v, &SETTINGS)?;
         let routed = is_myrocks(kind)
             && (k == "default_cf_options" || super::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
         if let Some(known) = known_options() {
@@ -79,8 +69,14 @@ fn known_options() -> Option<&'static std::collections::HashSet<String>> {
         .as_ref()
 }
 
-/// Settings ampbench makes itself: where and to whom the server listens,
-/// and as whom and where it runs.
+/// my.cnf keys, and those ampbench makes itself: where and to whom the
+/// server listens, and as whom and where it runs.
+const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {
+    extra: '-',
+    noun: "a my.cnf setting",
+    reserved: RESERVED,
+};
+
 const RESERVED: &[&str] = &[
     "bind-address",
     "port",

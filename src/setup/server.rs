@@ -50,17 +50,41 @@ pub fn private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot make {} private (0700)", dir.display()))
 }
 
-/// Checks one `--set` setting of a server: the value is one line with no
-/// control character (it goes into a configuration file or an argument),
-/// is not a section header (`[client]`), and the key is none of `reserved`
-/// (compared with `_` and `-` alike): the settings through which the
-/// server would listen elsewhere or admit anyone, which ampbench sets.
+/// A server's settings: how its keys are spelled (letters, digits, `_`
+/// and `extra`), what a bad key is not (`noun`: "a my.cnf setting"), and
+/// the keys ampbench sets itself.
+pub struct Settings {
+    /// Characters a key may hold beside letters, digits and `_`.
+    pub extra: char,
+    /// What a malformed key is not.
+    pub noun: &'static str,
+    /// Keys ampbench sets: where and to whom the server listens.
+    pub reserved: &'static [&'static str],
+}
+
+/// Checks one `--set` setting of a server: the key is a configuration
+/// word, the value is one line with no control character (it goes into a
+/// configuration file or an argument), is not a section header
+/// (`[client]`), and the key is none of the reserved ones (compared with
+/// `_` and `-` alike): the settings through which the server would listen
+/// elsewhere or admit anyone, which ampbench sets.
 pub fn check_setting(
     kind: &str,
     key: &str,
     value: &str,
-    reserved: &[&str],
+    rules: &Settings,
 ) -> Result<(), crate::UsageError> {
+    if key.is_empty()
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == rules.extra)
+    {
+        return Err(crate::UsageError(format!(
+            "invalid option '{kind}.{key}': not {}",
+            rules.noun
+        )));
+    }
+    let reserved = rules.reserved;
     if value.chars().any(|c| c.is_control()) {
         return Err(crate::UsageError(format!(
             "--set {kind}.{key}: the value holds a newline or another control character"
@@ -326,7 +350,11 @@ mod access_tests {
 
     #[test]
     fn settings_cannot_inject_or_open_the_server() {
-        let r = &["bind-address", "port"];
+        let r = &Settings {
+            extra: '-',
+            noun: "a my.cnf setting",
+            reserved: &["bind-address", "port"],
+        };
         assert!(check_setting("m", "innodb_buffer_pool_size", "1G", r).is_ok());
         for (k, v) in [
             ("innodb_buffer_pool_size", "1G\nbind-address=0.0.0.0"),
