@@ -11,10 +11,13 @@ use std::io::Write as _;
 use crate::engine::options::{parse_sets, parse_size};
 use crate::workload::WorkloadKind;
 
-/// A scratch file of this process, rewritten for each input of the targets
-/// that read files.
+/// A scratch file for one input of the targets that read files, named by
+/// process and call so that targets run on parallel test threads never
+/// share one.
 fn scratch(name: &str, data: &[u8]) -> Option<std::path::PathBuf> {
-    let p = std::env::temp_dir().join(format!("ampbench-fuzz-{}-{name}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!("ampbench-fuzz-{}-{n}-{name}", std::process::id()));
     let mut f = std::fs::File::create(&p).ok()?;
     f.write_all(data).ok()?;
     Some(p)
