@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod crashcheck;
 pub mod driver;
 pub mod engine;
 pub mod fuzz;

@@ -10,7 +10,8 @@ use ampbench::engine::{self, Durability, Engine, EngineKind, OpenSpec, SqlEngine
 use ampbench::workload::kv::sql::{SqlDocs, schema};
 use ampbench::workload::kv::store::DocStore;
 
-const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
+mod common;
+use common::{BIN, working_in};
 
 fn open(kind: EngineKind, dir: &std::path::Path) -> Box<dyn Engine> {
     engine::open(kind, &OpenSpec::new(dir, vec![], 64 << 20)).unwrap()
@@ -207,21 +208,6 @@ fn server_killed_mid_step() {
     for engine in ["mariadb-innodb", "mariadb-myrocks", "postgres"] {
         server_killed_mid_step_of(engine);
     }
-}
-
-/// Processes whose working directory is under `dir` (a server and its
-/// children work in their data directory).
-fn working_in(dir: &std::path::Path) -> Vec<u32> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|c| c.starts_with(dir)) {
-            v.push(p);
-        }
-    }
-    v
 }
 
 fn server_killed_mid_step_of(engine: &str) {

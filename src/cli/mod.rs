@@ -43,6 +43,12 @@ enum Cmd {
     /// Predicted write-, space- and read-amp of a storage structure, every
     /// term shown (lsm-leveled, lsm-tiered, btree, cow-btree, log-structured).
     Model(model::ModelArgs),
+    /// Kill engines mid-commit and check that every acknowledged
+    /// transaction survived (a process crash, not a power cut).
+    Crashcheck(crate::crashcheck::CrashArgs),
+    /// One crash check round's writers (run by `crashcheck`).
+    #[command(hide = true)]
+    CrashcheckChild(crate::crashcheck::ChildArgs),
     /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
     /// client's cost per statement) and print it as JSON.
     Loopback {
@@ -176,6 +182,8 @@ pub fn main() -> Result<i32> {
             )?;
             Ok(0)
         }
+        Cmd::Crashcheck(a) => crate::crashcheck::run(a, &mut out),
+        Cmd::CrashcheckChild(a) => crate::crashcheck::child(a),
         Cmd::List => {
             write!(out, "{}", list())?;
             Ok(0)

@@ -26,7 +26,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -40,7 +39,8 @@ use super::{
     Structure,
 };
 use crate::setup::server::{
-    ServerProcess, errors_or_tail, free_port, join_cgroup, managed, tail,
+    Server, ServerProcess, errors_or_tail, errors_or_tail_from, free_port, join_cgroup, managed,
+    tail,
 };
 
 /// The registry entries: one server, two storage engines.
@@ -151,8 +151,7 @@ fn server_version() -> Result<String> {
 pub struct MariaDb {
     info: EngineInfo,
     myrocks: bool,
-    server: Mutex<ServerProcess>,
-    pid: u32,
+    server: Server,
     root: PathBuf,
     socket: PathBuf,
     port: u16,
@@ -254,22 +253,25 @@ impl MariaDb {
         let cnf_path = root.join("my.cnf");
         std::fs::write(&cnf_path, cnf)
             .with_context(|| format!("cannot write {}", cnf_path.display()))?;
-        let mut cmd = Command::new("mariadbd");
-        cmd.arg(format!("--defaults-file={}", cnf_path.display()));
-        let slog = root.join("mariadbd.out");
-        managed(&mut cmd, &slog)?;
-        join_cgroup(&mut cmd, spec.cgroup.as_deref())?;
-        let sock = socket.clone();
-        let server = ServerProcess::start(
-            &format!("mariadbd ({kind})"),
-            cmd,
-            &slog,
-            libc::SIGTERM,
-            Duration::from_secs(60),
-            || sock.exists() && root_conn(&sock).is_ok(),
-        )
-        .map_err(|e| anyhow!("{e:#} | error log: {}", tail(&root.join("error.log"), 4)))?;
-        let pid = server.pid();
+        let (sock, cgroup, at) = (socket.clone(), spec.cgroup.clone(), root.clone());
+        let server = Server::start(Box::new(move || {
+            let mut cmd = Command::new("mariadbd");
+            cmd.arg(format!("--defaults-file={}", cnf_path.display()));
+            let slog = at.join("mariadbd.out");
+            let elog = at.join("error.log");
+            let from = std::fs::metadata(&elog).map(|m| m.len()).unwrap_or(0);
+            managed(&mut cmd, &slog)?;
+            join_cgroup(&mut cmd, cgroup.as_deref())?;
+            ServerProcess::start(
+                &format!("mariadbd ({kind})"),
+                cmd,
+                &slog,
+                libc::SIGTERM,
+                Duration::from_secs(60),
+                || sock.exists() && root_conn(&sock).is_ok(),
+            )
+            .map_err(|e| anyhow!("{e:#} | error log: {}", errors_or_tail_from(&elog, from, 4)))
+        }))?;
         let mut c = root_conn(&socket).context("connecting as root over the socket")?;
         // The benchmark user needs this run's password (hex: nothing to
         // quote); root@localhost reaches only the socket, in a directory
@@ -302,8 +304,7 @@ impl MariaDb {
                 dir: datadir,
             },
             myrocks,
-            server: Mutex::new(server),
-            pid,
+            server,
             root,
             socket,
             port,
@@ -411,6 +412,9 @@ impl SqlEngine for MariaDb {
     fn table_options(&self) -> &str {
         &self.table_options
     }
+    fn server(&self) -> &Server {
+        &self.server
+    }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let opts = mysql::OptsBuilder::new()
             .user(Some("bench"))
@@ -468,7 +472,7 @@ impl Engine for MariaDb {
             .collect()
     }
     fn pid(&self) -> u32 {
-        self.pid
+        self.server.pid()
     }
     fn stats(&self) -> Result<EngineStats> {
         let mut c = self.admin()?;
@@ -534,13 +538,8 @@ impl Engine for MariaDb {
         ))
     }
     fn close(self: Box<Self>) -> Result<()> {
-        let r = self
-            .server
-            .lock()
-            .map_err(|_| anyhow!("server lock poisoned"))?
-            .stop();
         let _ = &self.root;
-        r
+        self.server.stop()
     }
 }
 

@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -29,7 +28,9 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{ServerProcess, free_port, join_cgroup, managed, tail, user_ids};
+use crate::setup::server::{
+    Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids,
+};
 
 /// The newest installed PostgreSQL's bin directory.
 pub fn bin_dir() -> Result<PathBuf> {
@@ -102,8 +103,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
 /// A PostgreSQL server with the benchmark database `ampbench`.
 pub struct Postgres {
     info: EngineInfo,
-    server: Mutex<ServerProcess>,
-    pid: u32,
+    server: Server,
     port: u16,
     db_oid: u32,
     /// The password of `postgres` and `bench`, made for this server.
@@ -184,35 +184,43 @@ impl Postgres {
             }
         }
         let port = free_port()?;
-        let mut cmd = Command::new(bin.join("postgres"));
-        cmd.arg("-D")
-            .arg(&datadir)
-            .arg("-p")
-            .arg(port.to_string())
-            .arg("-k")
-            .arg(&root);
-        cmd.args(["-c", "listen_addresses=127.0.0.1"]);
-        for (k, v) in &settings {
-            cmd.arg("-c").arg(format!("{k}={v}"));
-        }
-        cmd.uid(uid).gid(gid);
-        let slog = root.join("postgres.log");
-        managed(&mut cmd, &slog)?;
         if let Some(procs) = &spec.cgroup {
             // The server runs as postgres and joins the group itself.
             std::os::unix::fs::chown(procs, Some(uid), Some(gid))
                 .with_context(|| format!("cannot give {} to postgres", procs.display()))?;
         }
-        join_cgroup(&mut cmd, spec.cgroup.as_deref())?;
-        let server = ServerProcess::start(
-            "postgres",
-            cmd,
-            &slog,
-            libc::SIGINT,
-            Duration::from_secs(60),
-            || connect(port, "postgres", "postgres", &password).is_ok(),
-        )?;
-        let pid = server.pid();
+        let (data, cgroup, at, pw, args) = (
+            datadir.clone(),
+            spec.cgroup.clone(),
+            root.clone(),
+            password.clone(),
+            settings.clone(),
+        );
+        let server = Server::start(Box::new(move || {
+            let mut cmd = Command::new(bin.join("postgres"));
+            cmd.arg("-D")
+                .arg(&data)
+                .arg("-p")
+                .arg(port.to_string())
+                .arg("-k")
+                .arg(&at);
+            cmd.args(["-c", "listen_addresses=127.0.0.1"]);
+            for (k, v) in &args {
+                cmd.arg("-c").arg(format!("{k}={v}"));
+            }
+            cmd.uid(uid).gid(gid);
+            let slog = at.join("postgres.log");
+            managed(&mut cmd, &slog)?;
+            join_cgroup(&mut cmd, cgroup.as_deref())?;
+            ServerProcess::start(
+                "postgres",
+                cmd,
+                &slog,
+                libc::SIGINT,
+                Duration::from_secs(60),
+                || connect(port, "postgres", "postgres", &pw).is_ok(),
+            )
+        }))?;
         let mut c = connect(port, "postgres", "postgres", &password)?;
         // The password is hex: nothing to quote.
         c.batch_execute(&format!(
@@ -234,8 +242,7 @@ impl Postgres {
                 settings,
                 dir: datadir,
             },
-            server: Mutex::new(server),
-            pid,
+            server,
             port,
             db_oid: oid,
             password,
@@ -376,6 +383,9 @@ impl SqlEngine for Postgres {
     fn table_options(&self) -> &str {
         ""
     }
+    fn server(&self) -> &Server {
+        &self.server
+    }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let host = match self.transport {
             super::Transport::Tcp => "127.0.0.1".to_string(),
@@ -412,7 +422,7 @@ impl Engine for Postgres {
         ]
     }
     fn pid(&self) -> u32 {
-        self.pid
+        self.server.pid()
     }
     fn stats(&self) -> Result<EngineStats> {
         let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;
@@ -442,10 +452,7 @@ impl Engine for Postgres {
         Ok(format!("CHECKPOINT: {:.1}s", t.elapsed().as_secs_f64()))
     }
     fn close(self: Box<Self>) -> Result<()> {
-        self.server
-            .lock()
-            .map_err(|_| anyhow!("server lock poisoned"))?
-            .stop()
+        self.server.stop()
     }
 }
 

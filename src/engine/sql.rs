@@ -133,4 +133,6 @@ pub trait SqlEngine: Engine {
     fn table_options(&self) -> &str;
     /// A new connection to the benchmark database, for one thread.
     fn connect(&self) -> Result<Box<dyn SqlConn>>;
+    /// The server's process, which `crashcheck` kills and starts again.
+    fn server(&self) -> &crate::setup::server::Server;
 }

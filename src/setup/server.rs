@@ -158,7 +158,13 @@ pub fn free_port() -> Result<u16> {
 /// output to `log`, glibc malloc arenas as ampbench's.
 pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
     let out =
-        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        // Appended to: a server started again after a crash keeps the
+        // first start's lines.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
     let err = out.try_clone()?;
     cmd.stdin(Stdio::null())
         .stdout(out)
@@ -194,14 +200,22 @@ pub fn tail(log: &Path, lines: usize) -> String {
 /// lines when it has none: install scripts end on pages of advice that
 /// hide the one line saying what failed.
 pub fn errors_or_tail(log: &Path, lines: usize) -> String {
-    let t = std::fs::read_to_string(log).unwrap_or_default();
+    errors_or_tail_from(log, 0, lines)
+}
+
+/// [`errors_or_tail`] of what the log gained after byte `from`: one
+/// start's lines in a log that every start of a server appends to.
+pub fn errors_or_tail_from(log: &Path, from: u64, lines: usize) -> String {
+    let b = std::fs::read(log).unwrap_or_default();
+    let t = String::from_utf8_lossy(b.get(from as usize..).unwrap_or_default());
     let errs: Vec<&str> = t
         .lines()
         .filter(|l| l.contains("ERROR") || l.contains("[Error]"))
         .take(lines)
         .collect();
     if errs.is_empty() {
-        tail(log, lines)
+        let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+        v[v.len().saturating_sub(lines)..].join(" | ")
     } else {
         errs.join(" | ")
     }
@@ -285,11 +299,119 @@ impl ServerProcess {
             tail(&self.log, 3)
         )
     }
+
+    /// Waits for a server that was killed to exit (up to 10 s).
+    pub fn reap(&mut self) -> Result<()> {
+        let Some(mut c) = self.child.take() else {
+            return Ok(());
+        };
+        let t0 = Instant::now();
+        while c.try_wait()?.is_none() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = c.kill();
+                c.wait()?;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+/// True while a process of group `pgid` runs (zombies do not count).
+fn group_alive(pgid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+            // Fields after the command's closing paren: state, ppid, pgrp.
+            let f: Vec<&str> = s
+                .rsplit_once(')')
+                .map(|x| x.1.split_whitespace().collect())
+                .unwrap_or_default();
+            f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+        })
+    })
+}
+
+/// How a server is started: called once at open and again by
+/// [`Server::restart`], it builds the command afresh (a `Command` runs
+/// once) on the same data directory, settings and port.
+pub type Starter = Box<dyn Fn() -> Result<ServerProcess> + Send + Sync>;
+
+/// A server engine's process with the recipe that started it, so that it
+/// can be killed as a crash would kill it and started again on the same
+/// data (`ampbench crashcheck`).
+pub struct Server {
+    process: std::sync::Mutex<ServerProcess>,
+    pid: std::sync::atomic::AtomicU32,
+    start: Starter,
+}
+
+impl Server {
+    /// Starts the server with `start`.
+    pub fn start(start: Starter) -> Result<Server> {
+        let p = start()?;
+        Ok(Server {
+            pid: std::sync::atomic::AtomicU32::new(p.pid()),
+            process: std::sync::Mutex::new(p),
+            start,
+        })
+    }
+
+    /// The running server's process id (it changes on restart).
+    pub fn pid(&self) -> u32 {
+        self.pid.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn process(&self) -> Result<std::sync::MutexGuard<'_, ServerProcess>> {
+        self.process
+            .lock()
+            .map_err(|_| anyhow::anyhow!("server lock poisoned"))
+    }
+
+    /// Stops the server cleanly (see [`ServerProcess::stop`]).
+    pub fn stop(&self) -> Result<()> {
+        self.process()?.stop()
+    }
+
+    /// Kills the server and every process of its group (PostgreSQL's
+    /// backends and helpers) with SIGKILL, as a process crash does, and
+    /// reaps it.
+    pub fn crash(&self) -> Result<()> {
+        let mut p = self.process()?;
+        let pid = p.pid();
+        if pid != 0 {
+            // SAFETY: signals the process group of our own child (it was
+            // started in a group of its own, whose id is its pid).
+            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        }
+        p.reap()?;
+        // The group's other processes are not our children: wait until
+        // none is left running (a zombie holds no memory or files), so the
+        // next start does not meet the old shared memory still in use.
+        let t0 = Instant::now();
+        while pid != 0 && group_alive(pid) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+
+    /// Starts the server again on the same data directory after it died;
+    /// returns once it admits connections, its crash recovery done.
+    pub fn restart(&self) -> Result<()> {
+        let mut p = self.process()?;
+        p.stop()?;
+        *p = (self.start)()?;
+        self.pid.store(p.pid(), std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     }
 }
 

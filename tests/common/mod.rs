@@ -64,3 +64,18 @@ pub fn interval_iops(results: &std::path::Path) -> Vec<(String, String, f64, f64
     })
     .collect()
 }
+
+/// Processes whose working directory is under `dir` (a server and its
+/// children work in their data directory).
+pub fn working_in(dir: &std::path::Path) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{p}/cwd")).is_ok_and(|c| c.starts_with(dir)) {
+            v.push(p);
+        }
+    }
+    v
+}
