@@ -50,7 +50,10 @@ fn assert_kept_everything(engines: &[&str]) {
         assert!(l.contains("  ok  ("), "{l}");
     }
     assert!(out.contains("every engine kept every acknowledged transaction"));
-    assert!(out.contains("not a power cut"), "says what it checks: {out}");
+    assert!(
+        out.contains("not a power cut"),
+        "says what it checks: {out}"
+    );
     // Nothing left: no data directory, no writer process, no server.
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
@@ -93,7 +96,10 @@ fn an_unsynced_tail_is_seen_lost() {
     assert!(figure(l, "lost") > 0, "{l}");
     assert_eq!(figure(l, "problems"), 0, "{l}");
     assert!(l.contains("unsynced tail lost, as expected"), "{l}");
-    assert!(out.contains("1 of 1 engines lost an unsynced tail"), "{out}");
+    assert!(
+        out.contains("1 of 1 engines lost an unsynced tail"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -110,5 +116,43 @@ fn bad_input_is_one_line() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains(key), "{args:?}: {err}");
+    }
+}
+
+/// Ctrl-C twice (a real SIGINT, the second while the first is being
+/// handled): the check ends interrupted, says so, and leaves no writer
+/// process, server or data directory.
+#[test]
+fn ctrl_c_twice_leaves_nothing() {
+    for engine in ["rocksdb", "postgres"] {
+        let d = tempfile::tempdir().unwrap();
+        let child = Command::new(BIN)
+            .args(["crashcheck", "-e", engine, "--rounds", "500", "--dir"])
+            .arg(d.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Into the rounds: the data directory exists and writers run.
+        let t0 = std::time::Instant::now();
+        while std::fs::read_dir(d.path()).unwrap().count() == 0 {
+            assert!(t0.elapsed().as_secs() < 60, "{engine}: never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        for _ in 0..2 {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let o = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{engine}: {out}");
+        assert!(line(&out, engine).contains("interrupted"), "{out}");
+        assert!(out.contains("interrupted: the engines above"), "{out}");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{engine}: left behind: {left:?}");
+        assert_eq!(working_in(d.path()), Vec::<u32>::new(), "{engine}");
+        assert_eq!(naming(d.path()), Vec::<u32>::new(), "{engine}");
     }
 }

@@ -292,6 +292,94 @@ fn server_killed_mid_step_of(engine: &str) {
     assert!(left.is_empty(), "data directories left: {left:?}");
 }
 
+/// Ctrl-C twice on a server run (real SIGINTs, the second while the
+/// first's cleanup runs): the step and the run are recorded interrupted,
+/// the partial report is printed, and the server, its backends and its
+/// data directory are gone.
+#[test]
+fn ctrl_c_twice_on_a_server() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let (child, rx) = spawn_run(&[
+        "run",
+        "-e",
+        "postgres",
+        "--steps",
+        "load,owa.1",
+        "-p",
+        "docs=2000",
+        "--warmup",
+        "0",
+        "--duration",
+        "30",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let pid = wait_for_pid(&rx, "postgres");
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if rx
+            .recv_timeout(Duration::from_secs(1))
+            .is_ok_and(|l| l.trim_start().starts_with("load"))
+        {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for _ in 0..2 {
+        // SAFETY: signals our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let st = wait_child(child);
+    let out: Vec<String> = rx.try_iter().collect();
+    let out = out.join("\n");
+    assert_eq!(st.code(), Some(1), "{out}");
+    assert!(out.contains("results: "), "a partial report: {out}");
+    let o = Command::new(BIN)
+        .args([
+            "report",
+            "--results",
+            res.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["run"]["status"], "interrupted");
+    let owa = j["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "owa.1")
+        .unwrap();
+    assert_eq!(owa["status"], "interrupted");
+    assert!(owa["ops"].as_f64().unwrap() > 0.0, "ops so far kept");
+    assert!(gone(pid), "postgres {pid} outlived the run");
+    let t0 = Instant::now();
+    while !working_in(d.path()).is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(working_in(d.path()), Vec::<u32>::new(), "processes left");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "data directories left: {left:?}");
+}
+
+/// Waits for a child whose output a reader thread drains.
+fn wait_child(mut child: std::process::Child) -> std::process::ExitStatus {
+    let st = child.wait().unwrap();
+    // The reader thread sends the last lines as the pipe closes.
+    std::thread::sleep(Duration::from_millis(200));
+    st
+}
+
 /// If ampbench itself is killed, its server gets SIGTERM from the kernel
 /// and stops: no orphan.
 #[test]

@@ -362,23 +362,32 @@ fn wait_for_setup(pid: u32) {
     std::thread::sleep(Duration::from_secs(3));
 }
 
-/// Ctrl-C (a real SIGINT) mid-step, and SIGTERM (`kill`, `timeout`): the
-/// run ends interrupted (exit 1) and its device, mount, throttle and
-/// cgroup are gone.
+/// Ctrl-C (a real SIGINT) mid-step, Ctrl-C twice (the second while the
+/// first's cleanup runs), and SIGTERM (`kill`, `timeout`): the run ends
+/// interrupted (exit 1) with its partial report, and its device, mount,
+/// throttle and cgroup are gone.
 #[test]
 fn ctrl_c_leaves_nothing() {
     need_device!(_serial);
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sigs in [
+        &[libc::SIGINT][..],
+        &[libc::SIGINT, libc::SIGINT],
+        &[libc::SIGTERM],
+    ] {
         let d = tempfile::tempdir().unwrap();
         let child = spawn(d.path(), &["--storage", "disk-array"]);
         let pid = child.id();
         wait_for_setup(pid);
-        // SAFETY: signals our own child.
-        unsafe { libc::kill(pid as i32, sig) };
+        for sig in sigs {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid as i32, *sig) };
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let o = child.wait_with_output().unwrap();
         let out = String::from_utf8_lossy(&o.stdout);
-        assert_eq!(o.status.code(), Some(1), "signal {sig}: {out}");
-        assert!(out.contains("interrupted"), "signal {sig}: {out}");
+        assert_eq!(o.status.code(), Some(1), "signals {sigs:?}: {out}");
+        assert!(out.contains("interrupted"), "signals {sigs:?}: {out}");
+        assert!(out.contains("\nresults: "), "a partial report: {out}");
         assert_clean(pid);
     }
 }

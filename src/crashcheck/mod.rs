@@ -278,7 +278,10 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
             error: None,
         };
         if let Err(e) = engine_rounds(&check, kind, &dir, &mut rng, &mut o, out) {
-            o.error = Some(format!("{e:#}").replace('\n', " "));
+            // A round cut by Ctrl-C is not a finding; the summary says so.
+            if !crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+                o.error = Some(format!("{e:#}").replace('\n', " "));
+            }
         }
         if !check.keep {
             let _ = std::fs::remove_dir_all(&dir);
@@ -407,6 +410,7 @@ fn line(out: &mut dyn Write, o: &Outcome, check: &Check) -> Result<()> {
                 .unwrap_or("")
         ),
         (None, _, l) if l > 0 && !check.nosync => "FAILED: acknowledged commits lost".into(),
+        _ if o.rounds.len() < check.rounds as usize => "interrupted".into(),
         (None, _, l) if l > 0 => "ok (unsynced tail lost, as expected)".into(),
         _ => "ok".into(),
     };
