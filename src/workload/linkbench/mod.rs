@@ -79,7 +79,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         key: "link_type_count",
         default: "2",
-        help: "link types",
+        help: "link types, 1 to 1000 (the loader visits every type of every id)",
     },
     ParamDef {
         key: "loaders",
@@ -281,12 +281,20 @@ impl Linkbench {
             })
         };
         let n = maxid1 - 1;
+        // The loader visits every (id1, type): a count in the billions
+        // makes one load operation run for hours, deaf to Ctrl-C.
+        let types = p.u64("link_type_count")?;
+        if !(1..=1000).contains(&types) {
+            bail!(crate::UsageError(format!(
+                "parameter 'link_type_count={types}': expected 1 to 1000"
+            )));
+        }
         let variant = p.one_of("variant", Variant::ALL, Variant::name)?;
         Ok(Linkbench {
             start: 1,
             n,
             variant,
-            types: p.u64("link_type_count")?.max(1),
+            types,
             loaders: p.u64("loaders")?.max(1) as usize,
             mix: m,
             link_median: median("link_datasize", 8.0, 23.0)?,
@@ -528,6 +536,20 @@ pub fn mix_shares(m: Mix, draws: usize, seed: u64) -> HashMap<LinkOp, f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_types_are_bounded() {
+        let with = |v: &str| {
+            let p = Params::new("linkbench", PARAMS, &[("link_type_count".into(), v.into())]).unwrap();
+            Linkbench::new(&p).map(|w| w.types).map_err(|e| e.to_string())
+        };
+        assert_eq!(with("1"), Ok(1));
+        assert_eq!(with("1000"), Ok(1000));
+        for bad in ["0", "1001", "99999999999"] {
+            let e = with(bad).unwrap_err();
+            assert!(e.contains("'link_type_count=") && e.contains("1 to 1000"), "{e}");
+        }
+    }
 
     #[test]
     fn mixes_sum_to_100_and_draws_match_within_half_a_point() {
