@@ -506,3 +506,59 @@ fn bound_presets() {
         assert!(err.contains("--bound"), "{err}");
     }
 }
+
+/// `--keep` on a dedicated device keeps the image: the device is undone,
+/// but the engine's files are there when the image is mounted again.
+#[test]
+fn keep_keeps_the_devices_image() {
+    need_device!(_serial);
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["run", "-e", "lmdb", "--steps", "load", "-p", "docs=2000"])
+        .args(["--storage", "fast-ssd", "--device-size", "64MB", "--keep"])
+        .arg("--results")
+        .arg(d.path().join("r.db"))
+        .arg("--dir")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("kept ") && l.contains("its image"))
+        .unwrap_or_else(|| panic!("no kept line: {out}"));
+    let image = line
+        .split("mount -o loop ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap();
+    let kept = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches('/');
+    assert!(Path::new(image).exists(), "{line}");
+    assert_clean(o_pid(&out));
+    let m = d.path().join("mnt");
+    std::fs::create_dir(&m).unwrap();
+    let st = Command::new("mount")
+        .args(["-o", "loop,ro", image])
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = m.join(kept).join("data.mdb");
+    let found = data.exists();
+    let _ = Command::new("umount").arg(&m).status();
+    assert!(found, "{} not in the kept image", data.display());
+}
+
+/// The pid in a run's device line (`ampbench-PID-dev.img`).
+fn o_pid(out: &str) -> u32 {
+    out.split("ampbench-")
+        .nth(1)
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no device line: {out}"))
+}

@@ -212,7 +212,12 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         writeln!(out, "leftover of a killed run: {l}")?;
     }
     let probe_secs = if cfg.storage.caps.none() { 0.5 } else { 1.0 };
-    let storage = setup::prepare(&cfg.storage, &cfg.dir, probe_secs);
+    let mut storage = setup::prepare(&cfg.storage, &cfg.dir, probe_secs);
+    if cfg.keep {
+        if let Some(d) = storage.device.as_mut() {
+            d.keep_image();
+        }
+    }
     if cfg.engines.iter().any(|e| e.def().server) {
         // Before any worker thread exists: the counter is inherited.
         if let Err(why) = crate::probe::syscalls::start() {
@@ -447,7 +452,18 @@ fn run_engine(
         }
     }
     if cfg.keep {
-        writeln!(out, "  kept {}", tmp.keep().display())?;
+        let kept = tmp.keep();
+        match &r.storage.device {
+            // The device is unmounted when the run ends; its image stays.
+            Some(d) => writeln!(
+                out,
+                "  kept {} on the dedicated device: its image {} stays after the run (mount -o loop {} DIR to read it)",
+                kept.strip_prefix(&d.mount).unwrap_or(&kept).display(),
+                d.image.display(),
+                d.image.display()
+            )?,
+            None => writeln!(out, "  kept {}", kept.display())?,
+        }
     }
     Ok(after)
 }

@@ -157,6 +157,7 @@ pub struct Device {
     /// True while a v1 device throttle is set.
     throttled: bool,
     closed: bool,
+    keep_image: bool,
 }
 
 fn run(cmd: &mut Command) -> Result<String> {
@@ -223,6 +224,7 @@ impl Device {
             mount: mount.clone(),
             throttled: false,
             closed: false,
+            keep_image: false,
         };
         let loopdev = run(Command::new("losetup")
             .args(["-f", "--show", "--direct-io=on"])
@@ -280,7 +282,14 @@ impl Device {
         Ok(())
     }
 
-    /// Removes the throttle, unmounts, detaches and deletes the image.
+    /// Keeps the image file when the device is closed (`--keep`): the
+    /// data stays readable with `mount -o loop IMAGE DIR`.
+    pub fn keep_image(&mut self) {
+        self.keep_image = true;
+    }
+
+    /// Removes the throttle, unmounts, detaches and deletes the image
+    /// (unless [`Device::keep_image`]).
     pub fn close(&mut self) -> Result<()> {
         if self.closed {
             return Ok(());
@@ -299,7 +308,9 @@ impl Device {
             }
         }
         let _ = std::fs::remove_dir(&self.mount);
-        let _ = std::fs::remove_file(&self.image);
+        if !self.keep_image {
+            let _ = std::fs::remove_file(&self.image);
+        }
         if errs.is_empty() {
             Ok(())
         } else {

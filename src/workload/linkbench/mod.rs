@@ -540,14 +540,20 @@ mod tests {
     #[test]
     fn link_types_are_bounded() {
         let with = |v: &str| {
-            let p = Params::new("linkbench", PARAMS, &[("link_type_count".into(), v.into())]).unwrap();
-            Linkbench::new(&p).map(|w| w.types).map_err(|e| e.to_string())
+            let p =
+                Params::new("linkbench", PARAMS, &[("link_type_count".into(), v.into())]).unwrap();
+            Linkbench::new(&p)
+                .map(|w| w.types)
+                .map_err(|e| e.to_string())
         };
         assert_eq!(with("1"), Ok(1));
         assert_eq!(with("1000"), Ok(1000));
         for bad in ["0", "1001", "99999999999"] {
             let e = with(bad).unwrap_err();
-            assert!(e.contains("'link_type_count=") && e.contains("1 to 1000"), "{e}");
+            assert!(
+                e.contains("'link_type_count=") && e.contains("1 to 1000"),
+                "{e}"
+            );
         }
     }
 
