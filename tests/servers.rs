@@ -210,13 +210,18 @@ fn server_killed_mid_step() {
     }
 }
 
-fn server_killed_mid_step_of(engine: &str) {
-    let d = tempfile::tempdir().unwrap();
-    let res = d.path().join("r.db");
-    let (mut child, rx) = spawn_run(&[
+/// A run of `engines` (load, then owa.1 for `secs`) in `d`, started and
+/// waited for until owa.1 has run 2 s; returns the child, its output
+/// lines and the first engine's server pid.
+fn run_into_owa(
+    d: &std::path::Path,
+    engines: &str,
+    secs: &str,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>, u32) {
+    let (child, rx) = spawn_run(&[
         "run",
         "-e",
-        &format!("{engine},lmdb"),
+        engines,
         "--steps",
         "load,owa.1",
         "-p",
@@ -224,15 +229,16 @@ fn server_killed_mid_step_of(engine: &str) {
         "--warmup",
         "0",
         "--duration",
-        "8",
+        secs,
         "--interval",
         "0.5",
         "--results",
-        res.to_str().unwrap(),
+        d.join("r.db").to_str().unwrap(),
         "--dir",
-        d.path().to_str().unwrap(),
+        d.to_str().unwrap(),
     ]);
-    let pid = wait_for_pid(&rx, engine);
+    let first = engines.split(',').next().unwrap();
+    let pid = wait_for_pid(&rx, first);
     // Wait until owa.1 runs (load printed), then a little more.
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
@@ -244,21 +250,46 @@ fn server_killed_mid_step_of(engine: &str) {
         }
     }
     std::thread::sleep(Duration::from_secs(2));
+    (child, rx, pid)
+}
+
+/// The JSON report of the latest run in `d`'s results file.
+fn report(d: &std::path::Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["report", "--results"])
+        .arg(d.join("r.db"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The server `pid`, its children and the data directories under `d` are
+/// all gone.
+fn assert_nothing_left(d: &std::path::Path, pid: u32, engine: &str) {
+    assert!(gone(pid), "{engine}: server {pid} left");
+    // Nor any of its children (PostgreSQL's backends).
+    let t0 = Instant::now();
+    while !working_in(d).is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(working_in(d), Vec::<u32>::new(), "{engine}: processes left");
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(left.is_empty(), "{engine}: data directories left: {left:?}");
+}
+
+fn server_killed_mid_step_of(engine: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let (mut child, _rx, pid) = run_into_owa(d.path(), &format!("{engine},lmdb"), "8");
     // SAFETY: signals the server the child ampbench started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let st = child.wait().unwrap();
     assert!(!st.success(), "a failed step makes the run fail");
-    let out = Command::new(BIN)
-        .args([
-            "report",
-            "--results",
-            res.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = report(d.path());
     let steps = j["steps"].as_array().unwrap();
     let owa = steps
         .iter()
@@ -273,23 +304,7 @@ fn server_killed_mid_step_of(engine: &str) {
     for s in steps.iter().filter(|s| s["engine"] == "lmdb") {
         assert_eq!(s["status"], "done", "the next engine still runs");
     }
-    assert!(gone(pid), "{engine}");
-    // Nor any of its children (PostgreSQL's backends).
-    let t0 = Instant::now();
-    while !working_in(d.path()).is_empty() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(
-        working_in(d.path()),
-        Vec::<u32>::new(),
-        "{engine}: processes left"
-    );
-    let left: Vec<_> = std::fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .collect();
-    assert!(left.is_empty(), "data directories left: {left:?}");
+    assert_nothing_left(d.path(), pid, engine);
 }
 
 /// Ctrl-C twice on a server run (real SIGINTs, the second while the
@@ -299,56 +314,20 @@ fn server_killed_mid_step_of(engine: &str) {
 #[test]
 fn ctrl_c_twice_on_a_server() {
     let d = tempfile::tempdir().unwrap();
-    let res = d.path().join("r.db");
-    let (child, rx) = spawn_run(&[
-        "run",
-        "-e",
-        "postgres",
-        "--steps",
-        "load,owa.1",
-        "-p",
-        "docs=2000",
-        "--warmup",
-        "0",
-        "--duration",
-        "30",
-        "--results",
-        res.to_str().unwrap(),
-        "--dir",
-        d.path().to_str().unwrap(),
-    ]);
-    let pid = wait_for_pid(&rx, "postgres");
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if rx
-            .recv_timeout(Duration::from_secs(1))
-            .is_ok_and(|l| l.trim_start().starts_with("load"))
-        {
-            break;
-        }
-    }
-    std::thread::sleep(Duration::from_secs(2));
+    let (mut child, rx, pid) = run_into_owa(d.path(), "postgres", "30");
     for _ in 0..2 {
         // SAFETY: signals our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         std::thread::sleep(Duration::from_millis(100));
     }
-    let st = wait_child(child);
+    let st = child.wait().unwrap();
+    // The reader thread sends the last lines as the pipe closes.
+    std::thread::sleep(Duration::from_millis(200));
     let out: Vec<String> = rx.try_iter().collect();
     let out = out.join("\n");
     assert_eq!(st.code(), Some(1), "{out}");
     assert!(out.contains("results: "), "a partial report: {out}");
-    let o = Command::new(BIN)
-        .args([
-            "report",
-            "--results",
-            res.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = report(d.path());
     assert_eq!(j["run"]["status"], "interrupted");
     let owa = j["steps"]
         .as_array()
@@ -358,26 +337,7 @@ fn ctrl_c_twice_on_a_server() {
         .unwrap();
     assert_eq!(owa["status"], "interrupted");
     assert!(owa["ops"].as_f64().unwrap() > 0.0, "ops so far kept");
-    assert!(gone(pid), "postgres {pid} outlived the run");
-    let t0 = Instant::now();
-    while !working_in(d.path()).is_empty() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(working_in(d.path()), Vec::<u32>::new(), "processes left");
-    let left: Vec<_> = std::fs::read_dir(d.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .collect();
-    assert!(left.is_empty(), "data directories left: {left:?}");
-}
-
-/// Waits for a child whose output a reader thread drains.
-fn wait_child(mut child: std::process::Child) -> std::process::ExitStatus {
-    let st = child.wait().unwrap();
-    // The reader thread sends the last lines as the pipe closes.
-    std::thread::sleep(Duration::from_millis(200));
-    st
+    assert_nothing_left(d.path(), pid, "postgres");
 }
 
 /// If ampbench itself is killed, its server gets SIGTERM from the kernel
