@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::notes::RowCounts;
 use super::payload::Motif;
 use super::store::{LINK_TYPE_BASE, LIST_LIMIT, Link, LinkStore, NODE_TYPE, Node};
 use super::{Accesses, LinkOp, Linkbench, Variant, choose, dist, now_ms};
@@ -22,7 +23,11 @@ pub(super) struct Requester<'a> {
     pub(super) history: Vec<(u64, u64, u64)>,
     /// Rows of each non-history GET_LINKS_LIST, by interval of the
     /// measured phase (warm-up dropped).
-    pub(super) rows: Vec<Vec<u32>>,
+    /// This thread's GET_LINKS_LIST rows in the interval it is in (index,
+    /// counts), handed to the workload's per-interval counts when the
+    /// interval changes: one histogram per thread, whatever the run's
+    /// length.
+    pub(super) rows: Option<(usize, RowCounts)>,
     /// When the measured phase starts and ends, and the interval length.
     pub(super) measured: (Instant, Instant, Duration),
     pub(super) found: (u64, u64),
@@ -66,10 +71,24 @@ impl Requester<'_> {
             return; // past the measured phase (the last ops of a stopping step)
         }
         let i = (since.as_nanos() / every.as_nanos().max(1)) as usize;
-        if self.rows.len() <= i {
-            self.rows.resize_with(i + 1, Vec::new);
+        if self.rows.as_ref().is_some_and(|r| r.0 != i) {
+            self.hand_over_rows();
         }
-        self.rows[i].push(rows.min(u32::MAX as usize) as u32);
+        self.rows
+            .get_or_insert_with(|| (i, RowCounts::new()))
+            .1
+            .record(rows as u64);
+    }
+    fn hand_over_rows(&mut self) {
+        let Some((i, mine)) = self.rows.take() else {
+            return;
+        };
+        if let Ok(mut all) = self.wl.rows.lock() {
+            if all.len() <= i {
+                all.resize_with(i + 1, RowCounts::new);
+            }
+            all[i].add(&mine);
+        }
     }
     fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) -> Link {
         let len = dist::lognormal_len(&mut self.rng, self.wl.link_median, 254);
@@ -87,14 +106,7 @@ impl Requester<'_> {
 
 impl Drop for Requester<'_> {
     fn drop(&mut self) {
-        if let Ok(mut r) = self.wl.rows.lock() {
-            if r.len() < self.rows.len() {
-                r.resize_with(self.rows.len(), Vec::new);
-            }
-            for (all, mine) in r.iter_mut().zip(&mut self.rows) {
-                all.append(mine);
-            }
-        }
+        self.hand_over_rows();
         if let Ok(mut m) = self.wl.multiget.lock() {
             m.0 += self.found.0;
             m.1 += self.found.1;
