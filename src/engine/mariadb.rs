@@ -336,6 +336,29 @@ struct MySqlConn {
     c: mysql::Conn,
     durability_var: &'static str,
     durability: Option<Durability>,
+    /// Prepared statements by SQL text: executing a `Statement` skips the
+    /// driver's parse of the text for named parameters and its own cache
+    /// lookup on every call. At most [`STMTS`] (cleared when full), half
+    /// the driver's cache, whose LRU would otherwise close a statement
+    /// still held here.
+    stmts: std::collections::HashMap<String, mysql::Statement>,
+}
+
+/// Statements a connection keeps (the driver's cache holds twice as many).
+const STMTS: usize = 128;
+
+impl MySqlConn {
+    fn stmt(&mut self, sql: &str) -> Result<mysql::Statement> {
+        if let Some(s) = self.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.c.prep(sql)?;
+        if self.stmts.len() >= STMTS {
+            self.stmts.clear();
+        }
+        self.stmts.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
 }
 
 fn to_mysql(params: &[Val<'_>]) -> mysql::Params {
@@ -367,7 +390,8 @@ fn from_mysql(v: mysql::Value) -> Cell {
 
 impl SqlConn for MySqlConn {
     fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
-        self.c.exec_drop(sql, to_mysql(params))?;
+        let s = self.stmt(sql)?;
+        self.c.exec_drop(&s, to_mysql(params))?;
         Ok(self.c.affected_rows())
     }
     fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
@@ -375,7 +399,8 @@ impl SqlConn for MySqlConn {
         // `Row::unwrap` returns the row's values (it cannot fail), not
         // Option::unwrap.
         let mut out = Vec::new();
-        for r in self.c.exec_iter(sql, to_mysql(params))? {
+        let s = self.stmt(sql)?;
+        for r in self.c.exec_iter(&s, to_mysql(params))? {
             out.push(r?.unwrap().into_iter().map(from_mysql).collect());
         }
         Ok(out)
@@ -420,7 +445,7 @@ impl SqlEngine for MariaDb {
             .user(Some("bench"))
             .pass(Some(self.password.as_str()))
             .db_name(Some("ampbench"))
-            .stmt_cache_size(Some(256));
+            .stmt_cache_size(Some(2 * STMTS));
         let (opts, at) = match self.transport {
             super::Transport::Tcp => (
                 opts.ip_or_hostname(Some("127.0.0.1")).tcp_port(self.port),
@@ -435,6 +460,7 @@ impl SqlEngine for MariaDb {
             .map_err(|e| anyhow!("{}: cannot connect to {at}: {e}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
+            stmts: Default::default(),
             durability_var: if self.myrocks {
                 "rocksdb_flush_log_at_trx_commit"
             } else {
