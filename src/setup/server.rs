@@ -324,21 +324,46 @@ impl Drop for ServerProcess {
     }
 }
 
-/// True while a process of group `pgid` runs (zombies do not count).
-fn group_alive(pgid: u32) -> bool {
+/// Every process's (pid, state, parent) from /proc.
+fn processes() -> Vec<(u32, char, u32)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
+        return Vec::new();
     };
-    dir.flatten().any(|e| {
-        std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-            // Fields after the command's closing paren: state, ppid, pgrp.
-            let f: Vec<&str> = s
-                .rsplit_once(')')
-                .map(|x| x.1.split_whitespace().collect())
-                .unwrap_or_default();
-            f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+    dir.flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let s = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // Fields after the command's closing paren: state, ppid, ….
+            let mut f = s.rsplit_once(')')?.1.split_whitespace();
+            let state = f.next()?.chars().next()?;
+            Some((pid, state, f.next()?.parse().ok()?))
         })
-    })
+        .collect()
+}
+
+/// `root`'s descendants that are running (zombies do not count).
+fn descendants(root: u32) -> Vec<u32> {
+    let all = processes();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            all.iter()
+                .filter(|p| p.2 == parent && p.1 != 'Z')
+                .map(|p| p.0),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// True while one of `pids` runs (a zombie holds no memory or files).
+fn any_running(pids: &[u32]) -> bool {
+    processes()
+        .iter()
+        .any(|p| p.1 != 'Z' && pids.contains(&p.0))
 }
 
 /// How a server is started: called once at open and again by
@@ -382,23 +407,31 @@ impl Server {
         self.process()?.stop()
     }
 
-    /// Kills the server and every process of its group (PostgreSQL's
-    /// backends and helpers) with SIGKILL, as a process crash does, and
-    /// reaps it.
+    /// Kills the server, its process group and every process descending
+    /// from it (PostgreSQL's backends and helpers) with SIGKILL, as a
+    /// process crash does, and waits until none of them runs.
     pub fn crash(&self) -> Result<()> {
         let mut p = self.process()?;
         let pid = p.pid();
-        if pid != 0 {
-            // SAFETY: signals the process group of our own child (it was
-            // started in a group of its own, whose id is its pid).
-            unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        if pid == 0 {
+            return Ok(());
+        }
+        // PostgreSQL's backends leave the group (setsid): every
+        // descendant is killed by pid, the group besides.
+        let victims = descendants(pid);
+        // SAFETY: signals our own child's process group (started in a
+        // group of its own, whose id is its pid) and its descendants.
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+            for v in &victims {
+                libc::kill(*v as i32, libc::SIGKILL);
+            }
         }
         p.reap()?;
-        // The group's other processes are not our children: wait until
-        // none is left running (a zombie holds no memory or files), so the
-        // next start does not meet the old shared memory still in use.
+        // The descendants are not our children: wait until none runs, so
+        // the next start does not meet the old shared memory still in use.
         let t0 = Instant::now();
-        while pid != 0 && group_alive(pid) && t0.elapsed() < Duration::from_secs(10) {
+        while any_running(&victims) && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
         }
         Ok(())
