@@ -96,9 +96,7 @@ pub fn main() -> Result<i32> {
         Cmd::Run(a) => {
             let command = std::env::args().collect::<Vec<_>>().join(" ");
             let cfgs = (*a).into_configs()?;
-            let _ = ctrlc::set_handler(|| {
-                crate::driver::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst)
-            });
+            crate::driver::catch_interrupts();
             // `--allocator`: the run happens in a child with it preloaded.
             if let Some(a) = cfgs.first().map(|c| c.allocator) {
                 if let Some(code) = crate::setup::allocator::run_under(a)? {

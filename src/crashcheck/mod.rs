@@ -241,7 +241,7 @@ struct Outcome {
 /// Runs the check; returns the exit code (0: nothing lost or wrong).
 pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let check = args.check()?;
-    let _ = ctrlc::set_handler(|| crate::driver::INTERRUPTED.store(true, Ordering::SeqCst));
+    crate::driver::catch_interrupts();
     writeln!(
         out,
         "crashcheck: {} rounds per engine, {} writer threads, commits {}, kill within {:.2} s of the first commit, seed {}",

@@ -36,6 +36,14 @@ use thread::{Shared, Signals, Slot, Snapshot, Thread, merge_into};
 /// measured.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Makes Ctrl-C and SIGTERM set [`INTERRUPTED`] and nothing else: work
+/// stops at its next look, cleanup runs to its end, and a second signal
+/// cannot cut it short.
+pub fn catch_interrupts() {
+    // Fails only when a handler is already set, which is then ours.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+}
+
 /// What one operation did, as told by the worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Done {
