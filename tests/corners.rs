@@ -104,24 +104,50 @@ fn both_corners_in_one_command() {
         machine.contains("glibc malloc arenas"),
         "the harness's memory settings are recorded: {machine}"
     );
-    // The merged report reads the same labels back.
-    let j: serde_json::Value = serde_json::from_str(&ok(&[
-        "report",
+    // The merged report reads the same labels back, named by ids or as
+    // the latest `ampbench run` (both its corners); a later run alone is
+    // the latest after it.
+    let engines = |run: &str| -> Vec<String> {
+        let j: serde_json::Value = serde_json::from_str(&ok(&[
+            "report",
+            "--results",
+            res.to_str().unwrap(),
+            "--run",
+            run,
+            "--format",
+            "json",
+        ]))
+        .unwrap();
+        j["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["engine"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let merged = engines("1,2");
+    assert!(merged.contains(&"cache:lmdb".into()) && merged.contains(&"io:rocksdb".into()));
+    assert_eq!(engines("latest"), merged);
+    let invocation: Option<i64> = c
+        .query_row("SELECT invocation FROM runs WHERE id = 2", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(invocation, Some(1));
+    ok(&[
+        "run",
+        "-e",
+        "lmdb",
+        "-p",
+        "docs=2000",
+        "--steps",
+        "load",
+        "--storage",
+        "native",
         "--results",
         res.to_str().unwrap(),
-        "--run",
-        "1,2",
-        "--format",
-        "json",
-    ]))
-    .unwrap();
-    let engines: Vec<&str> = j["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["engine"].as_str().unwrap())
-        .collect();
-    assert!(engines.contains(&"cache:lmdb") && engines.contains(&"io:rocksdb"));
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert_eq!(engines("latest"), ["lmdb"]);
 }
 
 /// The default run's plan, as shipped and as compiled in: both corners,

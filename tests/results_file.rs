@@ -73,7 +73,8 @@ fn files_that_are_not_ours_are_refused_and_left_alone() {
 fn a_file_of_the_schema_before_versions_is_migrated() {
     let d = tempfile::tempdir().unwrap();
     let f = fixed_copy(d.path());
-    // Schema 1: no steps.rep, no rates table, no version.
+    // Schema 1: no steps.rep, no rates table, no version (and, as in
+    // schema 2 the fixture was written with, no runs.invocation).
     let c = rusqlite::Connection::open(&f).unwrap();
     c.execute_batch(
         "ALTER TABLE steps DROP COLUMN rep; DROP TABLE rates; PRAGMA user_version = 0;",
@@ -103,6 +104,10 @@ fn a_file_of_the_schema_before_versions_is_migrated() {
     assert!(
         c.prepare("SELECT rep FROM steps").is_ok(),
         "steps.rep added"
+    );
+    assert!(
+        c.prepare("SELECT invocation FROM runs").is_ok(),
+        "runs.invocation added"
     );
 }
 

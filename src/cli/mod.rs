@@ -121,7 +121,8 @@ pub fn main() -> Result<i32> {
                         }
                     )?;
                 }
-                let id = runner::run(cfg, &command, &mut out)?;
+                let first = views.first().map(|v: &crate::results::RunView| v.id);
+                let id = runner::run(cfg, &command, first, &mut out)?;
                 let results = Results::open_existing(&cfg.results)?;
                 views.push(read::load(&results, read::RunSel::Id(id))?);
                 if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
@@ -165,7 +166,14 @@ pub fn main() -> Result<i32> {
             let results = Results::open_existing(&a.results)?;
             let mut views = Vec::new();
             for sel in sels {
-                views.push(read::load(&results, sel)?);
+                // `latest` is the last `ampbench run`: all its corners.
+                if sel == read::RunSel::Latest {
+                    for id in read::latest_ids(&results)? {
+                        views.push(read::load(&results, read::RunSel::Id(id))?);
+                    }
+                } else {
+                    views.push(read::load(&results, sel)?);
+                }
             }
             let view = if views.len() == 1 {
                 views.remove(0)

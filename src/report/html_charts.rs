@@ -122,12 +122,26 @@ pub fn over_time(run: &RunView, step: &str, es: &[String]) -> Option<String> {
         .iter()
         .filter_map(|e| find(run, e, step))
         .find_map(|s| s.rates.first().map(|(a, b, _)| b - a));
+    // Lines twenty times apart (a cached corner beside an IO-bound
+    // one) go on a log axis, or the lower ones lie flat on zero.
+    let medians: Vec<f64> = series.iter().filter_map(|s| median(&s.data)).collect();
+    let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = medians.iter().copied().fold(0.0, f64::max);
+    let log = lo > 0.0 && hi / lo > 20.0;
     let t = format!(
-        "{step}: operations/s over time{} ({})",
+        "{step}: operations/s over time{}{} ({})",
+        if log { ", log scale" } else { "" },
         width.map_or(String::new(), |w| format!(", {w} s bins")),
         step_config(run, Some(step))
     );
-    charts::lines(&t, "seconds into the step", "ops/s", &series, false)
+    charts::lines(&t, "seconds into the step", "ops/s", &series, log)
+}
+
+/// The median of a line's values; None for an empty line.
+fn median(data: &[(f64, f64)]) -> Option<f64> {
+    let mut v: Vec<f64> = data.iter().map(|p| p.1).filter(|y| y.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 /// The response-time percentile spectrum of each operation kind of one
@@ -391,5 +405,28 @@ mod tests {
         // The measured points are dotted (four or fewer): 4 dots.
         assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
         assert!(concurrency(&RunView::empty(), &[]).is_empty());
+    }
+
+    #[test]
+    fn lines_far_apart_go_on_a_log_axis() {
+        let with_rates = |engine: &str, per_sec: f64| {
+            let mut s = StepView::with_figures(engine, "pq.1", &[]);
+            s.rates = (0..10)
+                .map(|i| (i as f64 / 10.0, (i + 1) as f64 / 10.0, per_sec))
+                .collect();
+            s
+        };
+        let es = ["a".to_string(), "b".to_string()];
+        let title = |b: f64| {
+            let run = RunView {
+                steps: vec![with_rates("a", 1000.0), with_rates("b", b)],
+                ..RunView::empty()
+            };
+            let svg = over_time(&run, "pq.1", &es).unwrap();
+            svg.contains("over time, log scale, 0.1 s bins")
+        };
+        assert!(title(30_000.0), "30x apart: log");
+        assert!(!title(10_000.0), "10x apart: linear");
+        assert!(!title(0.0), "a line at zero: linear");
     }
 }

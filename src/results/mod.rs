@@ -24,7 +24,7 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, status TEXT NOT NULL,
   command TEXT NOT NULL, workload TEXT NOT NULL, engines TEXT NOT NULL, seed INTEGER NOT NULL,
-  config TEXT NOT NULL, versions TEXT NOT NULL, machine TEXT NOT NULL);
+  config TEXT NOT NULL, versions TEXT NOT NULL, machine TEXT NOT NULL, invocation INTEGER);
 CREATE TABLE IF NOT EXISTS steps (
   id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), ordinal INTEGER NOT NULL,
   engine TEXT NOT NULL, step TEXT NOT NULL, started TEXT NOT NULL, ended TEXT,
@@ -87,6 +87,10 @@ pub struct RunRecord {
     pub versions: serde_json::Value,
     /// Machine facts (JSON).
     pub machine: serde_json::Value,
+    /// The first run of the same `ampbench run` when it made several (one
+    /// per corner), so `report` with `--run latest` shows them together;
+    /// None for the first or only one.
+    pub invocation: Option<i64>,
 }
 
 /// The open results file.
@@ -113,8 +117,8 @@ fn now() -> String {
 
 /// The results file's schema version, kept in SQLite's `user_version`:
 /// 1 was the schema before versions were recorded (no `steps.rep`), 2 adds
-/// `steps.rep` and the `rates` table.
-pub const SCHEMA_VERSION: i64 = 2;
+/// `steps.rep` and the `rates` table, 3 adds `runs.invocation`.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -146,15 +150,29 @@ fn check_ours(c: &Connection, path: &Path) -> Result<()> {
 
 /// Brings a results file written by an older ampbench up to this schema,
 /// in one transaction: columns added since (`steps.rep`, the repetition
-/// of `--repeat`), then the version. Tables added since are made by the
-/// schema's `IF NOT EXISTS`.
+/// of `--repeat`; `runs.invocation`, the first run of the same `ampbench
+/// run`), then the version. Tables added since are made by the schema's
+/// `IF NOT EXISTS`.
 fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
     let tx = c.transaction()?;
-    let has_rep: bool = tx
-        .prepare("SELECT 1 FROM pragma_table_info('steps') WHERE name = 'rep'")?
-        .exists([])?;
-    if !has_rep {
-        tx.execute_batch("ALTER TABLE steps ADD COLUMN rep INTEGER NOT NULL DEFAULT 0")?;
+    for (table, column, ddl) in [
+        (
+            "steps",
+            "rep",
+            "ALTER TABLE steps ADD COLUMN rep INTEGER NOT NULL DEFAULT 0",
+        ),
+        (
+            "runs",
+            "invocation",
+            "ALTER TABLE runs ADD COLUMN invocation INTEGER",
+        ),
+    ] {
+        let has: bool = tx
+            .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
+            .exists(params![table, column])?;
+        if !has {
+            tx.execute_batch(ddl)?;
+        }
     }
     tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     tx.commit()
@@ -208,8 +226,8 @@ impl Results {
     /// Records a run's start; returns its id.
     pub fn begin_run(&self, r: &RunRecord) -> Result<i64> {
         self.c.execute(
-            "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 now(),
                 r.command,
@@ -218,7 +236,8 @@ impl Results {
                 r.seed as i64,
                 r.config.to_string(),
                 r.versions.to_string(),
-                r.machine.to_string()
+                r.machine.to_string(),
+                r.invocation
             ],
         )?;
         Ok(self.c.last_insert_rowid())

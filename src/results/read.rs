@@ -247,6 +247,28 @@ fn sample(r: &Results, step: i64, idx: i64, at: &str) -> Result<Option<Sample>> 
     Ok(s.and_then(|s| serde_json::from_str(&s).ok()))
 }
 
+/// The runs `--run latest` names: the newest run together with the other
+/// runs of its `ampbench run` (one per corner of `bound = ["cache",
+/// "io"]`), in id order.
+pub fn latest_ids(r: &Results) -> Result<Vec<i64>> {
+    let c = r.conn();
+    let (id, inv): (Option<i64>, Option<i64>) = c
+        .query_row(
+            "SELECT id, invocation FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or((None, None));
+    let id = id.ok_or_else(|| crate::UsageError("the results file has no runs".into()))?;
+    let first = inv.unwrap_or(id);
+    let ids = c
+        .prepare("SELECT id FROM runs WHERE id = ?1 OR invocation = ?1 ORDER BY id")?
+        .query_map(params![first], |row| row.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(ids)
+}
+
 /// Reads a run with all its steps.
 pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
     let c = r.conn();

@@ -148,9 +148,15 @@ struct Run<'c> {
 }
 
 /// Runs every engine through the steps; returns the run id. Per-step lines
-/// go to `out`.
-pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
-    let mut r = begin(cfg, command, out)?;
+/// go to `out`. `invocation` is the first run of the same `ampbench run`
+/// when this is a later corner of it.
+pub fn run(
+    cfg: &RunConfig,
+    command: &str,
+    invocation: Option<i64>,
+    out: &mut dyn Write,
+) -> Result<i64> {
+    let mut r = begin(cfg, command, invocation, out)?;
     // Repetitions on fresh databases interleave the engines, the order
     // reversed every other time (A B, B A, A B…), so drift on a shared
     // machine and order effects hit every engine alike. With --reuse each
@@ -179,7 +185,12 @@ pub fn run(cfg: &RunConfig, command: &str, out: &mut dyn Write) -> Result<i64> {
 
 /// Validates everything before anything runs, adds the load step a
 /// selection needs, opens the results file and records the run.
-fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<Run<'c>> {
+fn begin<'c>(
+    cfg: &'c RunConfig,
+    command: &str,
+    invocation: Option<i64>,
+    out: &mut dyn Write,
+) -> Result<Run<'c>> {
     let params = Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
     cfg.workload.build(&params)?;
     for e in &cfg.engines {
@@ -245,6 +256,7 @@ fn begin<'c>(cfg: &'c RunConfig, command: &str, out: &mut dyn Write) -> Result<R
         config,
         versions: serde_json::Value::Object(versions),
         machine: machine_facts(&storage.parent),
+        invocation,
     })?;
     writeln!(
         out,
