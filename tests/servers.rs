@@ -42,6 +42,44 @@ fn gone(pid: u32) -> bool {
     false
 }
 
+/// `--transport` is what the server sees: TCP from 127.0.0.1 (the MariaDB
+/// driver would otherwise move a loopback connection onto the socket), or
+/// the Unix socket.
+#[test]
+fn connections_use_the_transport_asked_for() {
+    let who = [
+        (
+            "mariadb-innodb",
+            "SELECT host FROM information_schema.processlist WHERE id = CONNECTION_ID()",
+        ),
+        (
+            "postgres",
+            "SELECT coalesce(host(inet_client_addr()), 'localhost')",
+        ),
+    ];
+    for (name, q) in who {
+        for (transport, seen) in [
+            (engine::Transport::Tcp, "127.0.0.1"),
+            (engine::Transport::Socket, "localhost"),
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            let mut spec = OpenSpec::new(d.path(), vec![], 64 << 20);
+            spec.transport = transport;
+            let s = engine::open(EngineKind::parse(name).unwrap(), &spec).unwrap();
+            let rows = sql(&*s).connect().unwrap().query(q, &[]).unwrap();
+            let host = match &rows[0][0] {
+                Cell::Text(t) => t.clone(),
+                Cell::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                c => panic!("{name}: {c:?}"),
+            };
+            assert!(
+                host.starts_with(seen),
+                "{name} over {transport}: the server sees {host}"
+            );
+        }
+    }
+}
+
 /// Data written is read back, stats are parsed, and closing leaves no process.
 #[test]
 fn servers_roundtrip_stats_and_cleanup() {

@@ -50,7 +50,8 @@ enum Cmd {
     #[command(hide = true)]
     CrashcheckChild(crate::crashcheck::ChildArgs),
     /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
-    /// client's cost per statement) and print it as JSON.
+    /// client's cost per statement), both ends on one CPU and on two, and
+    /// print it as JSON.
     Loopback {
         /// Round trips to measure.
         #[arg(long, default_value_t = 20_000)]
@@ -203,8 +204,8 @@ pub fn main() -> Result<i32> {
             Ok(0)
         }
         Cmd::Loopback { rounds } => {
-            let rt = crate::probe::loopback::measure(rounds)?;
-            writeln!(out, "{}", serde_json::to_string(&rt)?)?;
+            let f = crate::probe::loopback::measure_both(rounds)?;
+            writeln!(out, "{}", serde_json::to_string(&f)?)?;
             Ok(0)
         }
         Cmd::Doctor(a) if a.cleanup => {

@@ -447,8 +447,13 @@ impl SqlEngine for MariaDb {
             .db_name(Some("ampbench"))
             .stmt_cache_size(Some(2 * STMTS));
         let (opts, at) = match self.transport {
+            // The driver would move a TCP connection to 127.0.0.1 onto
+            // the server's Unix socket (`prefer_socket`, on by default):
+            // `--transport tcp` is TCP, as the reference client's is.
             super::Transport::Tcp => (
-                opts.ip_or_hostname(Some("127.0.0.1")).tcp_port(self.port),
+                opts.ip_or_hostname(Some("127.0.0.1"))
+                    .tcp_port(self.port)
+                    .prefer_socket(false),
                 format!("127.0.0.1:{}", self.port),
             ),
             super::Transport::Socket => (

@@ -289,16 +289,40 @@ impl Linkbench {
             "client per request: {cpu:.1} µs CPU (user {user:.1}, system {sys:.1}), {syscalls}, {cs:.2} context switches{said_server}"
         ));
         match crate::probe::loopback::floor() {
-            Ok(rt) => {
+            Ok(f) => {
                 let rts = statements as f64 / n;
+                let rt = f.same_cpu;
                 let floor = rts * rt.cpu_us();
                 notes.extras.extend([
                     ("loopback_round_trip_cpu_us".to_string(), rt.cpu_us()),
                     ("client_floor_us_per_request".to_string(), floor),
                 ]);
+                let across = match f.other_cpu {
+                    Some(o) => {
+                        notes.extras.extend([
+                            (
+                                "loopback_round_trip_cpu_us_other_cpu".to_string(),
+                                o.cpu_us(),
+                            ),
+                            (
+                                "client_floor_us_per_request_other_cpu".to_string(),
+                                rts * o.cpu_us(),
+                            ),
+                        ]);
+                        format!(
+                            "; with the server's end on another CPU a round trip costs {:.1} µs (user {:.1}, system {:.1}): {:.1} µs per request",
+                            o.cpu_us(),
+                            o.user_us,
+                            o.sys_us,
+                            rts * o.cpu_us()
+                        )
+                    }
+                    None => "; one CPU only: not measured with the ends on two".into(),
+                };
                 notes.lines.push(format!(
                     "client floor: {rts:.3} round trips per request x {:.1} µs client CPU per loopback round trip \
-                     ({} B request, {} B reply; user {:.1}, system {:.1}) = {floor:.1} µs; the client runs at {:.2}x its floor",
+                     with both ends on one CPU ({} B request, {} B reply; user {:.1}, system {:.1}) = {floor:.1} µs; \
+                     the client runs at {:.2}x this floor{across}",
                     rt.cpu_us(),
                     crate::probe::loopback::REQUEST,
                     crate::probe::loopback::REPLY,
