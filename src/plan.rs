@@ -63,6 +63,31 @@ impl Classes {
 /// workload or engine), shipped as `plans/default.toml`.
 pub const DEFAULT_RUN: &str = include_str!("../plans/default.toml");
 
+/// The seed plans shipped in `plans/seeds/` (file name, contents): each
+/// reproduces a seed post and carries its published figures (`[post]`).
+pub const SEED_PLANS: &[(&str, &str)] = &[
+    (
+        "000-btree-vs-lsm.toml",
+        include_str!("../plans/seeds/000-btree-vs-lsm.toml"),
+    ),
+    (
+        "001-forestdb-pattern.toml",
+        include_str!("../plans/seeds/001-forestdb-pattern.toml"),
+    ),
+    (
+        "002-linkbench-rocksdb-wiredtiger.toml",
+        include_str!("../plans/seeds/002-linkbench-rocksdb-wiredtiger.toml"),
+    ),
+    (
+        "003-myrocks-vs-innodb-storage.toml",
+        include_str!("../plans/seeds/003-myrocks-vs-innodb-storage.toml"),
+    ),
+    (
+        "004-compaction-pri.toml",
+        include_str!("../plans/seeds/004-compaction-pri.toml"),
+    ),
+];
+
 /// A plan file's contents.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,6 +156,9 @@ pub struct Plan {
     pub repeat: Option<usize>,
     /// Repeat the steps on one database per engine.
     pub reuse: Option<bool>,
+    /// The seed post this plan reproduces (`[post]`): its published
+    /// figures and the comparisons it draws (`plans/seeds/`).
+    pub post: Option<crate::report::seed::SeedSpec>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,
@@ -355,6 +383,29 @@ pub fn template() -> String {
             let _ = writeln!(o, "# {} = {v:?}", toml_key(&k));
         }
     }
+    o.push_str(
+        "\n# A seed plan's post (plans/seeds/ has one per seed post): the post's\n\
+         # published figures, where each of ours comes from, and the comparisons\n\
+         # the post draws; the report prints them side by side with a verdict.\n\
+         # `-p scale=X` multiplies the parameters named in scale_params.\n\
+         # [post]\n\
+         # file = \"003_00017efa7efe7952.txt\"\n\
+         # title = \"MyRocks: use less IO on writes to have more IO for reads\"\n\
+         # setup = \"what the post ran, and what runs here\"\n\
+         # scale_params = [\"maxid1\"]\n\
+         # [[post.figure]]\n\
+         # id = \"disk.ratio\"\n\
+         # table = \"Transactions per second\"\n\
+         # row = \"Disk array\"\n\
+         # column = \"MyRocks/InnoDB\"\n\
+         # value = 5.3                                 # absent: the post shows it only in a graph\n\
+         # ours = { engine = \"mariadb-myrocks\", step = \"request@disk-array\", figure = \"ops_per_sec\", over = { engine = \"mariadb-innodb\", step = \"request@disk-array\", figure = \"ops_per_sec\" } }\n\
+         # (ours also takes slice = N: the step's Nth --slice)\n\
+         # [[post.claim]]\n\
+         # text = \"MyRocks/InnoDB rises as storage slows\"\n\
+         # kind = \"rises\"                             # rises | falls | less | more (factor x the second) | below | above (factor)\n\
+         # figures = [\"fast.ratio\", \"slow.ratio\", \"disk.ratio\"]\n",
+    );
     o
 }
 

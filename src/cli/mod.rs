@@ -260,5 +260,17 @@ pub fn list() -> String {
             }
         );
     }
+    let _ = writeln!(
+        o,
+        "\nseed plans (ampbench run plans/seeds/FILE [-p scale=X]): each post's experiment at this machine's scale, its table beside ours"
+    );
+    for (file, text) in crate::plan::SEED_PLANS {
+        // A shipped plan that does not parse is caught by tests/seeds.rs.
+        let title = toml::from_str::<crate::plan::Plan>(text)
+            .ok()
+            .and_then(|p| p.post)
+            .map_or_else(|| "(unreadable)".to_string(), |p| p.title);
+        let _ = writeln!(o, "  {file:<40} {title}");
+    }
     o
 }

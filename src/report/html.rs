@@ -98,6 +98,14 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         );
     }
     o.push_str("</p>");
+    // A seed plan's run: the post's table beside this machine's, first.
+    if let Some(seed) = super::seed::of_run(run) {
+        pre(
+            &mut o,
+            &format!("The seed post beside this run: {}", seed.title),
+            &super::seed::render(&seed, run),
+        );
+    }
 
     // Throughput per step: a chart (linear, or log by a switch that
     // needs no script), then the figures.

@@ -11,6 +11,7 @@ pub mod html_charts;
 pub mod json;
 pub mod model;
 pub mod repeat;
+pub mod seed;
 pub mod slices;
 pub mod steps;
 pub mod sweep;
@@ -46,12 +47,29 @@ pub fn render(
     base: Option<&str>,
     results: &crate::results::Results,
 ) -> anyhow::Result<String> {
+    // A seed plan's run: the post's table beside this machine's.
+    let seed = || seed::of_run(run).map(|s| seed::render(&s, &repeat::collapse(run)));
     Ok(match f {
-        Format::Text => text::render(&repeat::collapse(run), base),
+        Format::Text => {
+            let mut t = text::render(&repeat::collapse(run), base);
+            if let Some(s) = seed() {
+                t.push('\n');
+                t.push_str(&s);
+            }
+            t
+        }
         Format::Json => json::render(run),
         Format::Csv => json::csv(run),
         Format::Html => html::render(&repeat::collapse(run), base),
-        Format::Markdown => export::markdown(run, base),
+        Format::Markdown => {
+            let mut t = export::markdown(run, base);
+            if let Some(s) = seed() {
+                t.push_str("\n```\n");
+                t.push_str(&s);
+                t.push_str("```\n");
+            }
+            t
+        }
         Format::Hlog => export::hlog(results, run)?,
     })
 }

@@ -41,6 +41,14 @@ use crate::workload::{Params, Step, Workload, WorkloadKind};
 /// A validated run configuration: plain data, recorded with the run.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunConfig {
+    /// The seed post the plan reproduces (`[post]`), reported beside the
+    /// run's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post: Option<crate::report::seed::SeedSpec>,
+    /// `-p scale=X` of a seed plan: the factor its size parameters were
+    /// multiplied by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_scale: Option<f64>,
     /// The workload.
     pub workload: WorkloadKind,
     /// Engines, in run order.

@@ -1,0 +1,200 @@
+//! The seed plans (`plans/seeds/`): each loads, carries the post's
+//! published figures and comparisons, and the verdicts come out right on
+//! fixed figures, both ways; one plan runs end to end at a tiny scale.
+
+mod common;
+
+use std::path::Path;
+
+use ampbench::metrics::Metric;
+use ampbench::report::seed::{self, Verdict};
+use ampbench::results::{RunView, StepView};
+use common::ok;
+
+fn plans() -> Vec<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/seeds");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_seed_plan_loads_with_the_posts_figures() {
+    let files = plans();
+    assert_eq!(files.len(), 5, "{files:?}");
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds");
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        // Shipped in the binary too, as on disk (ampbench list).
+        let embedded = ampbench::plan::SEED_PLANS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not in plan::SEED_PLANS"));
+        assert_eq!(embedded.1, std::fs::read_to_string(f).unwrap(), "{name}");
+        let cfgs = ampbench::cli::check_plan(f).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let post = cfgs[0]
+            .post
+            .clone()
+            .unwrap_or_else(|| panic!("{name}: no [post]"));
+        assert!(name.starts_with(&post.file[..3]), "{name}: {}", post.file);
+        if seeds.is_dir() {
+            assert!(seeds.join(&post.file).is_file(), "{name}: {}", post.file);
+        }
+        assert!(!post.title.is_empty() && !post.setup.is_empty());
+        assert!(!post.scale_params.is_empty(), "{name}: nothing to scale");
+        // Published figures, most with the post's number.
+        let given = post.figures.iter().filter(|f| f.value.is_some()).count();
+        assert!(given >= 1 && !post.claims.is_empty(), "{name}");
+        // The post's own numbers satisfy every claim typed from them.
+        for c in seed::check(&post, &RunView::empty()) {
+            assert_ne!(
+                c.post_verdict,
+                Verdict::DoesNotHold,
+                "{name}: the post's figures contradict '{}'",
+                c.claim.text
+            );
+            assert_eq!(c.verdict, Verdict::NotMeasured, "{name}: an empty run");
+        }
+    }
+}
+
+/// Seed 003's figures for a run whose MyRocks/InnoDB ratios are the
+/// given ones (InnoDB at 1000 requests/s on every class).
+fn run_003(ratios: [f64; 3]) -> RunView {
+    let mut steps = Vec::new();
+    for (class, r) in ["fast-ssd", "slow-ssd", "disk-array"].iter().zip(ratios) {
+        let step = format!("request@{class}");
+        steps.push(StepView::with_figures(
+            "mariadb-innodb",
+            &step,
+            &[(Metric::OpsPerSec, 1000.0)],
+        ));
+        steps.push(StepView::with_figures(
+            "mariadb-myrocks",
+            &step,
+            &[(Metric::OpsPerSec, 1000.0 * r)],
+        ));
+    }
+    RunView {
+        steps,
+        ..RunView::empty()
+    }
+}
+
+#[test]
+fn verdicts_on_fixed_figures_both_ways() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plans/seeds/003-myrocks-vs-innodb-storage.toml");
+    let post = ampbench::cli::check_plan(&f).unwrap()[0]
+        .post
+        .clone()
+        .unwrap();
+    let rises = "MyRocks/InnoDB rises as storage slows";
+    let verdict = |run: &RunView, text: &str| {
+        seed::check(&post, run)
+            .into_iter()
+            .find(|c| c.claim.text.starts_with(text))
+            .unwrap()
+            .verdict
+    };
+    let good = run_003([1.2, 1.9, 4.0]);
+    assert_eq!(verdict(&good, rises), Verdict::Holds);
+    assert_eq!(
+        verdict(&good, "MyRocks beats InnoDB on the disk array"),
+        Verdict::Holds
+    );
+    let bad = run_003([0.9, 0.8, 1.5]);
+    assert_eq!(verdict(&bad, rises), Verdict::DoesNotHold);
+    assert_eq!(
+        verdict(&bad, "MyRocks beats InnoDB on the fast SSD"),
+        Verdict::DoesNotHold
+    );
+    // The text: the post's figure and ours per row, the verdict per claim.
+    let t = seed::render(&post, &good);
+    assert!(
+        t.contains("post 1.40 → 2.30 → 5.30; here 1.20 → 1.90 → 4.00: holds"),
+        "{t}"
+    );
+    assert!(
+        t.lines().any(|l| l.contains("Disk array")
+            && l.contains("MyRocks/InnoDB")
+            && l.contains("5.30")
+            && l.contains("4.00")),
+        "{t}"
+    );
+    let t = seed::render(&post, &bad);
+    assert!(t.contains("0.90 → 0.80 → 1.50: does not hold"), "{t}");
+    // A class that did not run is not a verdict.
+    let mut partial = run_003([1.2, 1.9, 4.0]);
+    partial.steps.retain(|s| !s.step.ends_with("disk-array"));
+    assert_eq!(verdict(&partial, rises), Verdict::NotMeasured);
+}
+
+/// Seed 001's plan at a hundredth of its scale, unthrottled: the report
+/// (text and HTML) has the post's table with a verdict per comparison,
+/// and the scale used is stored and printed.
+#[test]
+fn a_seed_plan_runs_and_reports_beside_the_post() {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path().join("r.db");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/seeds/001-forestdb-pattern.toml");
+    let out = ok(&[
+        "run",
+        plan.to_str().unwrap(),
+        "-p",
+        "scale=0.01",
+        "--storage",
+        "native",
+        "--steps",
+        "load,pq.1,pq.n,owa.1",
+        "--warmup",
+        "0",
+        "--duration",
+        "0.3",
+        "--dir",
+        d.path().to_str().unwrap(),
+        "--results",
+        r.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("seed post 001_7bf2049ca14c58be.txt: \"RocksDB & ForestDB via the ForestDB benchmark: cached database\" (scale 0.01 here)"),
+        "{out}"
+    );
+    // docs = 400000 × 0.01.
+    assert!(out.contains("docs=4000 "), "{out}");
+    let verdicts = |t: &str| {
+        t.lines()
+            .filter(|l| l.ends_with(": holds") || l.ends_with(": does not hold"))
+            .count()
+    };
+    // load, owa.1, pq.1 and pq.n were run: four claims have a verdict;
+    // the rest say what was not measured.
+    assert_eq!(verdicts(&out), 4, "{out}");
+    assert!(out.contains(": not measured"), "{out}");
+    let text = ok(&["report", "--results", r.to_str().unwrap()]);
+    assert_eq!(verdicts(&text), 4, "{text}");
+    let html = ok(&[
+        "report",
+        "--results",
+        r.to_str().unwrap(),
+        "--format",
+        "html",
+    ]);
+    assert!(
+        html.contains("The seed post beside this run"),
+        "the HTML shows it"
+    );
+    assert!(html.contains("the post&#39;s comparisons") || html.contains("the post's comparisons"));
+    // -p scale on a plan without [post] is one line naming the key.
+    let o = common::run(&["run", "-e", "lmdb", "-p", "scale=2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-p scale") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
