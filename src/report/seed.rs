@@ -284,16 +284,29 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
         o,
         "  absolute figures are not expected to match (other hardware, a far smaller scale): the directions are the check"
     );
+    let width = |f: fn(&Published) -> &str, head: &str| {
+        seed.figures
+            .iter()
+            .map(|p| f(p).chars().count())
+            .chain([head.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (wt, wr, wc) = (
+        width(|p| &p.table, "table"),
+        width(|p| &p.row, "row"),
+        width(|p| &p.column, "column"),
+    );
     let _ = writeln!(
         o,
-        "{:<34} {:<16} {:<18} {:>10} {:>10}",
+        "{:<wt$}  {:<wr$}  {:<wc$} {:>10} {:>10}",
         "table", "row", "column", "post", "here"
     );
     for f in &seed.figures {
         let here = value(run, &f.ours).map_or("-".into(), num);
         let _ = writeln!(
             o,
-            "{:<34} {:<16} {:<18} {:>10} {:>10}",
+            "{:<wt$}  {:<wr$}  {:<wc$} {:>10} {:>10}",
             f.table,
             f.row,
             f.column,
