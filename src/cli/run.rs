@@ -288,7 +288,7 @@ impl RunArgs {
         if let Some(s) = &plan.post {
             s.check().map_err(UsageError)?;
         }
-        let post_scale = scale_post(plan.post.as_ref(), &mut params)?;
+        let post_scale = crate::report::seed::scale(plan.post.as_ref(), &mut params)?;
         let mut sets = plan.set_strings();
         sets.extend(self.set.iter().cloned());
         let size = |flag: &str, s: &str| {
@@ -578,51 +578,4 @@ fn on_off(s: &str) -> Result<bool, String> {
         "off" | "false" | "no" | "0" => Ok(false),
         _ => Err(format!("'{s}': expected on or off")),
     }
-}
-
-/// `-p scale=X` on a seed plan: removes it from the parameters and
-/// multiplies each of the seed's `scale_params` by it (rounded; the
-/// parameter must be set in the plan). None without `scale`; an error
-/// naming the key for a plan without `[seed]`, a bad number, or a size
-/// parameter the plan does not set.
-fn scale_post(
-    seed: Option<&crate::report::seed::SeedSpec>,
-    params: &mut Vec<(String, String)>,
-) -> Result<Option<f64>> {
-    let Some(i) = params.iter().rposition(|(k, _)| k == "scale") else {
-        return Ok(None);
-    };
-    let (_, v) = params.remove(i);
-    params.retain(|(k, _)| k != "scale");
-    let Some(seed) = seed else {
-        return Err(UsageError(
-            "-p scale: only a seed plan (plans/seeds/, with a [post] table) takes a scale".into(),
-        )
-        .into());
-    };
-    let x: f64 = v
-        .parse()
-        .ok()
-        .filter(|x: &f64| x.is_finite() && *x > 0.0 && *x <= 1000.0)
-        .ok_or_else(|| {
-            UsageError(format!(
-                "-p scale={v}: expected a number above 0, at most 1000"
-            ))
-        })?;
-    for key in &seed.scale_params {
-        let Some(j) = params.iter().rposition(|(k, _)| k == key) else {
-            return Err(UsageError(format!(
-                "-p scale: the seed plan scales '{key}' but does not set it under [params]"
-            ))
-            .into());
-        };
-        let n: f64 = params[j].1.parse().map_err(|_| {
-            UsageError(format!(
-                "-p scale: '{key}' = '{}' is not a number",
-                params[j].1
-            ))
-        })?;
-        params[j].1 = format!("{}", (n * x).round().max(1.0) as u64);
-    }
-    Ok(Some(x))
 }

@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use crate::UsageError;
 use crate::metrics::Metric;
 use crate::results::RunView;
 
@@ -344,9 +345,82 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
     o
 }
 
+/// `-p scale=X` on a seed plan: removes it from the parameters and
+/// multiplies each of the seed's `scale_params` by it (rounded; the
+/// parameter must be set in the plan). None without `scale`; an error
+/// naming the key for a plan without `[seed]`, a bad number, or a size
+/// parameter the plan does not set.
+pub fn scale(
+    seed: Option<&SeedSpec>,
+    params: &mut Vec<(String, String)>,
+) -> Result<Option<f64>, crate::UsageError> {
+    let Some(i) = params.iter().rposition(|(k, _)| k == "scale") else {
+        return Ok(None);
+    };
+    let (_, v) = params.remove(i);
+    params.retain(|(k, _)| k != "scale");
+    let Some(seed) = seed else {
+        return Err(UsageError(
+            "-p scale: only a seed plan (plans/seeds/, with a [post] table) takes a scale".into(),
+        ));
+    };
+    let x: f64 = v
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite() && *x > 0.0 && *x <= 1000.0)
+        .ok_or_else(|| {
+            UsageError(format!(
+                "-p scale={v}: expected a number above 0, at most 1000"
+            ))
+        })?;
+    for key in &seed.scale_params {
+        let Some(j) = params.iter().rposition(|(k, _)| k == key) else {
+            return Err(UsageError(format!(
+                "-p scale: the seed plan scales '{key}' but does not set it under [params]"
+            )));
+        };
+        let n: f64 = params[j].1.parse().map_err(|_| {
+            UsageError(format!(
+                "-p scale: '{key}' = '{}' is not a number",
+                params[j].1
+            ))
+        })?;
+        params[j].1 = format!("{}", (n * x).round().max(1.0) as u64);
+    }
+    Ok(Some(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_multiplies_the_named_sizes_and_names_bad_input() {
+        let seed = SeedSpec {
+            scale_params: vec!["maxid1".into()],
+            ..SeedSpec::default()
+        };
+        let kv = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let mut p = kv(&[("maxid1", "200001"), ("check", "false"), ("scale", "0.5")]);
+        assert_eq!(scale(Some(&seed), &mut p).unwrap(), Some(0.5));
+        assert_eq!(p, kv(&[("maxid1", "100001"), ("check", "false")]));
+        let mut p = kv(&[("maxid1", "200001")]);
+        assert_eq!(scale(Some(&seed), &mut p).unwrap(), None);
+        for (params, says) in [
+            (kv(&[("maxid1", "9"), ("scale", "0")]), "scale=0"),
+            (kv(&[("maxid1", "9"), ("scale", "big")]), "scale=big"),
+            (kv(&[("scale", "2")]), "'maxid1'"),
+        ] {
+            let e = scale(Some(&seed), &mut params.clone()).unwrap_err();
+            assert!(e.0.contains(says), "{}", e.0);
+        }
+        let e = scale(None, &mut kv(&[("scale", "2")])).unwrap_err();
+        assert!(e.0.contains("only a seed plan"), "{}", e.0);
+    }
 
     #[test]
     fn verdicts_follow_the_claim_kind() {
