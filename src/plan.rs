@@ -75,6 +75,10 @@ pub const SEED_PLANS: &[(&str, &str)] = &[
         include_str!("../plans/seeds/001-forestdb-pattern.toml"),
     ),
     (
+        "001-insert-larger-than-memory.toml",
+        include_str!("../plans/seeds/001-insert-larger-than-memory.toml"),
+    ),
+    (
         "002-linkbench-rocksdb-wiredtiger.toml",
         include_str!("../plans/seeds/002-linkbench-rocksdb-wiredtiger.toml"),
     ),

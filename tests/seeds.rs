@@ -25,7 +25,9 @@ fn plans() -> Vec<std::path::PathBuf> {
 #[test]
 fn every_seed_plan_loads_with_the_posts_figures() {
     let files = plans();
-    assert_eq!(files.len(), 5, "{files:?}");
+    // One per post; 001 has two (its ForestDB-benchmark table and its
+    // insert-benchmark comparison are different workloads).
+    assert_eq!(files.len(), 6, "{files:?}");
     let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/seeds");
     for f in &files {
         let name = f.file_name().unwrap().to_str().unwrap();
@@ -46,9 +48,12 @@ fn every_seed_plan_loads_with_the_posts_figures() {
         }
         assert!(!post.title.is_empty() && !post.setup.is_empty());
         assert!(!post.scale_params.is_empty(), "{name}: nothing to scale");
-        // Published figures, most with the post's number.
-        let given = post.figures.iter().filter(|f| f.value.is_some()).count();
-        assert!(given >= 1 && !post.claims.is_empty(), "{name}");
+        // Published figures (a post that gives only graphs has claims in
+        // its words, and figures without numbers).
+        assert!(
+            !post.figures.is_empty() && !post.claims.is_empty(),
+            "{name}"
+        );
         // The post's own numbers satisfy every claim typed from them.
         for c in seed::check(&post, &RunView::empty()) {
             assert_ne!(
