@@ -437,16 +437,7 @@ fn merged_runs_report_ratios() {
         ok(&a);
     }
     let ops = |run: &str, step: &str| -> f64 {
-        let j: serde_json::Value = serde_json::from_str(&ok(&[
-            "report",
-            "--results",
-            r,
-            "--run",
-            run,
-            "--format",
-            "json",
-        ]))
-        .unwrap();
+        let j = common::report_json(r, run);
         j["steps"]
             .as_array()
             .unwrap()

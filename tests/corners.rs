@@ -108,16 +108,7 @@ fn both_corners_in_one_command() {
     // the latest `ampbench run` (both its corners); a later run alone is
     // the latest after it.
     let engines = |run: &str| -> Vec<String> {
-        let j: serde_json::Value = serde_json::from_str(&ok(&[
-            "report",
-            "--results",
-            res.to_str().unwrap(),
-            "--run",
-            run,
-            "--format",
-            "json",
-        ]))
-        .unwrap();
+        let j = common::report_json(res.to_str().unwrap(), run);
         j["steps"]
             .as_array()
             .unwrap()

@@ -24,6 +24,21 @@ pub fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `ampbench report --format json` of `run` (`latest`, `3`, `1,2`) in a
+/// results file, parsed.
+pub fn report_json(results: &str, run: &str) -> serde_json::Value {
+    let out = ok(&[
+        "report",
+        "--results",
+        results,
+        "--run",
+        run,
+        "--format",
+        "json",
+    ]);
+    serde_json::from_str(&out).expect("report JSON")
+}
+
 /// The recorded configuration (JSON) of run `id` in a results file.
 pub fn run_config(results: &std::path::Path, id: i64) -> serde_json::Value {
     let c = rusqlite::Connection::open(results).expect("results file");
