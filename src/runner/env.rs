@@ -122,7 +122,7 @@ pub(super) fn memory_line(cfg: &RunConfig) -> String {
                 ""
             },
             if m < 256 << 20 {
-                "\n  note: below 256MB an engine's own memory (RocksDB: its cache, memtables and about 50MB more; the harness: about 25MB) may not fit; an engine that does not is killed at the limit"
+                "\n  note: below 256MB an engine's own memory (RocksDB: its cache, up to twice its memtable budget while flushes lag, and with transactions, as LinkBench runs it, 50MB of conflict-check locks; the harness: about 25MB) may not fit; an engine that does not is killed at the limit"
             } else {
                 ""
             }

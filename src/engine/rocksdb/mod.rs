@@ -68,6 +68,31 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
             // of the limit, at most RocksDB's 64MB memtable: two default
             // memtables alone filled a 128MB limit.
             ("db_write_buffer_size".into(), super::options::memtables(memory).to_string()),
+            // No one memtable larger than all of them together.
+            ("write_buffer_size".into(), super::options::memtables(memory).to_string()),
+            // Compaction reads ahead 2MB per input file under direct IO
+            // unless told (27MB at a time in a LinkBench load).
+            ("compaction_readahead_size".into(), "262144".into()),
+            // An optimistic transaction database keeps flushed memtables
+            // for its conflict checks, by default two full memtables per
+            // column family (LinkBench's four families: 512MB, killed at
+            // a 160MB limit while loading). An eighth of the memtable
+            // budget per family; a transaction older than that history
+            // fails its check with "try again" and is retried.
+            (
+                "max_write_buffer_size_to_maintain".into(),
+                (super::options::memtables(memory) / 8).to_string(),
+            ),
+            // Index and filter blocks in the block cache, so the cache
+            // bounds them (outside it, a LinkBench request phase held
+            // 16MB of them and a compaction's whole-file filter builder
+            // 20MB), partitioned so a point read fetches one 4KB
+            // partition, not a file's whole filter (as MyRocks' profile).
+            ("table.cache_index_and_filter_blocks".into(), "true".into()),
+            ("table.pin_top_level_index_and_filter".into(), "true".into()),
+            ("table.partition_filters".into(), "true".into()),
+            ("table.index_type".into(), "kTwoLevelIndexSearch".into()),
+            ("table.metadata_block_size".into(), "4096".into()),
         ]
     },
     direct_io: true,
