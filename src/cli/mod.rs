@@ -86,6 +86,11 @@ struct DoctorArgs {
     /// cgroups) and exit.
     #[arg(long)]
     cleanup: bool,
+    /// With --cleanup: also what this PID left, taken as dead (the watcher
+    /// of a run killed at its memory limit runs this as the run exits,
+    /// while the run may still be a zombie its parent has not reaped).
+    #[arg(long, requires = "cleanup", hide = true)]
+    dead: Option<u32>,
 }
 
 /// Runs the command line; returns the process exit code.
@@ -209,7 +214,7 @@ pub fn main() -> Result<i32> {
             Ok(0)
         }
         Cmd::Doctor(a) if a.cleanup => {
-            let done = crate::setup::clean_leftovers();
+            let done = crate::setup::clean_leftovers(a.dead);
             if done.is_empty() {
                 writeln!(out, "nothing left by killed runs")?;
             }

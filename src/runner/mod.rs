@@ -227,7 +227,7 @@ fn begin<'c>(
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     // Before any device is made: a bad results path fails at once.
     let results = Results::open(&cfg.results)?;
-    for l in setup::clean_leftovers() {
+    for l in setup::clean_leftovers(None) {
         writeln!(out, "leftover of a killed run: {l}")?;
     }
     let probe_secs = if cfg.storage.caps.none() { 0.5 } else { 1.0 };
@@ -363,6 +363,7 @@ fn run_engine(
         // The engine runs in this process: ampbench joins the group for
         // the engine's lifetime, so its memory and page cache are charged.
         mem.watch = cfg.memory.and_then(|m| DeathNote::start(c, m, kind.name()));
+        crate::setup::cgroup::return_free_memory();
         c.join_self()?;
     }
     let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {

@@ -79,11 +79,13 @@ pub fn alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
-/// Removes what killed runs left (devices, mounts, throttles, cgroups);
-/// one line per thing removed.
-pub fn clean_leftovers() -> Vec<String> {
-    let mut v = storage::clean_leftovers(alive);
-    v.extend(cgroup::clean_leftovers(alive));
+/// Removes what killed runs left (devices, mounts, throttles, cgroups),
+/// counting `dead` (a run that has exited and may not be reaped yet) as
+/// killed; one line per thing removed.
+pub fn clean_leftovers(dead: Option<u32>) -> Vec<String> {
+    let owner_alive = |pid: u32| Some(pid) != dead && alive(pid);
+    let mut v = storage::clean_leftovers(owner_alive);
+    v.extend(cgroup::clean_leftovers(owner_alive));
     v
 }
 

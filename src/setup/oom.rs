@@ -11,9 +11,11 @@
 //!   ampbench itself. A process forked before ampbench joins the group
 //!   (outside the limit) waits on a pipe; when ampbench dies without
 //!   closing it in order, it reads the group's OOM kill count and, if the
-//!   OOM killer was the cause, prints one line saying so. It only makes
-//!   system calls (it is a fork of a threaded process: no allocation, no
-//!   locks).
+//!   OOM killer was the cause, prints one line saying so. Then it becomes
+//!   `ampbench doctor --cleanup --dead PID` (exec), which removes the
+//!   run's device, mount and cgroup, so nothing of a killed run outlives
+//!   it. Until the exec it only makes system calls (it is a fork of a
+//!   threaded process: no allocation, no locks).
 
 use super::cgroup::{MemCgroup, Version};
 
@@ -48,10 +50,26 @@ impl DeathNote {
             std::ffi::CString::new(cg.dir().join(file).as_os_str().as_encoded_bytes()).ok()?;
         // Formatted now: nothing is formatted in the child.
         let note = format!(
-            "ampbench: killed by the kernel's out-of-memory killer at the --memory limit of {} while {engine} ran in it; give more --memory or a smaller --cache (results so far are in the results file; `ampbench doctor --cleanup` removes the device and cgroup)\n",
+            "ampbench: killed by the kernel's out-of-memory killer at the --memory limit of {} while {engine} ran in it; give more --memory or a smaller --cache (results so far are in the results file; its device and cgroup are removed next)\n",
             crate::engine::options::format_size(limit)
         )
         .into_bytes();
+        // The cleanup command, made now: nothing is allocated in the child.
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| std::ffi::CString::new(p.into_os_string().into_encoded_bytes()).ok())?;
+        let args: Vec<std::ffi::CString> = [
+            "ampbench".to_string(),
+            "doctor".into(),
+            "--cleanup".into(),
+            "--dead".into(),
+            std::process::id().to_string(),
+        ]
+        .into_iter()
+        .filter_map(|a| std::ffi::CString::new(a).ok())
+        .collect();
+        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: pipe2 fills two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -63,7 +81,16 @@ impl DeathNote {
             // SAFETY: in the child: async-signal-safe calls only.
             unsafe {
                 libc::close(fds[1]);
-                wait_for(fds[0], &path, &note);
+                if wait_for(fds[0], &path, &note) {
+                    // ampbench has closed its files: it is exiting. Give
+                    // it a moment to leave its cgroup, then clean up.
+                    let pause = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 200_000_000,
+                    };
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                    libc::execv(exe.as_ptr(), argv.as_ptr());
+                }
                 libc::_exit(0);
             }
         }
@@ -80,20 +107,20 @@ impl DeathNote {
 
 /// The child: reads the pipe until ampbench writes `d` (an orderly end) or
 /// dies (EOF), then, on a death with an OOM kill in the group, prints the
-/// note to the inherited stderr.
-fn wait_for(fd: libc::c_int, events: &std::ffi::CStr, note: &[u8]) {
+/// note to the inherited stderr. True when ampbench died.
+fn wait_for(fd: libc::c_int, events: &std::ffi::CStr, note: &[u8]) -> bool {
     let mut b = [0u8; 1];
     // SAFETY: reads one byte into a stack buffer.
     let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), 1) };
     if n == 1 && b[0] == b'd' {
-        return;
+        return false;
     }
     let mut buf = [0u8; 512];
     // SAFETY: open/read/close on a valid C string and a stack buffer.
     let len = unsafe {
         let f = libc::open(events.as_ptr(), libc::O_RDONLY);
         if f < 0 {
-            return;
+            return true;
         }
         let len = libc::read(f, buf.as_mut_ptr().cast(), buf.len());
         libc::close(f);
@@ -110,6 +137,7 @@ fn wait_for(fd: libc::c_int, events: &std::ffi::CStr, note: &[u8]) {
         // SAFETY: writes the prepared note to stderr.
         unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
     }
+    true
 }
 
 impl Drop for DeathNote {
