@@ -404,10 +404,11 @@ pub fn template() -> String {
          # column = \"MyRocks/InnoDB\"\n\
          # value = 5.3                                 # absent: the post shows it only in a graph\n\
          # ours = { engine = \"mariadb-myrocks\", step = \"request@disk-array\", figure = \"ops_per_sec\", over = { engine = \"mariadb-innodb\", step = \"request@disk-array\", figure = \"ops_per_sec\" } }\n\
-         # (ours also takes slice = N: the step's Nth --slice)\n\
+         # (ours also takes slice = N: the step's Nth --slice; step = \"all\": the engine's\n\
+         #  whole run added up, for cf_total_mb, cf_ingest_mb, cf_write_amp, cf.NAME.write_amp)\n\
          # [[post.claim]]\n\
          # text = \"MyRocks/InnoDB rises as storage slows\"\n\
-         # kind = \"rises\"                             # rises | falls | less | more (factor x the second) | below | above (factor)\n\
+         # kind = \"rises\"                             # rises | falls | less | more (factor x the second) | least | most (the first against every other) | below | above (factor)\n\
          # figures = [\"fast.ratio\", \"slow.ratio\", \"disk.ratio\"]\n",
     );
     o

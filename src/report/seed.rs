@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::UsageError;
 use crate::metrics::Metric;
-use crate::results::RunView;
+use crate::results::{RunView, StepView};
 
 /// A plan file's `[post]` table: which seed post the plan reproduces,
 /// what it published and which comparisons it draws.
@@ -63,7 +63,9 @@ pub struct Published {
 pub struct Ref {
     /// The engine label.
     pub engine: String,
-    /// The step (`request`, `request@disk-array`).
+    /// The step (`request`, `request@disk-array`), or `all`: every step
+    /// of the engine added up, for figures that add (the column families'
+    /// MB written, as a post's whole-run totals; see [`whole_run`]).
     pub step: String,
     /// A figure's stable name (`ops_per_sec`, `wkb_per_op`, `w_amp`…) or
     /// a workload figure (`getlinkslist_rows_mean`).
@@ -85,7 +87,8 @@ pub struct Claim {
     pub text: String,
     /// `rises` (each figure above the one before), `falls`, `less` (the
     /// first below `factor` × the second), `more` (the first above
-    /// `factor` × the second), `below` or `above` (one figure against
+    /// `factor` × the second), `least` and `most` (the first below, or
+    /// above, every other), `below` or `above` (one figure against
     /// `factor`).
     pub kind: ClaimKind,
     /// The figures' ids, in order.
@@ -108,6 +111,10 @@ pub enum ClaimKind {
     Less,
     /// The first above factor × the second.
     More,
+    /// The first below every other.
+    Least,
+    /// The first above every other.
+    Most,
     /// The one figure below factor.
     Below,
     /// The one figure above factor.
@@ -147,6 +154,8 @@ impl ClaimKind {
             (ClaimKind::Rises, _) if v.len() >= 2 => v.windows(2).all(|w| w[0] < w[1]),
             (ClaimKind::Falls, _) if v.len() >= 2 => v.windows(2).all(|w| w[0] > w[1]),
             (ClaimKind::Less, [a, b]) => *a < f * b,
+            (ClaimKind::Least, [a, rest @ ..]) if !rest.is_empty() => rest.iter().all(|x| a < x),
+            (ClaimKind::Most, [a, rest @ ..]) if !rest.is_empty() => rest.iter().all(|x| a > x),
             (ClaimKind::More, [a, b]) => *a > f * b,
             (ClaimKind::Below, [a]) => *a < f,
             (ClaimKind::Above, [a]) => *a > f,
@@ -172,7 +181,9 @@ impl SeedSpec {
             }
             let n = c.figures.len();
             let (fits, takes) = match c.kind {
-                ClaimKind::Rises | ClaimKind::Falls => (n >= 2, "two or more"),
+                ClaimKind::Rises | ClaimKind::Falls | ClaimKind::Least | ClaimKind::Most => {
+                    (n >= 2, "two or more")
+                }
                 ClaimKind::Less | ClaimKind::More => (n == 2, "two"),
                 ClaimKind::Below | ClaimKind::Above => (n == 1, "one"),
             };
@@ -187,13 +198,65 @@ impl SeedSpec {
     }
 }
 
+/// A figure of an engine's whole run (`step = "all"`): a workload figure
+/// (an extra, such as `cf.NAME.flush_mb`) added up over every step, or
+/// one made from the column families' writes: `cf_total_mb` (flush and
+/// compaction MB of every family), `cf_ingest_mb` (flush MB),
+/// `cf_write_amp` (total / ingest) and `cf.NAME.write_amp` (one family's).
+/// Throughputs and per-operation figures do not add, so they are None.
+pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
+    let steps: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
+    let sum = |keep: &dyn Fn(&str) -> bool| {
+        let v: Vec<f64> = steps
+            .iter()
+            .flat_map(|s| s.extras.iter().filter(|(k, _)| keep(k)).map(|(_, v)| *v))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+    };
+    let cf = |k: &str, f: &str| k.starts_with("cf.") && k.ends_with(f);
+    let ratio =
+        |t: Option<f64>, i: Option<f64>| t.zip(i).filter(|(_, i)| *i > 0.0).map(|(t, i)| t / i);
+    match figure {
+        "cf_total_mb" => sum(&|k| cf(k, ".flush_mb") || cf(k, ".compaction_mb")),
+        "cf_ingest_mb" => sum(&|k| cf(k, ".flush_mb")),
+        "cf_write_amp" => ratio(
+            whole_run(run, engine, "cf_total_mb"),
+            whole_run(run, engine, "cf_ingest_mb"),
+        ),
+        f => match f
+            .strip_suffix(".write_amp")
+            .filter(|n| n.starts_with("cf."))
+        {
+            Some(n) => {
+                let (fl, co) = (format!("{n}.flush_mb"), format!("{n}.compaction_mb"));
+                ratio(sum(&|k| k == fl || k == co), sum(&|k| k == fl))
+            }
+            None if Metric::parse(f).is_ok() => None,
+            None => sum(&|k| k == f),
+        },
+    }
+}
+
 /// A figure of the run, or None where it was not measured.
 pub fn value(run: &RunView, r: &Ref) -> Option<f64> {
+    let v = if r.step == "all" {
+        whole_run(run, &r.engine, &r.figure).filter(|_| r.slice.is_none())?
+    } else {
+        step_value(run, r)?
+    };
+    match &r.over {
+        None => Some(v),
+        Some(o) => value(run, o).filter(|d| *d != 0.0).map(|d| v / d),
+    }
+}
+
+/// `r`'s figure in its step (or slice), without `over`.
+fn step_value(run: &RunView, r: &Ref) -> Option<f64> {
     let s = run
         .steps
         .iter()
         .find(|s| s.engine == r.engine && s.step == r.step)?;
-    let v = match (Metric::parse(&r.figure), r.slice) {
+    match (Metric::parse(&r.figure), r.slice) {
         (Ok(m), None) => s.fig(m),
         (Ok(m), Some(i)) => s.slices.get(i.checked_sub(1)?)?.fig(m),
         (Err(_), None) => s
@@ -202,10 +265,6 @@ pub fn value(run: &RunView, r: &Ref) -> Option<f64> {
             .find(|(k, _)| k == &r.figure)
             .map(|(_, v)| *v),
         (Err(_), Some(_)) => None,
-    }?;
-    match &r.over {
-        None => Some(v),
-        Some(o) => value(run, o).filter(|d| *d != 0.0).map(|d| v / d),
     }
 }
 
@@ -461,6 +520,22 @@ mod tests {
         // A claim given the wrong number of figures is never a verdict.
         assert_eq!(
             ClaimKind::Less.verdict(&s(&[1.0]), None),
+            Verdict::NotMeasured
+        );
+        assert_eq!(
+            ClaimKind::Least.verdict(&s(&[1.0, 2.0, 1.5]), None),
+            Verdict::Holds
+        );
+        assert_eq!(
+            ClaimKind::Least.verdict(&s(&[1.0, 2.0, 0.5]), None),
+            Verdict::DoesNotHold
+        );
+        assert_eq!(
+            ClaimKind::Most.verdict(&s(&[3.0, 2.0, 1.5]), None),
+            Verdict::Holds
+        );
+        assert_eq!(
+            ClaimKind::Most.verdict(&s(&[1.0]), None),
             Verdict::NotMeasured
         );
     }
