@@ -358,7 +358,12 @@ fn run_engine(
             .filter(|_| kind.is_server())
             .map(|c| c.procs_file()),
     };
-    let mut mem = EngineMem { cg, watch: None };
+    let mut mem = EngineMem {
+        cg,
+        watch: None,
+        peak: Default::default(),
+        hits: Default::default(),
+    };
     if let Some(c) = mem.cg.as_mut().filter(|_| !kind.is_server()) {
         // The engine runs in this process: ampbench joins the group for
         // the engine's lifetime, so its memory and page cache are charged.
@@ -460,12 +465,16 @@ fn run_engine(
     drop(mem.watch.take());
     if let Some(mut c) = mem.cg.take() {
         if let (Some(limit), Some(peak)) = (cfg.memory, c.peak()) {
+            // v1 starts both counts again at each step; v2 keeps one of each.
+            let (peak, hits) = match c.version() {
+                crate::setup::cgroup::Version::V1 => (peak.max(mem.peak.get()), mem.hits.get()),
+                crate::setup::cgroup::Version::V2 => (peak, c.limit_hits().unwrap_or(0)),
+            };
             writeln!(
                 out,
-                "  memory cgroup: limit {:.0} MB, peak {:.0} MB, {} charges refused at the limit",
+                "  memory cgroup: limit {:.0} MB, peak {:.0} MB, {hits} charges refused at the limit (over its steps)",
                 limit as f64 / 1e6,
                 peak as f64 / 1e6,
-                c.limit_hits().unwrap_or(0)
             )?;
         }
         if let Err(e) = c.remove() {
