@@ -206,12 +206,12 @@ impl SeedSpec {
 /// Throughputs and per-operation figures do not add, so they are None.
 pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
     let steps: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
+    // None when no step has the figure at all.
     let sum = |keep: &dyn Fn(&str) -> bool| {
-        let v: Vec<f64> = steps
+        steps
             .iter()
-            .flat_map(|s| s.extras.iter().filter(|(k, _)| keep(k)).map(|(_, v)| *v))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+            .flat_map(|s| s.extras.iter().filter(|(k, _)| keep(k)))
+            .fold(None, |t: Option<f64>, (_, v)| Some(t.unwrap_or(0.0) + v))
     };
     let cf = |k: &str, f: &str| k.starts_with("cf.") && k.ends_with(f);
     let ratio =

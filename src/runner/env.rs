@@ -59,11 +59,6 @@ pub(super) struct EngineMem {
     pub(super) cg: Option<MemCgroup>,
     /// The watcher of an embedded engine's group.
     pub(super) watch: Option<DeathNote>,
-    /// The highest of its steps' peaks, and the charges refused at the
-    /// limit over its steps (cgroup v1 counts both per step).
-    pub(super) peak: std::cell::Cell<u64>,
-    /// See `peak`.
-    pub(super) hits: std::cell::Cell<u64>,
 }
 
 /// The engine's cgroup: with `--memory`, or on cgroup v2 when the device

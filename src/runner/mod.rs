@@ -358,12 +358,7 @@ fn run_engine(
             .filter(|_| kind.is_server())
             .map(|c| c.procs_file()),
     };
-    let mut mem = EngineMem {
-        cg,
-        watch: None,
-        peak: Default::default(),
-        hits: Default::default(),
-    };
+    let mut mem = EngineMem { cg, watch: None };
     if let Some(c) = mem.cg.as_mut().filter(|_| !kind.is_server()) {
         // The engine runs in this process: ampbench joins the group for
         // the engine's lifetime, so its memory and page cache are charged.
@@ -464,12 +459,8 @@ fn run_engine(
     }
     drop(mem.watch.take());
     if let Some(mut c) = mem.cg.take() {
-        if let (Some(limit), Some(peak)) = (cfg.memory, c.peak()) {
-            // v1 starts both counts again at each step; v2 keeps one of each.
-            let (peak, hits) = match c.version() {
-                crate::setup::cgroup::Version::V1 => (peak.max(mem.peak.get()), mem.hits.get()),
-                crate::setup::cgroup::Version::V2 => (peak, c.limit_hits().unwrap_or(0)),
-            };
+        if let (Some(limit), Some(peak)) = (cfg.memory, c.life_peak()) {
+            let hits = c.life_limit_hits().unwrap_or(0);
             writeln!(
                 out,
                 "  memory cgroup: limit {:.0} MB, peak {:.0} MB, {hits} charges refused at the limit (over its steps)",

@@ -147,11 +147,9 @@ pub(super) fn run_step(
     if let Some(c) = cg {
         if let Some(p) = c.peak() {
             notes.extras.push(("mem_peak_mb".into(), p as f64 / 1e6));
-            mem.peak.set(mem.peak.get().max(p));
         }
         if let Some(h) = c.limit_hits() {
             notes.extras.push(("mem_limit_hits".into(), h as f64));
-            mem.hits.set(mem.hits.get() + h);
         }
     }
     let stats = eng.stats().ok();

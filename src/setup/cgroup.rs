@@ -113,6 +113,10 @@ pub struct MemCgroup {
     /// The cgroup ampbench came from, to return to after an embedded engine.
     home: PathBuf,
     joined: bool,
+    /// What v1 counted before each [`reset_peak`](Self::reset_peak): the
+    /// highest peak and the refusals, for the group's whole life.
+    earlier_peak: std::cell::Cell<u64>,
+    earlier_hits: std::cell::Cell<u64>,
 }
 
 fn write(path: &Path, value: &str) -> Result<()> {
@@ -146,6 +150,8 @@ impl MemCgroup {
             version,
             home,
             joined: false,
+            earlier_peak: Default::default(),
+            earlier_hits: Default::default(),
         };
         if let Some(b) = bytes {
             cg.set_limit(b)?;
@@ -214,9 +220,14 @@ impl MemCgroup {
         })
     }
 
-    /// Starts a new peak and refusal count (v1 only; v2 keeps one per group).
+    /// Starts a new peak and refusal count (v1 only; v2 keeps one per
+    /// group); what was counted stays in the whole-life figures.
     pub fn reset_peak(&self) {
         if self.version == Version::V1 {
+            let p = self.peak().unwrap_or(0);
+            self.earlier_peak.set(self.earlier_peak.get().max(p));
+            let h = self.limit_hits().unwrap_or(0);
+            self.earlier_hits.set(self.earlier_hits.get() + h);
             let _ = write(&self.dir.join("memory.max_usage_in_bytes"), "0");
             let _ = write(&self.dir.join("memory.failcnt"), "0");
         }
@@ -232,6 +243,16 @@ impl MemCgroup {
                 .lines()
                 .find_map(|l| l.strip_prefix("max ")?.trim().parse().ok()),
         }
+    }
+
+    /// The most bytes charged over the group's whole life, across resets.
+    pub fn life_peak(&self) -> Option<u64> {
+        self.peak().map(|p| p.max(self.earlier_peak.get()))
+    }
+
+    /// Refusals at the limit over the group's whole life, across resets.
+    pub fn life_limit_hits(&self) -> Option<u64> {
+        self.limit_hits().map(|h| h + self.earlier_hits.get())
     }
 
     /// Sets a v2 `io.max` line for a device (v1 throttles at the device
