@@ -82,6 +82,25 @@ fn main() {
         bindings
             .write_to_file(out.join(format!("{}_sys.rs", e.feature)))
             .unwrap_or_else(|err| panic!("cannot write bindings for {header}: {err}"));
+        if e.feature == "rocksdb" {
+            reader_shim(&include);
+        }
         println!("cargo:rustc-link-lib=dylib={}", e.lib);
     }
+}
+
+/// Compiles the point-read shim (src/engine/ffi/rocksdb/get.cc): a few
+/// calls to RocksDB's public C++ API that reuse one PinnableSlice per
+/// session, which the C API cannot. It is compiled against the same
+/// Debian headers as the bindings and links the same shared library.
+fn reader_shim(include: &str) {
+    let src = "src/engine/ffi/rocksdb/get.cc";
+    println!("cargo:rerun-if-changed={src}");
+    cc::Build::new()
+        .cpp(true)
+        .file(src)
+        .include(include)
+        .flag("-std=c++17")
+        .warnings(true)
+        .compile("ampbench_rocksdb_get");
 }

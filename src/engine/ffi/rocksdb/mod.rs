@@ -17,9 +17,11 @@ use super::{bytes, c_path, c_str, take_c_string};
 use crate::engine::Conflict;
 
 mod iter;
+mod reader;
 mod txn;
 
 pub use iter::Iter;
+pub use reader::Reader;
 pub use txn::Transaction;
 
 super::bindings!("rocksdb_sys.rs");
@@ -308,53 +310,6 @@ impl Db {
     /// True when opened as an OptimisticTransactionDB.
     pub fn optimistic(&self) -> bool {
         !self.otxn.is_null()
-    }
-
-    /// Reads a key (copied out).
-    pub fn get(&self, ro: &ReadOptions, cf: &Cf, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut len = 0usize;
-        // SAFETY: the key lives across the call; the value is malloc'd by
-        // RocksDB, copied, then freed.
-        unsafe {
-            let v = call(|e| {
-                sys::rocksdb_get_cf(
-                    self.base,
-                    ro.0,
-                    cf.0,
-                    key.as_ptr() as *const c_char,
-                    key.len(),
-                    &mut len,
-                    e,
-                )
-            })?;
-            Ok(take_value(v, len))
-        }
-    }
-
-    /// Reads a key's value length, pinning the value in the block cache
-    /// instead of copying it.
-    pub fn get_len(&self, ro: &ReadOptions, cf: &Cf, key: &[u8]) -> Result<Option<usize>> {
-        // SAFETY: the key lives across the call; the pinned slice is read
-        // and destroyed once.
-        unsafe {
-            let p = call(|e| {
-                sys::rocksdb_get_pinned_cf(
-                    self.base,
-                    ro.0,
-                    cf.0,
-                    key.as_ptr() as *const c_char,
-                    key.len(),
-                    e,
-                )
-            })?;
-            if p.is_null() {
-                return Ok(None);
-            }
-            let mut len = 0usize;
-            sys::rocksdb_pinnableslice_value(p, &mut len);
-            sys::rocksdb_pinnableslice_destroy(p);
-            Ok(Some(len))
-        }
     }
 
     /// Applies a batch atomically.
