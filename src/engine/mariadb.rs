@@ -342,89 +342,34 @@ impl MariaDb {
     }
 }
 
-/// One client connection.
+/// One client connection, over ampbench's own protocol client
+/// ([`mywire`](super::mywire): the measured path's statements cost a
+/// fifth of the `mysql` crate's).
 struct MySqlConn {
-    c: mysql::Conn,
+    c: super::mywire::Conn,
     durability_var: &'static str,
     durability: Option<Durability>,
-    /// Prepared statements by SQL text: executing a `Statement` skips the
-    /// driver's parse of the text for named parameters and its own cache
-    /// lookup on every call. At most [`STMTS`] (cleared when full), half
-    /// the driver's cache, whose LRU would otherwise close a statement
-    /// still held here.
-    stmts: std::collections::HashMap<String, mysql::Statement>,
-}
-
-/// Statements a connection keeps (the driver's cache holds twice as many).
-const STMTS: usize = 128;
-
-impl MySqlConn {
-    fn stmt(&mut self, sql: &str) -> Result<mysql::Statement> {
-        if let Some(s) = self.stmts.get(sql) {
-            return Ok(s.clone());
-        }
-        let s = self.c.prep(sql)?;
-        if self.stmts.len() >= STMTS {
-            self.stmts.clear();
-        }
-        self.stmts.insert(sql.to_string(), s.clone());
-        Ok(s)
-    }
-}
-
-fn to_mysql(params: &[Val<'_>]) -> mysql::Params {
-    if params.is_empty() {
-        return mysql::Params::Empty;
-    }
-    mysql::Params::Positional(
-        params
-            .iter()
-            .map(|p| match p {
-                Val::Null => mysql::Value::NULL,
-                Val::Int(i) => mysql::Value::Int(*i),
-                Val::Bytes(b) => mysql::Value::Bytes(b.to_vec()),
-                Val::Text(t) => mysql::Value::Bytes(t.as_bytes().to_vec()),
-            })
-            .collect(),
-    )
-}
-
-fn from_mysql(v: mysql::Value) -> Cell {
-    match v {
-        mysql::Value::NULL => Cell::Null,
-        mysql::Value::Int(i) => Cell::Int(i),
-        mysql::Value::UInt(u) => Cell::Int(u as i64),
-        mysql::Value::Bytes(b) => Cell::Bytes(b),
-        other => Cell::Text(other.as_sql(true)),
-    }
 }
 
 impl SqlConn for MySqlConn {
     fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
-        let s = self.stmt(sql)?;
-        self.c.exec_drop(&s, to_mysql(params))?;
+        self.c.exec(sql, params, None)?;
         Ok(self.c.affected_rows())
     }
     fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        // Rows converted as they are read (no intermediate Vec of rows);
-        // `Row::unwrap` returns the row's values (it cannot fail), not
-        // Option::unwrap.
         let mut out = Vec::new();
-        let s = self.stmt(sql)?;
-        for r in self.c.exec_iter(&s, to_mysql(params))? {
-            out.push(r?.unwrap().into_iter().map(from_mysql).collect());
-        }
+        self.c.exec(sql, params, Some(&mut out))?;
         Ok(out)
     }
     fn batch(&mut self, sql: &str) -> Result<()> {
-        Ok(self.c.query_drop(sql)?)
+        self.c.query_drop(sql)
     }
     fn is_retryable(&self, e: &anyhow::Error) -> bool {
         // 1213: deadlock; 1205: lock wait timeout.
-        e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::MySqlError(m)) if m.code == 1213 || m.code == 1205))
+        matches!(super::mywire::error_code(e), Some(1213 | 1205))
     }
     fn is_duplicate_key(&self, e: &anyhow::Error) -> bool {
-        e.chain().any(|c| matches!(c.downcast_ref::<mysql::Error>(), Some(mysql::Error::MySqlError(m)) if m.code == 1062))
+        super::mywire::error_code(e) == Some(1062)
     }
     fn autocommit_off(&mut self) -> Result<bool> {
         self.c.query_drop("SET autocommit=0")?;
@@ -434,7 +379,7 @@ impl SqlConn for MySqlConn {
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { 1 } else { 2 };
             self.c
-                .query_drop(format!("SET GLOBAL {}={v}", self.durability_var))?;
+                .query_drop(&format!("SET GLOBAL {}={v}", self.durability_var))?;
             self.durability = Some(d);
         }
         Ok(())
@@ -452,31 +397,21 @@ impl SqlEngine for MariaDb {
         &self.server
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let opts = mysql::OptsBuilder::new()
-            .user(Some("bench"))
-            .pass(Some(self.password.as_str()))
-            .db_name(Some("ampbench"))
-            .stmt_cache_size(Some(2 * STMTS));
-        let (opts, at) = match self.transport {
-            // The driver would move a TCP connection to 127.0.0.1 onto
-            // the server's Unix socket (`prefer_socket`, on by default):
-            // `--transport tcp` is TCP, as the reference client's is.
-            super::Transport::Tcp => (
-                opts.ip_or_hostname(Some("127.0.0.1"))
-                    .tcp_port(self.port)
-                    .prefer_socket(false),
-                format!("127.0.0.1:{}", self.port),
-            ),
+        use super::mywire::{Addr, Conn};
+        // TCP is TCP to 127.0.0.1, as the reference client's is (the
+        // `mysql` crate, which served here before, moved such connections
+        // onto the Unix socket unless told not to).
+        let (addr, at) = match self.transport {
+            super::Transport::Tcp => (Addr::Tcp(self.port), format!("127.0.0.1:{}", self.port)),
             super::Transport::Socket => (
-                opts.socket(Some(self.socket.to_string_lossy())),
+                Addr::Socket(&self.socket),
                 self.socket.display().to_string(),
             ),
         };
-        let c = mysql::Conn::new(opts)
-            .map_err(|e| anyhow!("{}: cannot connect to {at}: {e}", self.info.kind))?;
+        let c = Conn::connect(addr, "bench", &self.password, "ampbench")
+            .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
-            stmts: Default::default(),
             durability_var: if self.myrocks {
                 "rocksdb_flush_log_at_trx_commit"
             } else {

@@ -24,6 +24,7 @@ pub mod ffi;
 pub mod kv;
 mod mariadb_options;
 pub mod myrocks_cf;
+pub mod mywire;
 pub mod options;
 pub mod registry;
 pub mod rocks_log;
