@@ -282,6 +282,25 @@ fn mariadb_wire_protocol_values_and_errors() {
             .unwrap(),
         2
     );
+    // A value past 16 MB goes out and comes back in several packets.
+    c.batch("SET GLOBAL max_allowed_packet = 67108864; CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB)")
+        .unwrap();
+    let mut c2 = sql(&*s).connect().unwrap();
+    let huge: Vec<u8> = (0..(17u32 << 20)).map(|i| (i % 253) as u8).collect();
+    c2.execute(
+        "INSERT INTO big VALUES (?, ?)",
+        &[Val::Int(1), Val::Bytes(&huge)],
+    )
+    .unwrap();
+    let back = c2
+        .query("SELECT b, LENGTH(b) FROM big WHERE id = ?", &[Val::Int(1)])
+        .unwrap();
+    assert_eq!(back[0][1], Cell::Int(huge.len() as i64));
+    assert!(
+        back[0][0] == Cell::Bytes(huge),
+        "the 17 MB value came back changed"
+    );
+    drop(c2);
     drop(c);
     s.close().unwrap();
 }

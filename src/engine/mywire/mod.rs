@@ -18,15 +18,19 @@
 //! (handshake v10, HandshakeResponse41, OK/ERR/EOF packets,
 //! COM_STMT_PREPARE/EXECUTE and the binary result set).
 
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
-use sha1::{Digest, Sha1};
 
 use super::sql::{Cell, Val};
+
+mod codec;
+
+use codec::{binary_row, le, lenenc, native_password, put_params, text_row};
 
 mod caps {
     pub const LONG_PASSWORD: u32 = 1;
@@ -115,70 +119,24 @@ struct Stmt {
 
 /// One connection.
 pub struct Conn {
-    r: BufReader<Stream>,
+    stream: Stream,
     /// The packet being written (header, then payload).
     out: Vec<u8>,
-    /// The payload of the packet last read.
-    inp: Vec<u8>,
+    /// Bytes read from the server: `buf[start..end]` not yet taken as a
+    /// packet. A response is usually read by one system call and its
+    /// packets parsed where they lie, with no copy.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Where the last packet's payload lies in `buf`, unless it came in
+    /// parts (16 MB or more): then it is in `joined`.
+    pkt: Range<usize>,
+    joined: Option<Vec<u8>>,
     seq: u8,
     stmts: Vec<Stmt>,
     affected: u64,
     /// Column types and unsigned flags of the result being read.
     cols: Vec<(u8, bool)>,
-}
-
-fn lenenc(b: &[u8], pos: &mut usize) -> Result<u64> {
-    let first = *b
-        .get(*pos)
-        .ok_or_else(|| anyhow!("mariadb: short packet"))?;
-    let (n, v) = match first {
-        0xfb => (1, 0),
-        0xfc => (3, le(b, *pos + 1, 2)?),
-        0xfd => (4, le(b, *pos + 1, 3)?),
-        0xfe => (9, le(b, *pos + 1, 8)?),
-        x => (1, u64::from(x)),
-    };
-    *pos += n;
-    Ok(v)
-}
-
-fn le(b: &[u8], at: usize, n: usize) -> Result<u64> {
-    let s = b
-        .get(at..at + n)
-        .ok_or_else(|| anyhow!("mariadb: short packet"))?;
-    Ok(s.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
-}
-
-fn put_lenenc(out: &mut Vec<u8>, v: u64) {
-    match v {
-        0..=250 => out.push(v as u8),
-        251..=0xffff => {
-            out.push(0xfc);
-            out.extend_from_slice(&(v as u16).to_le_bytes());
-        }
-        0x1_0000..=0xff_ffff => {
-            out.push(0xfd);
-            out.extend_from_slice(&(v as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xfe);
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-}
-
-/// mysql_native_password: SHA1(pw) XOR SHA1(scramble + SHA1(SHA1(pw))).
-fn native_password(password: &str, scramble: &[u8]) -> Vec<u8> {
-    if password.is_empty() {
-        return Vec::new();
-    }
-    let h1 = Sha1::digest(password.as_bytes());
-    let h2 = Sha1::digest(h1);
-    let mut h = Sha1::new();
-    h.update(scramble);
-    h.update(h2);
-    let h3 = h.finalize();
-    h1.iter().zip(h3.iter()).map(|(a, b)| a ^ b).collect()
 }
 
 impl Conn {
@@ -193,9 +151,13 @@ impl Conn {
             Addr::Socket(p) => Stream::Unix(UnixStream::connect(p)?),
         };
         let mut c = Conn {
-            r: BufReader::with_capacity(64 << 10, stream),
+            stream,
             out: Vec::with_capacity(4096),
-            inp: Vec::with_capacity(4096),
+            buf: vec![0; 64 << 10],
+            start: 0,
+            end: 0,
+            pkt: 0..0,
+            joined: None,
             seq: 0,
             stmts: Vec::new(),
             affected: 0,
@@ -207,10 +169,11 @@ impl Conn {
 
     fn login(&mut self, user: &str, password: &str, db: &str) -> Result<()> {
         self.read_packet()?;
-        let p = &self.inp;
-        if p.first() == Some(&0xff) {
+        if self.pkt().first() == Some(&0xff) {
             return Err(self.err_packet().into());
         }
+        let p = self.pkt().to_vec();
+        let p = p.as_slice();
         if p.first() != Some(&10) {
             bail!("unsupported handshake version {:?}", p.first());
         }
@@ -274,12 +237,12 @@ impl Conn {
         self.send()?;
         loop {
             self.read_packet()?;
-            match self.inp.first() {
+            match self.pkt().first() {
                 Some(0x00) => return Ok(()),
                 Some(0xff) => return Err(self.err_packet().into()),
                 Some(0xfe) => {
                     // Auth switch: plugin name, NUL, new scramble.
-                    let p = &self.inp[1..];
+                    let p = self.pkt()[1..].to_vec();
                     let end = p.iter().position(|&b| b == 0).unwrap_or(p.len());
                     let name = String::from_utf8_lossy(&p[..end]).into_owned();
                     if name != "mysql_native_password" {
@@ -310,7 +273,7 @@ impl Conn {
         let mut seq = self.out[3];
         if total < 0xff_ffff {
             self.out[..3].copy_from_slice(&(total as u32).to_le_bytes()[..3]);
-            self.r.get_mut().write_all(&self.out)?;
+            self.stream.write_all(&self.out)?;
             self.seq = seq.wrapping_add(1);
             return Ok(());
         }
@@ -320,34 +283,72 @@ impl Conn {
         while let Some(ch) = chunks.next() {
             let mut h = (ch.len() as u32).to_le_bytes();
             h[3] = seq;
-            self.r.get_mut().write_all(&h)?;
-            self.r.get_mut().write_all(ch)?;
+            self.stream.write_all(&h)?;
+            self.stream.write_all(ch)?;
             seq = seq.wrapping_add(1);
             last_full = ch.len() == 0xff_ffff && chunks.peek().is_none();
         }
         if last_full {
-            self.r.get_mut().write_all(&[0, 0, 0, seq])?;
+            self.stream.write_all(&[0, 0, 0, seq])?;
             seq = seq.wrapping_add(1);
         }
         self.seq = seq;
         Ok(())
     }
 
-    /// Reads one packet (joining the parts of a long one) into `inp`.
-    fn read_packet(&mut self) -> Result<()> {
-        self.inp.clear();
-        loop {
-            let mut h = [0u8; 4];
-            self.r
-                .read_exact(&mut h)
+    /// The payload of the packet last read.
+    fn pkt(&self) -> &[u8] {
+        match &self.joined {
+            Some(j) => j,
+            None => &self.buf[self.pkt.clone()],
+        }
+    }
+
+    /// Makes at least `n` unread bytes available in `buf`.
+    fn fill(&mut self, n: usize) -> Result<()> {
+        if self.end - self.start >= n {
+            return Ok(());
+        }
+        // Move what is left to the front (usually nothing), and grow the
+        // buffer for a packet longer than it.
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        while self.end < n {
+            let k = self
+                .stream
+                .read(&mut self.buf[self.end..])
                 .context("mariadb: reading from the server")?;
+            if k == 0 {
+                bail!("mariadb: the server closed the connection");
+            }
+            self.end += k;
+        }
+        Ok(())
+    }
+
+    /// Reads one packet (joining the parts of a long one).
+    fn read_packet(&mut self) -> Result<()> {
+        self.joined = None;
+        loop {
+            self.fill(4)?;
+            let h = &self.buf[self.start..self.start + 4];
             let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
             self.seq = h[3].wrapping_add(1);
-            let at = self.inp.len();
-            self.inp.resize(at + len, 0);
-            self.r
-                .read_exact(&mut self.inp[at..])
-                .context("mariadb: reading from the server")?;
+            self.start += 4;
+            self.fill(len)?;
+            let at = self.start..self.start + len;
+            self.start += len;
+            if len < 0xff_ffff && self.joined.is_none() {
+                self.pkt = at;
+                return Ok(());
+            }
+            self.joined
+                .get_or_insert_with(Vec::new)
+                .extend_from_slice(&self.buf[at]);
             if len < 0xff_ffff {
                 return Ok(());
             }
@@ -355,7 +356,7 @@ impl Conn {
     }
 
     fn err_packet(&self) -> ServerError {
-        let p = &self.inp;
+        let p = self.pkt();
         let code = le(p, 1, 2).unwrap_or(0) as u16;
         let (state, msg) = if p.get(3) == Some(&b'#') && p.len() >= 9 {
             (String::from_utf8_lossy(&p[4..9]).into_owned(), &p[9..])
@@ -372,13 +373,14 @@ impl Conn {
     /// Reads an OK packet's affected rows and status.
     fn ok_packet(&mut self) -> Result<u16> {
         let mut pos = 1;
-        self.affected = lenenc(&self.inp, &mut pos)?;
-        lenenc(&self.inp, &mut pos)?;
-        Ok(le(&self.inp, pos, 2)? as u16)
+        self.affected = lenenc(self.pkt(), &mut pos)?;
+        lenenc(self.pkt(), &mut pos)?;
+        Ok(le(self.pkt(), pos, 2)? as u16)
     }
 
     fn is_eof(&self) -> bool {
-        self.inp.first() == Some(&0xfe) && self.inp.len() < 9
+        let p = self.pkt();
+        p.first() == Some(&0xfe) && p.len() < 9
     }
 
     /// Reads column definitions up to their EOF, keeping type and
@@ -387,17 +389,15 @@ impl Conn {
         self.cols.clear();
         for _ in 0..n {
             self.read_packet()?;
+            let p = self.pkt();
             let mut pos = 0;
             for _ in 0..6 {
-                let l = lenenc(&self.inp, &mut pos)? as usize;
+                let l = lenenc(p, &mut pos)? as usize;
                 pos += l;
             }
             pos += 1 + 2 + 4; // fixed-length marker, charset, length
-            let ty = *self
-                .inp
-                .get(pos)
-                .context("mariadb: short column definition")?;
-            let flags = le(&self.inp, pos + 1, 2)?;
+            let ty = *p.get(pos).context("mariadb: short column definition")?;
+            let flags = le(p, pos + 1, 2)?;
             self.cols.push((ty, flags & 0x20 != 0));
         }
         if n > 0 {
@@ -410,102 +410,33 @@ impl Conn {
     /// `rows`, binary or text); returns the status flags.
     fn read_result(&mut self, binary: bool, mut rows: Option<&mut Vec<Vec<Cell>>>) -> Result<u16> {
         self.read_packet()?;
-        match self.inp.first() {
+        match self.pkt().first() {
             Some(0x00) => return self.ok_packet(),
             Some(0xff) => return Err(self.err_packet().into()),
             Some(0xfb) => bail!("mariadb: LOCAL INFILE is not supported"),
             _ => {}
         }
         let mut pos = 0;
-        let n = lenenc(&self.inp, &mut pos)? as usize;
+        let n = lenenc(self.pkt(), &mut pos)? as usize;
         self.read_columns(n)?;
         loop {
             self.read_packet()?;
             if self.is_eof() {
                 self.affected = 0;
-                return Ok(le(&self.inp, 3, 2)? as u16);
+                return Ok(le(self.pkt(), 3, 2)? as u16);
             }
-            if self.inp.first() == Some(&0xff) {
+            if self.pkt().first() == Some(&0xff) {
                 return Err(self.err_packet().into());
             }
             if let Some(out) = rows.as_deref_mut() {
                 let row = if binary {
-                    self.binary_row()?
+                    binary_row(self.pkt(), &self.cols)?
                 } else {
-                    self.text_row()?
+                    text_row(self.pkt(), self.cols.len())?
                 };
                 out.push(row);
             }
         }
-    }
-
-    fn text_row(&self) -> Result<Vec<Cell>> {
-        let mut pos = 0;
-        let mut row = Vec::with_capacity(self.cols.len());
-        for _ in 0..self.cols.len() {
-            if self.inp.get(pos) == Some(&0xfb) {
-                pos += 1;
-                row.push(Cell::Null);
-                continue;
-            }
-            let l = lenenc(&self.inp, &mut pos)? as usize;
-            let v = self.inp.get(pos..pos + l).context("mariadb: short row")?;
-            pos += l;
-            row.push(Cell::Bytes(v.to_vec()));
-        }
-        Ok(row)
-    }
-
-    fn binary_row(&self) -> Result<Vec<Cell>> {
-        let p = &self.inp;
-        let n = self.cols.len();
-        let bitmap = 1..1 + (n + 7 + 2) / 8;
-        let mut pos = bitmap.end;
-        let mut row = Vec::with_capacity(n);
-        for (i, &(ty, unsigned)) in self.cols.iter().enumerate() {
-            let bit = i + 2;
-            let nulls = p.get(bitmap.clone()).context("mariadb: short row")?;
-            if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
-                row.push(Cell::Null);
-                continue;
-            }
-            let fixed = |size: usize, pos: &mut usize| -> Result<u64> {
-                let v = le(p, *pos, size)?;
-                *pos += size;
-                Ok(v)
-            };
-            let int = |v: u64, bits: u32| -> i64 {
-                if unsigned || bits == 64 {
-                    v as i64
-                } else {
-                    let shift = 64 - bits;
-                    ((v << shift) as i64) >> shift
-                }
-            };
-            let cell = match ty {
-                1 => Cell::Int(int(fixed(1, &mut pos)?, 8)),
-                2 | 13 => Cell::Int(int(fixed(2, &mut pos)?, 16)),
-                3 | 9 => Cell::Int(int(fixed(4, &mut pos)?, 32)),
-                8 => Cell::Int(int(fixed(8, &mut pos)?, 64)),
-                4 => Cell::Text(f32::from_bits(fixed(4, &mut pos)? as u32).to_string()),
-                5 => Cell::Text(f64::from_bits(fixed(8, &mut pos)?).to_string()),
-                6 => Cell::Null,
-                7 | 10 | 11 | 12 => {
-                    let l = fixed(1, &mut pos)? as usize;
-                    let v = p.get(pos..pos + l).context("mariadb: short row")?;
-                    pos += l;
-                    Cell::Text(temporal(ty, v))
-                }
-                _ => {
-                    let l = lenenc(p, &mut pos)? as usize;
-                    let v = p.get(pos..pos + l).context("mariadb: short row")?;
-                    pos += l;
-                    Cell::Bytes(v.to_vec())
-                }
-            };
-            row.push(cell);
-        }
-        Ok(row)
     }
 
     /// Sends a text query and reads every result, keeping the rows of
@@ -546,12 +477,13 @@ impl Conn {
         self.out.extend_from_slice(sql.as_bytes());
         self.send()?;
         self.read_packet()?;
-        if self.inp.first() == Some(&0xff) {
+        if self.pkt().first() == Some(&0xff) {
             return Err(self.err_packet().into());
         }
-        let id = le(&self.inp, 1, 4)? as u32;
-        let columns = le(&self.inp, 5, 2)? as usize;
-        let params = le(&self.inp, 7, 2)? as usize;
+        let p = self.pkt();
+        let id = le(p, 1, 4)? as u32;
+        let columns = le(p, 5, 2)? as usize;
+        let params = le(p, 7, 2)? as usize;
         for n in [params, columns] {
             for _ in 0..n {
                 self.read_packet()?;
@@ -592,38 +524,7 @@ impl Conn {
         self.out.extend_from_slice(&id.to_le_bytes());
         self.out.push(0); // no cursor
         self.out.extend_from_slice(&1u32.to_le_bytes());
-        if !params.is_empty() {
-            let at = self.out.len();
-            self.out.resize(at + params.len().div_ceil(8), 0);
-            for (k, p) in params.iter().enumerate() {
-                if matches!(p, Val::Null) {
-                    self.out[at + k / 8] |= 1 << (k % 8);
-                }
-            }
-            self.out.push(1); // types follow
-            for p in params {
-                let ty: u8 = match p {
-                    Val::Null => 6,
-                    Val::Int(_) => 8,
-                    Val::Bytes(_) | Val::Text(_) => 253,
-                };
-                self.out.extend_from_slice(&[ty, 0]);
-            }
-            for p in params {
-                match p {
-                    Val::Null => {}
-                    Val::Int(v) => self.out.extend_from_slice(&v.to_le_bytes()),
-                    Val::Bytes(b) => {
-                        put_lenenc(&mut self.out, b.len() as u64);
-                        self.out.extend_from_slice(b);
-                    }
-                    Val::Text(t) => {
-                        put_lenenc(&mut self.out, t.len() as u64);
-                        self.out.extend_from_slice(t.as_bytes());
-                    }
-                }
-            }
-        }
+        put_params(&mut self.out, params);
         self.send()?;
         let mut status = self.read_result(true, rows)?;
         while status & MORE_RESULTS != 0 {
@@ -644,58 +545,5 @@ impl Drop for Conn {
         self.begin_packet(0);
         self.out.push(0x01);
         let _ = self.send();
-    }
-}
-
-/// A binary-protocol date, datetime, timestamp or time as text.
-fn temporal(ty: u8, v: &[u8]) -> String {
-    let g = |i: usize| v.get(i).copied().unwrap_or(0) as u32;
-    if ty == 11 {
-        let days = u32::from_le_bytes([g(1) as u8, g(2) as u8, g(3) as u8, g(4) as u8]);
-        let sign = if g(0) == 1 { "-" } else { "" };
-        return format!("{sign}{:02}:{:02}:{:02}", days * 24 + g(5), g(6), g(7));
-    }
-    let year = g(0) | (g(1) << 8);
-    let date = format!("{year:04}-{:02}-{:02}", g(2), g(3));
-    if ty == 10 {
-        date
-    } else {
-        format!("{date} {:02}:{:02}:{:02}", g(4), g(5), g(6))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lengths_encode_and_decode() {
-        for v in [
-            0u64,
-            250,
-            251,
-            0xffff,
-            0x1_0000,
-            0xff_ffff,
-            0x100_0000,
-            u64::MAX,
-        ] {
-            let mut b = Vec::new();
-            put_lenenc(&mut b, v);
-            let mut pos = 0;
-            assert_eq!(lenenc(&b, &mut pos).unwrap(), v);
-            assert_eq!(pos, b.len());
-        }
-    }
-
-    #[test]
-    fn native_password_matches_a_token_computed_elsewhere() {
-        // Python: h1 = sha1(b"secret"); h3 = sha1(bytes(range(1, 21)) +
-        // sha1(h1)); bytes(a ^ b for a, b in zip(h1, h3)).hex()
-        let scramble: Vec<u8> = (1..=20).collect();
-        let t = native_password("secret", &scramble);
-        let hex: String = t.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "b32bb3a583e1340c0a1108d58b1be49781ad8c2f");
-        assert!(native_password("", &scramble).is_empty());
     }
 }
