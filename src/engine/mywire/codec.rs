@@ -21,11 +21,14 @@ pub(super) fn lenenc(b: &[u8], pos: &mut usize) -> Result<u64> {
     Ok(v)
 }
 
+/// The `n`-byte little-endian integer at `at` (n <= 8).
 pub(super) fn le(b: &[u8], at: usize, n: usize) -> Result<u64> {
     let s = b
         .get(at..at + n)
         .ok_or_else(|| anyhow!("mariadb: short packet"))?;
-    Ok(s.iter().rev().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
+    let mut w = [0u8; 8];
+    w[..n].copy_from_slice(s);
+    Ok(u64::from_le_bytes(w))
 }
 
 fn put_lenenc(out: &mut Vec<u8>, v: u64) {
@@ -122,9 +125,9 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)]) -> Result<Vec<Cell>> {
     let bitmap = 1..1 + (n + 7 + 2) / 8;
     let mut pos = bitmap.end;
     let mut row = Vec::with_capacity(n);
+    let nulls = p.get(bitmap).context("mariadb: short row")?;
     for (i, &(ty, unsigned)) in cols.iter().enumerate() {
         let bit = i + 2;
-        let nulls = p.get(bitmap.clone()).context("mariadb: short row")?;
         if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
             row.push(Cell::Null);
             continue;
