@@ -361,6 +361,14 @@ impl SqlConn for MySqlConn {
         self.c.exec(sql, params, Some(&mut out))?;
         Ok(out)
     }
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Val<'_>],
+        f: &mut dyn FnMut(&mut Vec<Cell>),
+    ) -> Result<()> {
+        self.c.exec_each(sql, params, Some(f))
+    }
     fn batch(&mut self, sql: &str) -> Result<()> {
         self.c.query_drop(sql)
     }

@@ -87,6 +87,21 @@ pub trait SqlConn: Send {
     fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64>;
     /// Runs a query; returns its rows.
     fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>>;
+    /// Runs a query and hands its rows to `f` one at a time; `f` may take
+    /// the cells it keeps (`std::mem::take`). A driver that can decode
+    /// into one reused row does (no vector per row); by default the rows
+    /// of [`query`](SqlConn::query) are handed over.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Val<'_>],
+        f: &mut dyn FnMut(&mut Vec<Cell>),
+    ) -> Result<()> {
+        for mut r in self.query(sql, params)? {
+            f(&mut r);
+        }
+        Ok(())
+    }
     /// Runs statements without parameters (DDL, SET, BEGIN).
     fn batch(&mut self, sql: &str) -> Result<()>;
     /// Makes following commits durable on return (or not), as far as the

@@ -100,10 +100,10 @@ pub(super) fn put_params(out: &mut Vec<u8>, params: &[Val<'_>]) {
     }
 }
 
-/// A text-protocol row of `n` columns.
-pub(super) fn text_row(p: &[u8], n: usize) -> Result<Vec<Cell>> {
+/// A text-protocol row of `n` columns, into `row` (emptied first).
+pub(super) fn text_row(p: &[u8], n: usize, row: &mut Vec<Cell>) -> Result<()> {
     let mut pos = 0;
-    let mut row = Vec::with_capacity(n);
+    row.clear();
     for _ in 0..n {
         if p.get(pos) == Some(&0xfb) {
             pos += 1;
@@ -115,16 +115,16 @@ pub(super) fn text_row(p: &[u8], n: usize) -> Result<Vec<Cell>> {
         pos += l;
         row.push(Cell::Bytes(v.to_vec()));
     }
-    Ok(row)
+    Ok(())
 }
 
 /// A binary-protocol row whose columns have `cols`' types and
-/// unsignedness.
-pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)]) -> Result<Vec<Cell>> {
+/// unsignedness, into `row` (emptied first).
+pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> Result<()> {
     let n = cols.len();
     let bitmap = 1..1 + (n + 7 + 2) / 8;
     let mut pos = bitmap.end;
-    let mut row = Vec::with_capacity(n);
+    row.clear();
     let nulls = p.get(bitmap).context("mariadb: short row")?;
     for (i, &(ty, unsigned)) in cols.iter().enumerate() {
         let bit = i + 2;
@@ -168,7 +168,7 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)]) -> Result<Vec<Cell>> {
         };
         row.push(cell);
     }
-    Ok(row)
+    Ok(())
 }
 
 /// A binary-protocol date, datetime, timestamp or time as text.

@@ -100,6 +100,9 @@ impl Stream {
     }
 }
 
+/// What receives a result set's rows, one at a time.
+pub type Rows<'a> = &'a mut dyn FnMut(&mut Vec<Cell>);
+
 /// Where to connect.
 pub enum Addr<'a> {
     /// 127.0.0.1 and a port.
@@ -137,6 +140,8 @@ pub struct Conn {
     affected: u64,
     /// Column types and unsigned flags of the result being read.
     cols: Vec<(u8, bool)>,
+    /// The row being decoded, reused from row to row.
+    row: Vec<Cell>,
 }
 
 impl Conn {
@@ -162,6 +167,7 @@ impl Conn {
             stmts: Vec::new(),
             affected: 0,
             cols: Vec::new(),
+            row: Vec::new(),
         };
         c.login(user, password, db).context("mariadb: logging in")?;
         Ok(c)
@@ -406,9 +412,10 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads one result (OK, ERR, or a result set whose rows go to
-    /// `rows`, binary or text); returns the status flags.
-    fn read_result(&mut self, binary: bool, mut rows: Option<&mut Vec<Vec<Cell>>>) -> Result<u16> {
+    /// Reads one result (OK, ERR, or a result set whose rows, binary or
+    /// text, are handed to `rows` one by one in a reused vector);
+    /// returns the status flags.
+    fn read_result(&mut self, binary: bool, mut rows: Option<Rows<'_>>) -> Result<u16> {
         self.read_packet()?;
         match self.pkt().first() {
             Some(0x00) => return self.ok_packet(),
@@ -428,13 +435,15 @@ impl Conn {
             if self.pkt().first() == Some(&0xff) {
                 return Err(self.err_packet().into());
             }
-            if let Some(out) = rows.as_deref_mut() {
-                let row = if binary {
-                    binary_row(self.pkt(), &self.cols)?
+            if let Some(f) = rows.as_deref_mut() {
+                let mut row = std::mem::take(&mut self.row);
+                if binary {
+                    binary_row(self.pkt(), &self.cols, &mut row)?;
                 } else {
-                    text_row(self.pkt(), self.cols.len())?
-                };
-                out.push(row);
+                    text_row(self.pkt(), self.cols.len(), &mut row)?;
+                }
+                f(&mut row);
+                self.row = row;
             }
         }
     }
@@ -502,12 +511,27 @@ impl Conn {
     }
 
     /// Executes `sql` as a prepared statement with `params`; the rows of a
-    /// result set go to `rows`.
+    /// result set are collected into `rows`.
     pub fn exec(
         &mut self,
         sql: &str,
         params: &[Val<'_>],
         rows: Option<&mut Vec<Vec<Cell>>>,
+    ) -> Result<()> {
+        match rows {
+            Some(out) => self.exec_each(sql, params, Some(&mut |r| out.push(std::mem::take(r)))),
+            None => self.exec_each(sql, params, None),
+        }
+    }
+
+    /// Executes `sql` as a prepared statement with `params`, handing each
+    /// row of a result set to `rows` in a vector reused from row to row
+    /// (`rows` may take cells out of it).
+    pub fn exec_each(
+        &mut self,
+        sql: &str,
+        params: &[Val<'_>],
+        rows: Option<Rows<'_>>,
     ) -> Result<()> {
         let i = self.stmt(sql)?;
         let s = &self.stmts[i];

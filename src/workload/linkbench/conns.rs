@@ -9,6 +9,30 @@ use super::ddl::Texts;
 use super::store::{Link, OpCost};
 use crate::engine::sql::{Cell, SqlConn, Val};
 
+/// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
+/// copied.
+pub(super) fn link_of(r: &mut [Cell]) -> Link {
+    let data = take_bytes(&mut r[4]);
+    Link {
+        id1: int(&r[0]),
+        id2: int(&r[1]),
+        link_type: int(&r[2]),
+        visible: int(&r[3]) == 1,
+        data,
+        time: int(&r[5]),
+        version: int(&r[6]) as u32,
+    }
+}
+
+/// A payload cell's bytes, moved out (the cell is left NULL).
+pub(super) fn take_bytes(c: &mut Cell) -> Vec<u8> {
+    match std::mem::replace(c, Cell::Null) {
+        Cell::Bytes(b) => b,
+        Cell::Text(t) => t.into_bytes(),
+        _ => Vec::new(),
+    }
+}
+
 /// A cell as an unsigned integer (0 when NULL or not a number).
 pub(super) fn int(c: &Cell) -> u64 {
     c.int().unwrap_or(0) as u64
@@ -42,6 +66,23 @@ impl Conns {
     pub(super) fn ac_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
         self.cost.statements += 1;
         self.ac.query(sql, p)
+    }
+    /// A query on `ac` whose rows are handed to `f` one at a time, each
+    /// decoded in place (no vector per row where the driver can).
+    pub(super) fn ac_each(
+        &mut self,
+        sql: &str,
+        p: &[Val<'_>],
+        f: &mut dyn FnMut(&mut Vec<Cell>),
+    ) -> Result<()> {
+        self.cost.statements += 1;
+        self.ac.query_each(sql, p, f)
+    }
+    /// Links read on `ac`.
+    pub(super) fn ac_links(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Link>> {
+        let mut out = Vec::new();
+        self.ac_each(sql, p, &mut |r| out.push(link_of(r)))?;
+        Ok(out)
     }
     pub(super) fn begin(&mut self) -> Result<()> {
         if !self.implicit {

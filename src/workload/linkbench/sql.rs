@@ -29,7 +29,7 @@
 
 use anyhow::{Result, bail};
 
-use super::conns::{Conns, int, link_params};
+use super::conns::{Conns, int, link_params, take_bytes};
 use super::ddl::Texts;
 pub use super::ddl::{index_ddl, schema};
 use super::dist::Variant;
@@ -54,25 +54,6 @@ pub struct SqlLinks {
     t: Texts,
     d: Dialect,
     variant: Variant,
-}
-
-/// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
-/// copied.
-fn link_of(mut r: Vec<Cell>) -> Link {
-    let data = match std::mem::replace(&mut r[4], Cell::Null) {
-        Cell::Bytes(b) => b,
-        Cell::Text(t) => t.into_bytes(),
-        _ => Vec::new(),
-    };
-    Link {
-        id1: int(&r[0]),
-        id2: int(&r[1]),
-        link_type: int(&r[2]),
-        visible: int(&r[3]) == 1,
-        data,
-        time: int(&r[5]),
-        version: int(&r[6]) as u32,
-    }
 }
 
 impl SqlLinks {
@@ -291,8 +272,7 @@ impl LinkStore for SqlLinks {
         p.extend(id2s.iter().map(|i| Val::Int(*i as i64)));
         let n = id2s.len();
         self.t.prepare_multiget(n);
-        let rows = self.auto(|c, t| c.ac_query(t.multiget(n), &p))?;
-        Ok(rows.into_iter().map(link_of).collect())
+        self.auto(|c, t| c.ac_links(t.multiget(n), &p))
     }
 
     fn get_links_list(
@@ -311,8 +291,7 @@ impl LinkStore for SqlLinks {
             Val::Int(limit as i64),
             Val::Int(offset as i64),
         ];
-        let rows = self.auto(|c, t| c.ac_query(&t.links_list, &p))?;
-        Ok(rows.into_iter().map(link_of).collect())
+        self.auto(|c, t| c.ac_links(&t.links_list, &p))
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
@@ -343,18 +322,21 @@ impl LinkStore for SqlLinks {
 
     fn get_node(&mut self, id: u64) -> Result<Option<Node>> {
         let p = [Val::Int(id as i64)];
-        let rows = self.auto(|c, t| c.ac_query(&t.get_node, &p))?;
-        Ok(rows.first().and_then(|r| {
-            let node = Node {
-                id: int(&r[0]),
-                node_type: int(&r[1]) as u32,
-                version: int(&r[2]),
-                time: int(&r[3]) as u32,
-                data: r[4].bytes().unwrap_or_default().to_vec(),
-            };
-            // The reference returns nothing for another type.
-            (node.node_type == NODE_TYPE).then_some(node)
-        }))
+        let node = self.auto(|c, t| {
+            let mut node = None;
+            c.ac_each(&t.get_node, &p, &mut |r| {
+                node = Some(Node {
+                    id: int(&r[0]),
+                    node_type: int(&r[1]) as u32,
+                    version: int(&r[2]),
+                    time: int(&r[3]) as u32,
+                    data: take_bytes(&mut r[4]),
+                });
+            })?;
+            Ok(node)
+        })?;
+        // The reference returns nothing for another type.
+        Ok(node.filter(|n| n.node_type == NODE_TYPE))
     }
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {
