@@ -104,6 +104,7 @@ pub(super) fn put_params(out: &mut Vec<u8>, params: &[Val<'_>]) {
 pub(super) fn text_row(p: &[u8], n: usize, row: &mut Vec<Cell>) -> Result<()> {
     let mut pos = 0;
     row.clear();
+    row.reserve(n);
     for _ in 0..n {
         if p.get(pos) == Some(&0xfb) {
             pos += 1;
@@ -125,6 +126,7 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
     let bitmap = 1..1 + (n + 7 + 2) / 8;
     let mut pos = bitmap.end;
     row.clear();
+    row.reserve(n);
     let nulls = p.get(bitmap).context("mariadb: short row")?;
     for (i, &(ty, unsigned)) in cols.iter().enumerate() {
         let bit = i + 2;
