@@ -6,21 +6,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ampbench::engine::sql::{Cell, Val};
-use ampbench::engine::{self, Durability, Engine, EngineKind, OpenSpec, SqlEngine};
+use ampbench::engine::{self, Durability, EngineKind, OpenSpec};
 use ampbench::workload::kv::sql::{SqlDocs, schema};
 use ampbench::workload::kv::store::DocStore;
 
 mod common;
-use common::{BIN, working_in};
-
-fn open(kind: EngineKind, dir: &std::path::Path) -> Box<dyn Engine> {
-    engine::open(kind, &OpenSpec::new(dir, vec![], 64 << 20)).unwrap()
-}
-
-/// The SQL face of a server engine.
-fn sql(e: &dyn Engine) -> &dyn SqlEngine {
-    e.face().sql().expect("a server engine")
-}
+use common::{BIN, open, sql, working_in};
 
 fn gone(pid: u32) -> bool {
     let t0 = Instant::now();
@@ -201,108 +192,6 @@ fn mariadb_affected_rows() {
         drop(c);
         s.close().unwrap();
     }
-}
-
-/// ampbench's own MariaDB protocol client (engine::mywire) against the
-/// server: every column type's binary decoding, NULLs, long values,
-/// multi-statement text queries, server errors by number, and many
-/// statements prepared on one connection.
-#[test]
-fn mariadb_wire_protocol_values_and_errors() {
-    let kind = EngineKind::parse("mariadb-innodb").unwrap();
-    let d = tempfile::tempdir().unwrap();
-    let s = open(kind, d.path());
-    let mut c = sql(&*s).connect().unwrap();
-    c.batch(
-        "CREATE TABLE w (id BIGINT PRIMARY KEY, t TINYINT, s SMALLINT, m MEDIUMINT, i INT, \
-     u BIGINT UNSIGNED, f DOUBLE, dt DATETIME, dd DATE, dec_ DECIMAL(10,2), \
-     vc VARCHAR(20), b MEDIUMBLOB) ENGINE=InnoDB; SET @x = 1",
-    )
-    .unwrap();
-    let ins = "INSERT INTO w VALUES (?, -5, -300, -70000, -2000000000, 18446744073709551615, 2.5, \
-           '2026-11-25 03:04:05', '2026-11-25', 12.34, ?, ?)";
-    let long: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-    assert_eq!(
-        c.execute(ins, &[Val::Int(1), Val::Text("héllo"), Val::Bytes(&long)])
-            .unwrap(),
-        1
-    );
-    assert_eq!(
-        c.execute(ins, &[Val::Int(2), Val::Null, Val::Null])
-            .unwrap(),
-        1
-    );
-    let rows = c
-        .query(
-            "SELECT id, t, s, m, i, u, f, dt, dd, dec_, vc, b FROM w ORDER BY id",
-            &[],
-        )
-        .unwrap();
-    assert_eq!(rows.len(), 2);
-    let r = &rows[0];
-    assert_eq!(
-        r[..5],
-        [
-            Cell::Int(1),
-            Cell::Int(-5),
-            Cell::Int(-300),
-            Cell::Int(-70000),
-            Cell::Int(-2000000000)
-        ]
-    );
-    assert_eq!(r[5], Cell::Int(-1), "u64::MAX comes back as its bits");
-    assert_eq!(r[6], Cell::Text("2.5".into()));
-    assert_eq!(r[7], Cell::Text("2026-11-25 03:04:05".into()));
-    assert_eq!(r[8], Cell::Text("2026-11-25".into()));
-    assert_eq!(r[9], Cell::Bytes(b"12.34".to_vec()));
-    assert_eq!(r[10].text(), "héllo");
-    assert_eq!(r[11], Cell::Bytes(long));
-    assert_eq!(rows[1][10], Cell::Null);
-    assert_eq!(rows[1][11], Cell::Null);
-    // A duplicate key is error 1062, which the store sees as such.
-    let e = c
-        .execute(ins, &[Val::Int(1), Val::Null, Val::Null])
-        .unwrap_err();
-    assert!(c.is_duplicate_key(&e), "{e:#}");
-    assert!(!c.is_retryable(&e));
-    assert!(format!("{e:#}").contains("1062"), "{e:#}");
-    // A syntax error names the server's message; the connection goes on.
-    let e = c.batch("SELEC 1").unwrap_err();
-    assert!(format!("{e:#}").contains("1064"), "{e:#}");
-    // More statements than one connection keeps prepared (256).
-    for k in 0..300 {
-        let q = format!("SELECT COUNT(*) + {k} FROM w WHERE id > ?");
-        assert_eq!(
-            c.query(&q, &[Val::Int(0)]).unwrap(),
-            vec![vec![Cell::Int(2 + k)]]
-        );
-    }
-    assert_eq!(
-        c.execute("DELETE FROM w WHERE id > ?", &[Val::Int(0)])
-            .unwrap(),
-        2
-    );
-    // A value past 16 MB goes out and comes back in several packets.
-    c.batch("SET GLOBAL max_allowed_packet = 67108864; CREATE TABLE big (id INT PRIMARY KEY, b LONGBLOB)")
-        .unwrap();
-    let mut c2 = sql(&*s).connect().unwrap();
-    let huge: Vec<u8> = (0..(17u32 << 20)).map(|i| (i % 253) as u8).collect();
-    c2.execute(
-        "INSERT INTO big VALUES (?, ?)",
-        &[Val::Int(1), Val::Bytes(&huge)],
-    )
-    .unwrap();
-    let back = c2
-        .query("SELECT b, LENGTH(b) FROM big WHERE id = ?", &[Val::Int(1)])
-        .unwrap();
-    assert_eq!(back[0][1], Cell::Int(huge.len() as i64));
-    assert!(
-        back[0][0] == Cell::Bytes(huge),
-        "the 17 MB value came back changed"
-    );
-    drop(c2);
-    drop(c);
-    s.close().unwrap();
 }
 
 fn spawn_run(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {

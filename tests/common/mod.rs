@@ -94,3 +94,21 @@ pub fn working_in(dir: &std::path::Path) -> Vec<u32> {
     }
     v
 }
+
+/// Opens engine `kind` in `dir` with a 64 MB cache (a server engine starts
+/// its server there, on loopback).
+pub fn open(
+    kind: ampbench::engine::EngineKind,
+    dir: &std::path::Path,
+) -> Box<dyn ampbench::engine::Engine> {
+    ampbench::engine::open(
+        kind,
+        &ampbench::engine::OpenSpec::new(dir, vec![], 64 << 20),
+    )
+    .unwrap()
+}
+
+/// The SQL face of a server engine.
+pub fn sql(e: &dyn ampbench::engine::Engine) -> &dyn ampbench::engine::SqlEngine {
+    e.face().sql().expect("a server engine")
+}

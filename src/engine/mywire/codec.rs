@@ -100,6 +100,20 @@ pub(super) fn put_params(out: &mut Vec<u8>, params: &[Val<'_>]) {
     }
 }
 
+/// A column definition packet's type and unsigned flag.
+pub(super) fn column_type(p: &[u8]) -> Result<(u8, bool)> {
+    let mut pos = 0;
+    for _ in 0..6 {
+        // catalog, schema, table alias, table, column alias, column
+        let l = lenenc(p, &mut pos)? as usize;
+        pos += l;
+    }
+    pos += 1 + 2 + 4; // fixed-length marker, charset, length
+    let ty = *p.get(pos).context("mariadb: short column definition")?;
+    let flags = le(p, pos + 1, 2)?;
+    Ok((ty, flags & 0x20 != 0))
+}
+
 /// A text-protocol row of `n` columns, into `row` (emptied first).
 pub(super) fn text_row(p: &[u8], n: usize, row: &mut Vec<Cell>) -> Result<()> {
     let mut pos = 0;

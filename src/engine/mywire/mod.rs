@@ -30,7 +30,7 @@ use super::sql::{Cell, Val};
 
 mod codec;
 
-use codec::{binary_row, le, lenenc, native_password, put_params, text_row};
+use codec::{binary_row, column_type, le, lenenc, native_password, put_params, text_row};
 
 mod caps {
     pub const LONG_PASSWORD: u32 = 1;
@@ -43,6 +43,10 @@ mod caps {
     pub const MULTI_RESULTS: u32 = 0x2_0000;
     pub const PS_MULTI_RESULTS: u32 = 0x4_0000;
     pub const PLUGIN_AUTH: u32 = 0x8_0000;
+    /// MariaDB's extended capability (bit 36, the fifth of the extended
+    /// word): prepared statements' column definitions are sent only when
+    /// they change, and a column count says whether they follow.
+    pub const EXT_CACHE_METADATA: u32 = 0x10;
 }
 
 /// SERVER_MORE_RESULTS_EXISTS in an OK or EOF packet's status.
@@ -118,6 +122,9 @@ struct Stmt {
     at: usize,
     id: u32,
     params: usize,
+    /// Result column types and unsigned flags, as last sent by the
+    /// server (at PREPARE or at an execution that sent them).
+    cols: Vec<(u8, bool)>,
 }
 
 /// One connection.
@@ -142,6 +149,9 @@ pub struct Conn {
     cols: Vec<(u8, bool)>,
     /// The row being decoded, reused from row to row.
     row: Vec<Cell>,
+    /// Both ends agreed on MariaDB's metadata caching: an execution sends
+    /// its column definitions only when they changed.
+    cache_metadata: bool,
 }
 
 impl Conn {
@@ -168,6 +178,7 @@ impl Conn {
             affected: 0,
             cols: Vec::new(),
             row: Vec::new(),
+            cache_metadata: false,
         };
         c.login(user, password, db).context("mariadb: logging in")?;
         Ok(c)
@@ -199,6 +210,13 @@ impl Conn {
         let server_caps = lower | (upper << 16);
         pos += 2;
         let data_len = usize::from(*p.get(pos).context("short handshake")?);
+        // Ten reserved bytes; a MariaDB server (LONG_PASSWORD clear, its
+        // "CLIENT_MYSQL" bit) puts its extended capabilities in the last four.
+        let ext_caps = if server_caps & caps::LONG_PASSWORD == 0 {
+            le(p, pos + 1 + 6, 4)? as u32
+        } else {
+            0
+        };
         pos += 1 + 10;
         if server_caps & caps::SECURE_CONNECTION != 0 {
             let n = data_len.saturating_sub(8).max(13);
@@ -232,7 +250,10 @@ impl Conn {
             .extend_from_slice(&(want & server_caps).to_le_bytes());
         self.out.extend_from_slice(&(16u32 << 20).to_le_bytes());
         self.out.push(CHARSET);
-        self.out.extend_from_slice(&[0; 23]);
+        self.out.extend_from_slice(&[0; 19]);
+        let ext = ext_caps & caps::EXT_CACHE_METADATA;
+        self.out.extend_from_slice(&ext.to_le_bytes());
+        self.cache_metadata = ext != 0;
         self.out.extend_from_slice(user.as_bytes());
         self.out.push(0);
         self.out.push(token.len() as u8);
@@ -389,22 +410,14 @@ impl Conn {
         p.first() == Some(&0xfe) && p.len() < 9
     }
 
-    /// Reads column definitions up to their EOF, keeping type and
-    /// unsignedness.
+    /// Reads `n` column definitions and their EOF into `cols`: type and
+    /// unsignedness of each.
     fn read_columns(&mut self, n: usize) -> Result<()> {
         self.cols.clear();
         for _ in 0..n {
             self.read_packet()?;
-            let p = self.pkt();
-            let mut pos = 0;
-            for _ in 0..6 {
-                let l = lenenc(p, &mut pos)? as usize;
-                pos += l;
-            }
-            pos += 1 + 2 + 4; // fixed-length marker, charset, length
-            let ty = *p.get(pos).context("mariadb: short column definition")?;
-            let flags = le(p, pos + 1, 2)?;
-            self.cols.push((ty, flags & 0x20 != 0));
+            let c = column_type(self.pkt())?;
+            self.cols.push(c);
         }
         if n > 0 {
             self.read_packet()?; // EOF
@@ -414,8 +427,14 @@ impl Conn {
 
     /// Reads one result (OK, ERR, or a result set whose rows, binary or
     /// text, are handed to `rows` one by one in a reused vector);
-    /// returns the status flags.
-    fn read_result(&mut self, binary: bool, mut rows: Option<Rows<'_>>) -> Result<u16> {
+    /// returns the status flags. `stmt` is the prepared statement
+    /// executed, whose column types stand in when the server skips them.
+    fn read_result(
+        &mut self,
+        binary: bool,
+        stmt: Option<usize>,
+        mut rows: Option<Rows<'_>>,
+    ) -> Result<u16> {
         self.read_packet()?;
         match self.pkt().first() {
             Some(0x00) => return self.ok_packet(),
@@ -425,7 +444,33 @@ impl Conn {
         }
         let mut pos = 0;
         let n = lenenc(self.pkt(), &mut pos)? as usize;
-        self.read_columns(n)?;
+        let skipped = self.cache_metadata && self.pkt().get(pos) == Some(&0);
+        match stmt {
+            Some(i) if skipped => {
+                // Unchanged since sent: the column count, then the EOF.
+                self.cols.clear();
+                self.cols.extend_from_slice(&self.stmts[i].cols);
+                if self.cols.len() != n {
+                    bail!(
+                        "mariadb: {n} columns without definitions, {} known",
+                        self.cols.len()
+                    );
+                }
+                self.read_packet()?;
+                if !self.is_eof() {
+                    bail!("mariadb: no EOF after a column count without definitions");
+                }
+            }
+            None if skipped => bail!("mariadb: column definitions skipped for a text query"),
+            _ => {
+                self.read_columns(n)?;
+                if let Some(i) = stmt {
+                    let s = &mut self.stmts[i];
+                    s.cols.clear();
+                    s.cols.extend_from_slice(&self.cols);
+                }
+            }
+        }
         loop {
             self.read_packet()?;
             if self.is_eof() {
@@ -455,7 +500,7 @@ impl Conn {
         self.out.push(0x03);
         self.out.extend_from_slice(sql.as_bytes());
         self.send()?;
-        while self.read_result(false, None)? & MORE_RESULTS != 0 {}
+        while self.read_result(false, None, None)? & MORE_RESULTS != 0 {}
         Ok(())
     }
 
@@ -493,19 +538,21 @@ impl Conn {
         let id = le(p, 1, 4)? as u32;
         let columns = le(p, 5, 2)? as usize;
         let params = le(p, 7, 2)? as usize;
-        for n in [params, columns] {
-            for _ in 0..n {
-                self.read_packet()?;
-            }
-            if n > 0 {
-                self.read_packet()?; // EOF
-            }
+        for _ in 0..params {
+            self.read_packet()?;
         }
+        if params > 0 {
+            self.read_packet()?; // EOF
+        }
+        // The result's columns: what an execution that skips its column
+        // definitions refers to.
+        self.read_columns(columns)?;
         self.stmts.push(Stmt {
             sql: sql.to_string(),
             at,
             id,
             params,
+            cols: self.cols.clone(),
         });
         Ok(self.stmts.len() - 1)
     }
@@ -550,9 +597,9 @@ impl Conn {
         self.out.extend_from_slice(&1u32.to_le_bytes());
         put_params(&mut self.out, params);
         self.send()?;
-        let mut status = self.read_result(true, rows)?;
+        let mut status = self.read_result(true, Some(i), rows)?;
         while status & MORE_RESULTS != 0 {
-            status = self.read_result(true, None)?;
+            status = self.read_result(true, None, None)?;
         }
         Ok(())
     }
