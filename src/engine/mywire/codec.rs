@@ -134,18 +134,20 @@ pub(super) fn text_row(p: &[u8], n: usize, row: &mut Vec<Cell>) -> Result<()> {
 }
 
 /// A binary-protocol row whose columns have `cols`' types and
-/// unsignedness, into `row` (emptied first).
+/// unsignedness, into `row`, which ends with one cell per column. A
+/// string or blob column whose cell already holds bytes (the previous
+/// row's, when the caller reuses `row`) is copied into that buffer, so
+/// rows after the first allocate nothing for it.
 pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> Result<()> {
     let n = cols.len();
     let bitmap = 1..1 + (n + 7 + 2) / 8;
     let mut pos = bitmap.end;
-    row.clear();
-    row.reserve(n);
+    row.resize_with(n, || Cell::Null);
     let nulls = p.get(bitmap).context("mariadb: short row")?;
-    for (i, &(ty, unsigned)) in cols.iter().enumerate() {
+    for (i, (&(ty, unsigned), cell)) in cols.iter().zip(row.iter_mut()).enumerate() {
         let bit = i + 2;
         if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
-            row.push(Cell::Null);
+            *cell = Cell::Null;
             continue;
         }
         let fixed = |size: usize, pos: &mut usize| -> Result<u64> {
@@ -161,7 +163,7 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
                 ((v << shift) as i64) >> shift
             }
         };
-        let cell = match ty {
+        let new = match ty {
             1 => Cell::Int(int(fixed(1, &mut pos)?, 8)),
             2 | 13 => Cell::Int(int(fixed(2, &mut pos)?, 16)),
             3 | 9 => Cell::Int(int(fixed(4, &mut pos)?, 32)),
@@ -179,10 +181,15 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
                 let l = lenenc(p, &mut pos)? as usize;
                 let v = p.get(pos..pos + l).context("mariadb: short row")?;
                 pos += l;
+                if let Cell::Bytes(b) = cell {
+                    b.clear();
+                    b.extend_from_slice(v);
+                    continue;
+                }
                 Cell::Bytes(v.to_vec())
             }
         };
-        row.push(cell);
+        *cell = new;
     }
     Ok(())
 }
@@ -226,6 +233,46 @@ mod tests {
             assert_eq!(lenenc(&b, &mut pos).unwrap(), v);
             assert_eq!(pos, b.len());
         }
+    }
+
+    /// A binary row of (BIGINT, BLOB): header, NULL bitmap, values.
+    fn row_packet(id: i64, blob: Option<&[u8]>) -> Vec<u8> {
+        let mut p = vec![0x00, if blob.is_none() { 1 << 3 } else { 0 }];
+        p.extend_from_slice(&id.to_le_bytes());
+        if let Some(b) = blob {
+            put_lenenc(&mut p, b.len() as u64);
+            p.extend_from_slice(b);
+        }
+        p
+    }
+
+    /// Rows decoded into one reused vector: each row's values are its own
+    /// (a shorter blob after a longer one, a NULL, then bytes again), and
+    /// the blob's buffer is the same allocation from row to row.
+    #[test]
+    fn binary_rows_reuse_the_previous_rows_buffers() {
+        let cols = [(8u8, false), (252u8, false)];
+        let mut row = Vec::new();
+        binary_row(&row_packet(1, Some(b"a longer payload")), &cols, &mut row).unwrap();
+        assert_eq!(
+            row,
+            [Cell::Int(1), Cell::Bytes(b"a longer payload".to_vec())]
+        );
+        let at = |r: &[Cell]| match &r[1] {
+            Cell::Bytes(b) => b.as_ptr(),
+            _ => std::ptr::null(),
+        };
+        let first = at(&row);
+        binary_row(&row_packet(-2, Some(b"short")), &cols, &mut row).unwrap();
+        assert_eq!(row, [Cell::Int(-2), Cell::Bytes(b"short".to_vec())]);
+        assert_eq!(at(&row), first, "the blob's buffer was not reused");
+        binary_row(&row_packet(3, None), &cols, &mut row).unwrap();
+        assert_eq!(row, [Cell::Int(3), Cell::Null]);
+        binary_row(&row_packet(4, Some(b"")), &cols, &mut row).unwrap();
+        assert_eq!(row, [Cell::Int(4), Cell::Bytes(Vec::new())]);
+        // A row of fewer columns leaves no stale cell behind.
+        binary_row(&[0x00, 0, 7, 0, 0, 0, 0, 0, 0, 0], &cols[..1], &mut row).unwrap();
+        assert_eq!(row, [Cell::Int(7)]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use anyhow::{Result, bail};
 
 use super::ddl::Texts;
-use super::store::{Link, OpCost};
+use super::store::{Link, Links, Node, OpCost};
 use crate::engine::sql::{Cell, SqlConn, Val};
 
 /// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
@@ -48,6 +48,10 @@ pub(super) struct Conns {
     pub(super) implicit: bool,
     /// What the operations since the last `take_cost` cost.
     pub(super) cost: OpCost,
+    /// The last link read's rows.
+    pub(super) links: Links,
+    /// The last node read.
+    pub(super) node: Node,
 }
 
 impl Conns {
@@ -63,26 +67,12 @@ impl Conns {
         self.cost.statements += 1;
         self.ac.execute(sql, p)
     }
-    pub(super) fn ac_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
+    /// Links read on `ac`, into `links`.
+    pub(super) fn ac_links(&mut self, sql: &str, p: &[Val<'_>]) -> Result<()> {
+        let links = &mut self.links;
+        links.clear();
         self.cost.statements += 1;
-        self.ac.query(sql, p)
-    }
-    /// A query on `ac` whose rows are handed to `f` one at a time, each
-    /// decoded in place (no vector per row where the driver can).
-    pub(super) fn ac_each(
-        &mut self,
-        sql: &str,
-        p: &[Val<'_>],
-        f: &mut dyn FnMut(&mut Vec<Cell>),
-    ) -> Result<()> {
-        self.cost.statements += 1;
-        self.ac.query_each(sql, p, f)
-    }
-    /// Links read on `ac`.
-    pub(super) fn ac_links(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Link>> {
-        let mut out = Vec::new();
-        self.ac_each(sql, p, &mut |r| out.push(link_of(r)))?;
-        Ok(out)
+        self.ac.query_each(sql, p, &mut |r| links.push(link_of(r)))
     }
     pub(super) fn begin(&mut self) -> Result<()> {
         if !self.implicit {

@@ -21,7 +21,7 @@ use std::ops::Bound;
 
 use anyhow::{Result, anyhow};
 
-use super::store::{Added, Check, Count, Link, LinkStore, Node, Stripes};
+use super::store::{Added, Check, Count, Link, LinkStore, Links, Node, Stripes};
 use crate::engine::{
     Backoff, Durability, KeyRange, KvEngine, KvSession, Order, Table, Transactions, Txn,
     WriteBatch, is_conflict,
@@ -241,6 +241,9 @@ pub struct KvLinks<'a> {
     batch: WriteBatch,
     k: Vec<u8>,
     v: Vec<u8>,
+    /// The last link read's rows, and the last node read.
+    links: Links,
+    node: Node,
 }
 
 impl<'a> KvLinks<'a> {
@@ -261,6 +264,8 @@ impl<'a> KvLinks<'a> {
             batch: WriteBatch::new(),
             k: Vec::new(),
             v: Vec::new(),
+            links: Links::default(),
+            node: Node::default(),
         })
     }
 
@@ -382,8 +387,9 @@ impl LinkStore for KvLinks<'_> {
         }
     }
 
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>> {
-        let mut out = Vec::new();
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]> {
+        let out = &mut self.links;
+        out.clear();
         for (i, id2) in id2s.iter().enumerate() {
             // `IN (…)` semantics: a repeated id2 is one row.
             if id2s[..i].contains(id2) {
@@ -393,7 +399,7 @@ impl LinkStore for KvLinks<'_> {
                 out.push(decode_link(link_type, id1, *id2, &v));
             }
         }
-        Ok(out)
+        Ok(out.as_slice())
     }
 
     fn get_links_list(
@@ -403,14 +409,15 @@ impl LinkStore for KvLinks<'_> {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<Vec<Link>> {
+    ) -> Result<&[Link]> {
         let lo = index_key(id1, link_type, true, 0, 0);
         let hi = index_key(id1, link_type, true, max_time, u64::MAX);
         let range = KeyRange {
             start: Bound::Included(&lo),
             end: Bound::Included(&hi),
         };
-        let mut out = Vec::new();
+        let out = &mut self.links;
+        out.clear();
         let mut skipped = 0;
         self.s
             .scan(INDEX, range, Order::Reverse, offset + limit, &mut |k, v| {
@@ -428,7 +435,7 @@ impl LinkStore for KvLinks<'_> {
                     data: v.get(4..).unwrap_or_default().to_vec(),
                 });
             })?;
-        Ok(out)
+        Ok(out.as_slice())
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
@@ -456,14 +463,18 @@ impl LinkStore for KvLinks<'_> {
         Ok(true)
     }
 
-    fn get_node(&mut self, id: u64) -> Result<Option<Node>> {
-        Ok(self.s.get(NODE, &be(&[id]))?.map(|v| Node {
-            id,
-            node_type: u32_at(&v, 0),
-            version: u64_at(&v, 4),
-            time: u32_at(&v, 12),
-            data: v.get(16..).unwrap_or_default().to_vec(),
-        }))
+    fn get_node(&mut self, id: u64) -> Result<Option<&Node>> {
+        let Some(v) = self.s.get(NODE, &be(&[id]))? else {
+            return Ok(None);
+        };
+        let n = &mut self.node;
+        n.id = id;
+        n.node_type = u32_at(&v, 0);
+        n.version = u64_at(&v, 4);
+        n.time = u32_at(&v, 12);
+        n.data.clear();
+        n.data.extend_from_slice(v.get(16..).unwrap_or_default());
+        Ok(Some(n))
     }
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {

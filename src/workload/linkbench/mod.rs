@@ -442,6 +442,8 @@ impl Workload for Linkbench {
                             found: (0, 0),
                             costs: [OpTotals::default(); LinkOp::ALL.len()],
                             id2s: Vec::new(),
+                            link: store::Link::default(),
+                            node: store::Node::default(),
                         }))
                     }),
                 )

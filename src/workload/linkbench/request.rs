@@ -33,6 +33,10 @@ pub(super) struct Requester<'a> {
     pub(super) found: (u64, u64),
     pub(super) costs: super::Costs,
     pub(super) id2s: Vec<u64>,
+    /// The link and the node the next write sends, reused so a write
+    /// allocates no payload.
+    pub(super) link: Link,
+    pub(super) node: Node,
 }
 
 impl Requester<'_> {
@@ -90,17 +94,24 @@ impl Requester<'_> {
             all[i].add(&mine);
         }
     }
-    fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) -> Link {
+    /// A new link to write, in `self.link`.
+    fn new_link(&mut self, id1: u64, link_type: u64, id2: u64) {
         let len = dist::lognormal_len(&mut self.rng, self.wl.link_median, 254);
-        Link {
-            id1,
-            link_type,
-            id2,
-            visible: true,
-            data: self.link_motif.fill(&mut self.rng, len),
-            time: now_ms(),
-            version: 0,
-        }
+        let l = &mut self.link;
+        (l.id1, l.link_type, l.id2, l.visible) = (id1, link_type, id2, true);
+        self.link_motif.fill_into(&mut self.rng, len, &mut l.data);
+        (l.time, l.version) = (now_ms(), 0);
+    }
+
+    /// A node to write (`version` 1 for a new node, 2 for an update), in
+    /// `self.node`; returns the bytes it writes.
+    fn new_node(&mut self, id: u64, version: u64) -> u64 {
+        let len = dist::lognormal_len(&mut self.rng, self.wl.node_median, 1 << 20);
+        let n = &mut self.node;
+        (n.id, n.node_type, n.version) = (id, NODE_TYPE, version);
+        n.time = (now_ms() / 1000) as u32;
+        self.node_motif.fill_into(&mut self.rng, len, &mut n.data);
+        24 + n.data.len() as u64
     }
 }
 
@@ -130,12 +141,12 @@ impl Worker for Requester<'_> {
                 let (k, t) = self.link_type();
                 let p = if op == LinkOp::AddLink { 0.05 } else { 0.9 };
                 let id2 = self.id2(id1, k, p);
-                let l = self.new_link(id1, t, id2);
-                written = 37 + l.data.len() as u64;
+                self.new_link(id1, t, id2);
+                written = 37 + self.link.data.len() as u64;
                 if op == LinkOp::UpdateLink && wl.variant == Variant::Fork {
-                    self.store.update_link(&l)?;
+                    self.store.update_link(&self.link)?;
                 } else {
-                    self.store.add_link(&l)?;
+                    self.store.add_link(&self.link)?;
                 }
                 op
             }
@@ -196,9 +207,9 @@ impl Worker for Requester<'_> {
                     let rows = self
                         .store
                         .get_links_list(id1, t, i64::MAX as u64, 0, LIST_LIMIT)?;
-                    self.record_rows(rows.len());
-                    if rows.len() >= LIST_LIMIT {
-                        let last = rows.last().map_or(0, |l| l.time);
+                    let (n, last) = (rows.len(), rows.last().map_or(0, |l| l.time));
+                    self.record_rows(n);
+                    if n >= LIST_LIMIT {
                         // One entry per list, kept as it was when present
                         // (the reference's HistoryKey index).
                         let known = self.history.iter().any(|h| h.0 == id1 && h.1 == t);
@@ -214,30 +225,14 @@ impl Worker for Requester<'_> {
             }
             LinkOp::AddNode => {
                 let id = wl.next_node.fetch_add(1, Ordering::Relaxed);
-                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                let data = self.node_motif.fill(&mut self.rng, len);
-                written = 24 + data.len() as u64;
-                self.store.add_node(&Node {
-                    id,
-                    node_type: NODE_TYPE,
-                    version: 1,
-                    time: (now_ms() / 1000) as u32,
-                    data,
-                })?;
+                written = self.new_node(id, 1);
+                self.store.add_node(&self.node)?;
                 op
             }
             LinkOp::UpdateNode => {
                 let id = self.acc.node_update.pick(&mut self.rng);
-                let len = dist::lognormal_len(&mut self.rng, wl.node_median, 1 << 20);
-                let data = self.node_motif.fill(&mut self.rng, len);
-                written = 24 + data.len() as u64;
-                self.store.update_node(&Node {
-                    id,
-                    node_type: NODE_TYPE,
-                    version: 2,
-                    time: (now_ms() / 1000) as u32,
-                    data,
-                })?;
+                written = self.new_node(id, 2);
+                self.store.update_node(&self.node)?;
                 op
             }
             LinkOp::DeleteNode => {

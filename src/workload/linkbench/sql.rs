@@ -33,7 +33,7 @@ use super::conns::{Conns, int, link_params, take_bytes};
 use super::ddl::Texts;
 pub use super::ddl::{index_ddl, schema};
 use super::dist::Variant;
-use super::store::{Added, Check, Count, Link, LinkStore, NODE_TYPE, Node, OpCost};
+use super::store::{Added, Check, Count, Link, LinkStore, Links, NODE_TYPE, Node, OpCost};
 use crate::engine::Durability;
 use crate::engine::sql::{Cell, Dialect, SqlConn, Val};
 
@@ -79,6 +79,8 @@ impl SqlLinks {
                 ac,
                 implicit,
                 cost: OpCost::default(),
+                links: Links::default(),
+                node: Node::default(),
             },
             t: Texts::new(d),
             d,
@@ -259,20 +261,26 @@ impl LinkStore for SqlLinks {
 
     fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64> {
         let p = [Val::Int(id1 as i64), Val::Int(link_type as i64)];
-        let rows = self.auto(|c, t| c.ac_query(&t.count_links, &p))?;
-        Ok(rows.first().map_or(0, |r| int(&r[0])))
+        self.auto(|c, t| {
+            let mut n = 0;
+            c.cost.statements += 1;
+            c.ac.query_each(&t.count_links, &p, &mut |r| n = int(&r[0]))?;
+            Ok(n)
+        })
     }
 
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>> {
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]> {
         if id2s.is_empty() {
-            return Ok(Vec::new());
+            self.c.links.clear();
+            return Ok(self.c.links.as_slice());
         }
         let mut p = Vec::with_capacity(id2s.len() + 2);
         p.extend([Val::Int(id1 as i64), Val::Int(link_type as i64)]);
         p.extend(id2s.iter().map(|i| Val::Int(*i as i64)));
         let n = id2s.len();
         self.t.prepare_multiget(n);
-        self.auto(|c, t| c.ac_links(t.multiget(n), &p))
+        self.auto(|c, t| c.ac_links(t.multiget(n), &p))?;
+        Ok(self.c.links.as_slice())
     }
 
     fn get_links_list(
@@ -282,7 +290,7 @@ impl LinkStore for SqlLinks {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<Vec<Link>> {
+    ) -> Result<&[Link]> {
         let p = [
             Val::Int(id1 as i64),
             Val::Int(link_type as i64),
@@ -291,7 +299,8 @@ impl LinkStore for SqlLinks {
             Val::Int(limit as i64),
             Val::Int(offset as i64),
         ];
-        self.auto(|c, t| c.ac_links(&t.links_list, &p))
+        self.auto(|c, t| c.ac_links(&t.links_list, &p))?;
+        Ok(self.c.links.as_slice())
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
@@ -320,23 +329,23 @@ impl LinkStore for SqlLinks {
         Ok(self.node_write(|t| &t.delete_node, &[Val::Int(id as i64)])? > 0)
     }
 
-    fn get_node(&mut self, id: u64) -> Result<Option<Node>> {
+    fn get_node(&mut self, id: u64) -> Result<Option<&Node>> {
         let p = [Val::Int(id as i64)];
-        let node = self.auto(|c, t| {
-            let mut node = None;
-            c.ac_each(&t.get_node, &p, &mut |r| {
-                node = Some(Node {
-                    id: int(&r[0]),
-                    node_type: int(&r[1]) as u32,
-                    version: int(&r[2]),
-                    time: int(&r[3]) as u32,
-                    data: take_bytes(&mut r[4]),
-                });
+        let found = self.auto(|c, t| {
+            let (mut found, node) = (false, &mut c.node);
+            c.cost.statements += 1;
+            c.ac.query_each(&t.get_node, &p, &mut |r| {
+                found = true;
+                node.id = int(&r[0]);
+                node.node_type = int(&r[1]) as u32;
+                node.version = int(&r[2]);
+                node.time = int(&r[3]) as u32;
+                node.data = take_bytes(&mut r[4]);
             })?;
-            Ok(node)
+            Ok(found)
         })?;
         // The reference returns nothing for another type.
-        Ok(node.filter(|n| n.node_type == NODE_TYPE))
+        Ok(Some(&self.c.node).filter(|n| found && n.node_type == NODE_TYPE))
     }
 
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()> {

@@ -14,7 +14,7 @@ pub const NODE_TYPE: u32 = 2048;
 pub const LIST_LIMIT: usize = 10_000;
 
 /// A directed edge.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Link {
     /// Source.
     pub id1: u64,
@@ -32,8 +32,41 @@ pub struct Link {
     pub version: u32,
 }
 
+/// The links one read returned. The list's vector is kept from read to
+/// read, so a long list does not grow it again; each link's payload is
+/// the row's own, moved out of the decoded row.
+///
+/// Measured (mix 2017, maxid1 200,001, 4 requesters, 60 s runs on one
+/// server, client user CPU per request): a new vector per read, 4.89 µs
+/// (± 0.14, nine runs); this, 4.50 (± 0.08, four). Keeping each slot's
+/// payload buffer too (copying rows into it) ran 10% fewer instructions
+/// under callgrind but took 5.16 µs (± 0.08, five): a long list's slots
+/// are cold memory of many sizes, where the allocator hands back the
+/// small blocks the last request freed.
+#[derive(Debug, Default)]
+pub struct Links {
+    links: Vec<Link>,
+}
+
+impl Links {
+    /// Empties the list, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.links.clear();
+    }
+
+    /// Adds a link at the end.
+    pub fn push(&mut self, l: Link) {
+        self.links.push(l);
+    }
+
+    /// The links read.
+    pub fn as_slice(&self) -> &[Link] {
+        &self.links
+    }
+}
+
 /// A node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Node {
     /// Id.
     pub id: u64,
@@ -118,10 +151,12 @@ pub trait LinkStore: Send {
     fn delete_link(&mut self, id1: u64, link_type: u64, id2: u64, now_ms: u64) -> Result<bool>;
     /// COUNT_LINK.
     fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64>;
-    /// MULTIGET_LINK: the links (visible or not) among `id2s`.
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<Vec<Link>>;
+    /// MULTIGET_LINK: the links (visible or not) among `id2s`, in a list
+    /// the store keeps until its next read.
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]>;
     /// GET_LINKS_LIST: visible links with time ≤ `max_time`, newest first,
-    /// skipping `offset`, at most `limit`.
+    /// skipping `offset`, at most `limit`, in a list the store keeps until
+    /// its next read.
     fn get_links_list(
         &mut self,
         id1: u64,
@@ -129,15 +164,15 @@ pub trait LinkStore: Send {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<Vec<Link>>;
+    ) -> Result<&[Link]>;
     /// ADD_NODE (the id is given: one allocator, the workload's).
     fn add_node(&mut self, n: &Node) -> Result<()>;
     /// UPDATE_NODE; returns whether the node existed.
     fn update_node(&mut self, n: &Node) -> Result<bool>;
     /// DELETE_NODE; returns whether the node existed.
     fn delete_node(&mut self, id: u64) -> Result<bool>;
-    /// GET_NODE.
-    fn get_node(&mut self, id: u64) -> Result<Option<Node>>;
+    /// GET_NODE: the node, held by the store until its next read.
+    fn get_node(&mut self, id: u64) -> Result<Option<&Node>>;
     /// Bulk load of nodes (one transaction).
     fn load_nodes(&mut self, nodes: &[Node]) -> Result<()>;
     /// Bulk load of new links (one transaction).
