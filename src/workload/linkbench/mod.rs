@@ -18,6 +18,7 @@ pub mod dist;
 pub mod kv;
 mod load;
 mod notes;
+pub mod outdegree;
 mod payload;
 mod request;
 pub mod sql;
