@@ -554,10 +554,21 @@ fn keep_keeps_the_devices_image() {
         .status()
         .unwrap();
     assert!(st.success());
+    // Mounted again, the kept image is not a killed run's leftover: the
+    // sweep every run starts with leaves it alone.
+    let sweep = Command::new(BIN)
+        .args(["doctor", "--cleanup"])
+        .output()
+        .unwrap();
     let data = m.join(kept).join("data.mdb");
     let found = data.exists();
     let _ = Command::new("umount").arg(&m).status();
+    let swept = String::from_utf8_lossy(&sweep.stdout);
+    assert!(!swept.contains(image), "{swept}");
     assert!(found, "{} not in the kept image", data.display());
+    assert!(Path::new(image).exists(), "the sweep deleted {image}");
+    assert!(image.ends_with("-kept.img"), "{image}");
+    let _ = std::fs::remove_file(image);
 }
 
 /// The pid in a run's device line (`ampbench-PID-dev.img`).

@@ -480,8 +480,8 @@ fn run_engine(
                 out,
                 "  kept {} on the dedicated device: its image {} stays after the run (mount -o loop {} DIR to read it)",
                 kept.strip_prefix(&d.mount).unwrap_or(&kept).display(),
-                d.image.display(),
-                d.image.display()
+                d.kept_image().display(),
+                d.kept_image().display()
             )?,
             None => writeln!(out, "  kept {}", kept.display())?,
         }

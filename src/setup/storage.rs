@@ -288,6 +288,19 @@ impl Device {
         self.keep_image = true;
     }
 
+    /// Where a kept image is when the device is closed:
+    /// `ampbench-PID-kept.img` beside it. Not a name the sweep of killed
+    /// runs' devices looks for, so mounting the kept image again does not
+    /// make the next run take it for a leftover and delete it.
+    pub fn kept_image(&self) -> PathBuf {
+        let name = self
+            .image
+            .file_name()
+            .map(|n| n.to_string_lossy().replace("-dev.img", "-kept.img"))
+            .unwrap_or_default();
+        self.image.with_file_name(name)
+    }
+
     /// Removes the throttle, unmounts, detaches and deletes the image
     /// (unless [`Device::keep_image`]).
     pub fn close(&mut self) -> Result<()> {
@@ -310,6 +323,11 @@ impl Device {
         let _ = std::fs::remove_dir(&self.mount);
         if !self.keep_image {
             let _ = std::fs::remove_file(&self.image);
+        } else if let Err(e) = std::fs::rename(&self.image, self.kept_image()) {
+            errs.push(format!(
+                "cannot rename the kept image {}: {e}",
+                self.image.display()
+            ));
         }
         if errs.is_empty() {
             Ok(())
