@@ -360,6 +360,18 @@ impl Conn {
     /// Reads one packet (joining the parts of a long one).
     fn read_packet(&mut self) -> Result<()> {
         self.joined = None;
+        // Usually the whole packet is already in `buf` (a response is
+        // read at once): take it there.
+        if self.end - self.start >= 4 {
+            let h = &self.buf[self.start..self.start + 4];
+            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            if len < 0xff_ffff && self.end - self.start - 4 >= len {
+                self.seq = h[3].wrapping_add(1);
+                self.pkt = self.start + 4..self.start + 4 + len;
+                self.start = self.pkt.end;
+                return Ok(());
+            }
+        }
         loop {
             self.fill(4)?;
             let h = &self.buf[self.start..self.start + 4];
@@ -473,22 +485,27 @@ impl Conn {
         }
         loop {
             self.read_packet()?;
-            if self.is_eof() {
-                self.affected = 0;
-                return Ok(le(self.pkt(), 3, 2)? as u16);
-            }
-            if self.pkt().first() == Some(&0xff) {
-                return Err(self.err_packet().into());
+            // The packet's fields borrowed apart from the row and columns,
+            // so a row is decoded where it lies.
+            let p = match &self.joined {
+                Some(j) => j.as_slice(),
+                None => &self.buf[self.pkt.clone()],
+            };
+            match p.first() {
+                Some(0xfe) if p.len() < 9 => {
+                    self.affected = 0;
+                    return Ok(le(p, 3, 2)? as u16);
+                }
+                Some(0xff) => return Err(self.err_packet().into()),
+                _ => {}
             }
             if let Some(f) = rows.as_deref_mut() {
-                let mut row = std::mem::take(&mut self.row);
                 if binary {
-                    binary_row(self.pkt(), &self.cols, &mut row)?;
+                    binary_row(p, &self.cols, &mut self.row)?;
                 } else {
-                    text_row(self.pkt(), self.cols.len(), &mut row)?;
+                    text_row(p, self.cols.len(), &mut self.row)?;
                 }
-                f(&mut row);
-                self.row = row;
+                f(&mut self.row);
             }
         }
     }

@@ -6,36 +6,30 @@
 use anyhow::{Result, bail};
 
 use super::ddl::Texts;
-use super::store::{Link, Links, Node, OpCost};
+use super::store::{Link, LinkRef, Links, Node, OpCost};
 use crate::engine::sql::{Cell, SqlConn, Val};
 
-/// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload moved, not
-/// copied.
-pub(super) fn link_of(r: &mut [Cell]) -> Link {
-    let data = take_bytes(&mut r[4]);
-    Link {
+/// A row of [`LINK_COLS`](super::ddl::LINK_COLS), its payload borrowed
+/// from the row.
+pub(super) fn link_of(r: &[Cell]) -> LinkRef<'_> {
+    LinkRef {
         id1: int(&r[0]),
         id2: int(&r[1]),
         link_type: int(&r[2]),
         visible: int(&r[3]) == 1,
-        data,
+        data: r[4].bytes().unwrap_or_default(),
         time: int(&r[5]),
         version: int(&r[6]) as u32,
     }
 }
 
-/// A payload cell's bytes, moved out (the cell is left NULL).
-pub(super) fn take_bytes(c: &mut Cell) -> Vec<u8> {
-    match std::mem::replace(c, Cell::Null) {
-        Cell::Bytes(b) => b,
-        Cell::Text(t) => t.into_bytes(),
-        _ => Vec::new(),
-    }
-}
-
 /// A cell as an unsigned integer (0 when NULL or not a number).
+#[inline]
 pub(super) fn int(c: &Cell) -> u64 {
-    c.int().unwrap_or(0) as u64
+    match c {
+        Cell::Int(i) => *i as u64,
+        other => other.int().unwrap_or(0) as u64,
+    }
 }
 
 /// The two connections and what they cost.
@@ -58,10 +52,6 @@ impl Conns {
     pub(super) fn rw_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
         self.cost.statements += 1;
         self.rw.execute(sql, p)
-    }
-    pub(super) fn rw_query(&mut self, sql: &str, p: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        self.cost.statements += 1;
-        self.rw.query(sql, p)
     }
     pub(super) fn ac_exec(&mut self, sql: &str, p: &[Val<'_>]) -> Result<u64> {
         self.cost.statements += 1;
@@ -98,15 +88,17 @@ impl Conns {
         link_type: u64,
         id2: u64,
     ) -> Result<Option<bool>> {
-        let rows = self.rw_query(
-            &t.visibility_for_update,
-            &[
-                Val::Int(id1 as i64),
-                Val::Int(id2 as i64),
-                Val::Int(link_type as i64),
-            ],
-        )?;
-        Ok(rows.first().map(|r| int(&r[0]) == 1))
+        let p = [
+            Val::Int(id1 as i64),
+            Val::Int(id2 as i64),
+            Val::Int(link_type as i64),
+        ];
+        let mut visible = None;
+        self.cost.statements += 1;
+        self.rw.query_each(&t.visibility_for_update, &p, &mut |r| {
+            visible = visible.or(Some(int(&r[0]) == 1))
+        })?;
+        Ok(visible)
     }
     pub(super) fn count_add(
         &mut self,

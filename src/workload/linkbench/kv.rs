@@ -21,7 +21,7 @@ use std::ops::Bound;
 
 use anyhow::{Result, anyhow};
 
-use super::store::{Added, Check, Count, Link, LinkStore, Links, Node, Stripes};
+use super::store::{Added, Check, Count, Link, LinkRef, LinkStore, Links, Node, Stripes};
 use crate::engine::{
     Backoff, Durability, KeyRange, KvEngine, KvSession, Order, Table, Transactions, Txn,
     WriteBatch, is_conflict,
@@ -89,14 +89,19 @@ fn link_value(l: &Link) -> Vec<u8> {
 }
 
 fn decode_link(link_type: u64, id1: u64, id2: u64, v: &[u8]) -> Link {
-    Link {
+    link_ref(link_type, id1, id2, v).to_link()
+}
+
+/// A link value, its payload borrowed from `v`.
+fn link_ref(link_type: u64, id1: u64, id2: u64, v: &[u8]) -> LinkRef<'_> {
+    LinkRef {
         id1,
         link_type,
         id2,
         visible: v.first() == Some(&1),
         time: u64_at(v, 1),
         version: u32_at(v, 9),
-        data: v.get(13..).unwrap_or_default().to_vec(),
+        data: v.get(13..).unwrap_or_default(),
     }
 }
 
@@ -387,7 +392,7 @@ impl LinkStore for KvLinks<'_> {
         }
     }
 
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]> {
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&Links> {
         let out = &mut self.links;
         out.clear();
         for (i, id2) in id2s.iter().enumerate() {
@@ -396,10 +401,10 @@ impl LinkStore for KvLinks<'_> {
                 continue;
             }
             if let Some(v) = self.s.get(LINK, &link_key(link_type, id1, *id2))? {
-                out.push(decode_link(link_type, id1, *id2, &v));
+                out.push(link_ref(link_type, id1, *id2, &v));
             }
         }
-        Ok(out.as_slice())
+        Ok(out)
     }
 
     fn get_links_list(
@@ -409,7 +414,7 @@ impl LinkStore for KvLinks<'_> {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<&[Link]> {
+    ) -> Result<&Links> {
         let lo = index_key(id1, link_type, true, 0, 0);
         let hi = index_key(id1, link_type, true, max_time, u64::MAX);
         let range = KeyRange {
@@ -425,17 +430,17 @@ impl LinkStore for KvLinks<'_> {
                     skipped += 1;
                     return;
                 }
-                out.push(Link {
+                out.push(LinkRef {
                     id1,
                     link_type,
                     id2: u64_at(k, 25),
                     visible: true,
                     time: u64_at(k, 17),
                     version: u32_at(v, 0),
-                    data: v.get(4..).unwrap_or_default().to_vec(),
+                    data: v.get(4..).unwrap_or_default(),
                 });
             })?;
-        Ok(out.as_slice())
+        Ok(out)
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {

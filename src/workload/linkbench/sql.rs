@@ -29,7 +29,7 @@
 
 use anyhow::{Result, bail};
 
-use super::conns::{Conns, int, link_params, take_bytes};
+use super::conns::{Conns, int, link_params};
 use super::ddl::Texts;
 pub use super::ddl::{index_ddl, schema};
 use super::dist::Variant;
@@ -54,6 +54,8 @@ pub struct SqlLinks {
     t: Texts,
     d: Dialect,
     variant: Variant,
+    /// MULTIGET_LINK's parameters, the vector kept from call to call.
+    params: Vec<Val<'static>>,
 }
 
 impl SqlLinks {
@@ -85,6 +87,7 @@ impl SqlLinks {
             t: Texts::new(d),
             d,
             variant,
+            params: Vec::new(),
         })
     }
 
@@ -269,18 +272,21 @@ impl LinkStore for SqlLinks {
         })
     }
 
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]> {
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&Links> {
         if id2s.is_empty() {
             self.c.links.clear();
-            return Ok(self.c.links.as_slice());
+            return Ok(&self.c.links);
         }
-        let mut p = Vec::with_capacity(id2s.len() + 2);
+        let mut p = std::mem::take(&mut self.params);
+        p.clear();
         p.extend([Val::Int(id1 as i64), Val::Int(link_type as i64)]);
         p.extend(id2s.iter().map(|i| Val::Int(*i as i64)));
         let n = id2s.len();
         self.t.prepare_multiget(n);
-        self.auto(|c, t| c.ac_links(t.multiget(n), &p))?;
-        Ok(self.c.links.as_slice())
+        let r = self.auto(|c, t| c.ac_links(t.multiget(n), &p));
+        self.params = p;
+        r?;
+        Ok(&self.c.links)
     }
 
     fn get_links_list(
@@ -290,7 +296,7 @@ impl LinkStore for SqlLinks {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<&[Link]> {
+    ) -> Result<&Links> {
         let p = [
             Val::Int(id1 as i64),
             Val::Int(link_type as i64),
@@ -300,7 +306,7 @@ impl LinkStore for SqlLinks {
             Val::Int(offset as i64),
         ];
         self.auto(|c, t| c.ac_links(&t.links_list, &p))?;
-        Ok(self.c.links.as_slice())
+        Ok(&self.c.links)
     }
 
     fn add_node(&mut self, n: &Node) -> Result<()> {
@@ -340,7 +346,9 @@ impl LinkStore for SqlLinks {
                 node.node_type = int(&r[1]) as u32;
                 node.version = int(&r[2]);
                 node.time = int(&r[3]) as u32;
-                node.data = take_bytes(&mut r[4]);
+                node.data.clear();
+                node.data
+                    .extend_from_slice(r[4].bytes().unwrap_or_default());
             })?;
             Ok(found)
         })?;

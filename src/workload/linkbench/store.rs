@@ -32,36 +32,139 @@ pub struct Link {
     pub version: u32,
 }
 
-/// The links one read returned. The list's vector is kept from read to
-/// read, so a long list does not grow it again; each link's payload is
-/// the row's own, moved out of the decoded row.
+/// A link as a read returned it: its payload borrowed from the list
+/// ([`Links`]) that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkRef<'a> {
+    /// Source.
+    pub id1: u64,
+    /// Type.
+    pub link_type: u64,
+    /// Destination.
+    pub id2: u64,
+    /// Visible (true) or hidden (soft-deleted).
+    pub visible: bool,
+    /// Payload.
+    pub data: &'a [u8],
+    /// Time, epoch ms.
+    pub time: u64,
+    /// Version.
+    pub version: u32,
+}
+
+impl LinkRef<'_> {
+    /// An owned copy.
+    pub fn to_link(&self) -> Link {
+        Link {
+            id1: self.id1,
+            link_type: self.link_type,
+            id2: self.id2,
+            visible: self.visible,
+            data: self.data.to_vec(),
+            time: self.time,
+            version: self.version,
+        }
+    }
+}
+
+/// A link of a [`Links`] without its payload: where the payload ends in
+/// the list's byte buffer.
+#[derive(Clone, Copy, Debug)]
+struct Head {
+    id1: u64,
+    link_type: u64,
+    id2: u64,
+    time: u64,
+    end: usize,
+    version: u32,
+    visible: bool,
+}
+
+/// The links one read returned, kept by the store until its next read.
+/// Their payloads are copied one after the other into one byte buffer,
+/// and both the buffer and the list are kept from read to read: a read
+/// allocates nothing once they are as long as the longest list seen.
 ///
-/// Measured (mix 2017, maxid1 200,001, 4 requesters, 60 s runs on one
-/// server, client user CPU per request): a new vector per read, 4.89 µs
-/// (± 0.14, nine runs); this, 4.50 (± 0.08, four). Keeping each slot's
-/// payload buffer too (copying rows into it) ran 10% fewer instructions
-/// under callgrind but took 5.16 µs (± 0.08, five): a long list's slots
-/// are cold memory of many sizes, where the allocator hands back the
-/// small blocks the last request freed.
+/// Measured (mix 2017, maxid1 200,001, 4 requesters, 60 s runs, each on
+/// its own server, client user CPU per request, mean ± standard
+/// deviation): a new vector per read and a payload allocated per row,
+/// 4.89 µs (± 0.14, nine runs); the vector kept and each row's payload
+/// moved into its link, 4.50 (± 0.08, four), and 4.77 (± 0.23, four) on
+/// a later day, alternated with this design's 4.30 (± 0.17, four).
+/// Keeping each slot's own payload buffer and copying rows into it ran
+/// 10% fewer instructions under callgrind but took 5.16 µs (± 0.08,
+/// five): a long list's slots are cold memory of many sizes.
 #[derive(Debug, Default)]
 pub struct Links {
-    links: Vec<Link>,
+    heads: Vec<Head>,
+    data: Vec<u8>,
 }
 
 impl Links {
     /// Empties the list, keeping its capacity.
     pub fn clear(&mut self) {
-        self.links.clear();
+        self.heads.clear();
+        self.data.clear();
     }
 
-    /// Adds a link at the end.
-    pub fn push(&mut self, l: Link) {
-        self.links.push(l);
+    /// Adds a link at the end, copying its payload.
+    pub fn push(&mut self, l: LinkRef<'_>) {
+        self.data.extend_from_slice(l.data);
+        self.heads.push(Head {
+            id1: l.id1,
+            link_type: l.link_type,
+            id2: l.id2,
+            time: l.time,
+            end: self.data.len(),
+            version: l.version,
+            visible: l.visible,
+        });
     }
 
-    /// The links read.
-    pub fn as_slice(&self) -> &[Link] {
-        &self.links
+    /// Links in the list.
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+
+    /// The `i`th link.
+    pub fn get(&self, i: usize) -> Option<LinkRef<'_>> {
+        let h = self.heads.get(i)?;
+        let start = match i {
+            0 => 0,
+            _ => self.heads[i - 1].end,
+        };
+        Some(LinkRef {
+            id1: h.id1,
+            link_type: h.link_type,
+            id2: h.id2,
+            visible: h.visible,
+            data: &self.data[start..h.end],
+            time: h.time,
+            version: h.version,
+        })
+    }
+
+    /// The last link.
+    pub fn last(&self) -> Option<LinkRef<'_>> {
+        self.get(self.heads.len().checked_sub(1)?)
+    }
+
+    /// The links in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = LinkRef<'_>> + '_ {
+        (0..self.heads.len()).map(|i| {
+            // In range: i < len.
+            self.get(i).unwrap()
+        })
+    }
+
+    /// Owned copies of the links.
+    pub fn to_vec(&self) -> Vec<Link> {
+        self.iter().map(|l| l.to_link()).collect()
     }
 }
 
@@ -153,7 +256,7 @@ pub trait LinkStore: Send {
     fn count_links(&mut self, id1: u64, link_type: u64) -> Result<u64>;
     /// MULTIGET_LINK: the links (visible or not) among `id2s`, in a list
     /// the store keeps until its next read.
-    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&[Link]>;
+    fn multiget_links(&mut self, id1: u64, link_type: u64, id2s: &[u64]) -> Result<&Links>;
     /// GET_LINKS_LIST: visible links with time ≤ `max_time`, newest first,
     /// skipping `offset`, at most `limit`, in a list the store keeps until
     /// its next read.
@@ -164,7 +267,7 @@ pub trait LinkStore: Send {
         max_time: u64,
         offset: usize,
         limit: usize,
-    ) -> Result<&[Link]>;
+    ) -> Result<&Links>;
     /// ADD_NODE (the id is given: one allocator, the workload's).
     fn add_node(&mut self, n: &Node) -> Result<()>;
     /// UPDATE_NODE; returns whether the node existed.
@@ -211,5 +314,70 @@ impl Stripes {
             % self.locks.len();
         let _g = self.locks[h].lock().unwrap_or_else(|p| p.into_inner());
         f()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(id2: u64, data: &[u8]) -> Link {
+        Link {
+            id1: 7,
+            link_type: LINK_TYPE_BASE,
+            id2,
+            visible: id2 % 2 == 0,
+            data: data.to_vec(),
+            time: 1000 + id2,
+            version: id2 as u32,
+        }
+    }
+
+    fn as_ref(l: &Link) -> LinkRef<'_> {
+        LinkRef {
+            id1: l.id1,
+            link_type: l.link_type,
+            id2: l.id2,
+            visible: l.visible,
+            data: &l.data,
+            time: l.time,
+            version: l.version,
+        }
+    }
+
+    #[test]
+    fn a_list_hands_back_each_link_with_its_own_payload() {
+        let want = vec![link(1, b"first"), link(2, b""), link(3, &[9; 254])];
+        let mut l = Links::default();
+        assert!(l.is_empty() && l.last().is_none() && l.get(0).is_none());
+        for w in &want {
+            l.push(as_ref(w));
+        }
+        assert_eq!(l.len(), 3);
+        assert_eq!(l.to_vec(), want);
+        assert_eq!(l.get(1).map(|x| x.data), Some(&b""[..]));
+        assert_eq!(l.last().map(|x| x.to_link()), Some(want[2].clone()));
+        assert!(l.get(3).is_none());
+    }
+
+    #[test]
+    fn a_list_read_again_reuses_its_buffers() {
+        let want: Vec<Link> = (0..50).map(|i| link(i, &[i as u8; 100])).collect();
+        let mut l = Links::default();
+        for w in &want {
+            l.push(as_ref(w));
+        }
+        let at = (l.heads.as_ptr(), l.data.as_ptr());
+        l.clear();
+        assert!(l.is_empty());
+        for w in want.iter().rev() {
+            l.push(as_ref(w));
+        }
+        assert_eq!(at, (l.heads.as_ptr(), l.data.as_ptr()));
+        assert_eq!(
+            l.iter().map(|x| x.id2).collect::<Vec<_>>(),
+            (0..50).rev().collect::<Vec<_>>()
+        );
+        assert!(l.iter().all(|x| x.data == [x.id2 as u8; 100]));
     }
 }
