@@ -10,6 +10,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     let code = match ampbench::cli::main() {
         Ok(code) => code,
+        // Whoever read our output has gone (`ampbench list | head -1`, a
+        // test that dropped the pipe): nothing to say, and nowhere to say
+        // it. A broken pipe to a server is an error like any other.
+        Err(e) if stdout_gone(&e) => 0,
         Err(e) => {
             let usage = e
                 .chain()
@@ -20,4 +24,21 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// The error is a broken pipe and standard output is a pipe whose reader
+/// has closed it.
+fn stdout_gone(e: &anyhow::Error) -> bool {
+    let broken = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    let mut fd = libc::pollfd {
+        fd: 1,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: poll reads and writes the one pollfd it is given; a zero
+    // timeout returns at once.
+    broken && unsafe { libc::poll(&mut fd, 1, 0) } == 1 && fd.revents & libc::POLLERR != 0
 }

@@ -178,7 +178,9 @@ impl Conn {
         let mut seq = self.out[3];
         if total < 0xff_ffff {
             self.out[..3].copy_from_slice(&(total as u32).to_le_bytes()[..3]);
-            self.stream.write_all(&self.out)?;
+            self.stream
+                .write_all(&self.out)
+                .context("mariadb: writing to the server")?;
             self.seq = seq.wrapping_add(1);
             return Ok(());
         }
