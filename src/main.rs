@@ -1,5 +1,6 @@
 //! The ampbench command. All work is in the library; this prints the error
-//! chain on one line and sets the exit code: 2 for bad input, 1 otherwise.
+//! chain on one line and sets the exit code: 2 for bad input, 1 otherwise,
+//! and 0 without a word when the reader of standard output went away.
 
 /// mimalloc: the client's measured path allocates per row and per
 /// statement inside the SQL drivers; glibc's malloc spent a fifth of the
