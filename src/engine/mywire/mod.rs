@@ -212,10 +212,18 @@ impl Conn {
     }
 
     /// Makes at least `n` unread bytes available in `buf`.
+    /// Usually the bytes are there already (a response is read at once):
+    /// that check is inlined into the packet reader, the read is not.
+    #[inline]
     fn fill(&mut self, n: usize) -> Result<()> {
         if self.end - self.start >= n {
             return Ok(());
         }
+        self.refill(n)
+    }
+
+    /// Reads from the server until `n` unread bytes are in `buf`.
+    fn refill(&mut self, n: usize) -> Result<()> {
         // Move what is left to the front (usually nothing), and grow the
         // buffer for a packet longer than it.
         self.buf.copy_within(self.start..self.end, 0);
@@ -240,18 +248,6 @@ impl Conn {
     /// Reads one packet (joining the parts of a long one).
     fn read_packet(&mut self) -> Result<()> {
         self.joined = None;
-        // Usually the whole packet is already in `buf` (a response is
-        // read at once): take it there.
-        if self.end - self.start >= 4 {
-            let h = &self.buf[self.start..self.start + 4];
-            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
-            if len < 0xff_ffff && self.end - self.start - 4 >= len {
-                self.seq = h[3].wrapping_add(1);
-                self.pkt = self.start + 4..self.start + 4 + len;
-                self.start = self.pkt.end;
-                return Ok(());
-            }
-        }
         loop {
             self.fill(4)?;
             let h = &self.buf[self.start..self.start + 4];
@@ -295,11 +291,6 @@ impl Conn {
         self.affected = lenenc(self.pkt(), &mut pos)?;
         lenenc(self.pkt(), &mut pos)?;
         Ok(le(self.pkt(), pos, 2)? as u16)
-    }
-
-    fn is_eof(&self) -> bool {
-        let p = self.pkt();
-        p.first() == Some(&0xfe) && p.len() < 9
     }
 
     /// Reads `n` column definitions and their EOF into `cols`: type and
@@ -349,7 +340,7 @@ impl Conn {
                     );
                 }
                 self.read_packet()?;
-                if !self.is_eof() {
+                if !is_eof(self.pkt()) {
                     bail!("mariadb: no EOF after a column count without definitions");
                 }
             }
@@ -371,13 +362,12 @@ impl Conn {
                 Some(j) => j.as_slice(),
                 None => &self.buf[self.pkt.clone()],
             };
-            match p.first() {
-                Some(0xfe) if p.len() < 9 => {
-                    self.affected = 0;
-                    return Ok(le(p, 3, 2)? as u16);
-                }
-                Some(0xff) => return Err(self.err_packet().into()),
-                _ => {}
+            if is_eof(p) {
+                self.affected = 0;
+                return Ok(le(p, 3, 2)? as u16);
+            }
+            if p.first() == Some(&0xff) {
+                return Err(self.err_packet().into());
             }
             if let Some(f) = rows.as_deref_mut() {
                 if binary {
@@ -514,4 +504,10 @@ impl Drop for Conn {
         self.out.push(0x01);
         let _ = self.send();
     }
+}
+
+/// An EOF packet (0xfe and shorter than 9 bytes: a longer 0xfe packet is
+/// a row or an auth switch).
+fn is_eof(p: &[u8]) -> bool {
+    p.first() == Some(&0xfe) && p.len() < 9
 }

@@ -134,19 +134,8 @@ impl Links {
     /// The `i`th link.
     pub fn get(&self, i: usize) -> Option<LinkRef<'_>> {
         let h = self.heads.get(i)?;
-        let start = match i {
-            0 => 0,
-            _ => self.heads[i - 1].end,
-        };
-        Some(LinkRef {
-            id1: h.id1,
-            link_type: h.link_type,
-            id2: h.id2,
-            visible: h.visible,
-            data: &self.data[start..h.end],
-            time: h.time,
-            version: h.version,
-        })
+        let start = i.checked_sub(1).map_or(0, |p| self.heads[p].end);
+        Some(self.link(h, start))
     }
 
     /// The last link.
@@ -155,11 +144,25 @@ impl Links {
     }
 
     /// The links in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = LinkRef<'_>> + '_ {
-        (0..self.heads.len()).map(|i| {
-            // In range: i < len.
-            self.get(i).unwrap()
-        })
+    pub fn iter(&self) -> impl Iterator<Item = LinkRef<'_>> + '_ {
+        let starts = std::iter::once(0).chain(self.heads.iter().map(|h| h.end));
+        self.heads
+            .iter()
+            .zip(starts)
+            .map(|(h, start)| self.link(h, start))
+    }
+
+    /// The link of `h`, whose payload starts at `start`.
+    fn link(&self, h: &Head, start: usize) -> LinkRef<'_> {
+        LinkRef {
+            id1: h.id1,
+            link_type: h.link_type,
+            id2: h.id2,
+            visible: h.visible,
+            data: &self.data[start..h.end],
+            time: h.time,
+            version: h.version,
+        }
     }
 
     /// Owned copies of the links.
