@@ -96,6 +96,23 @@ fn main() {
 fn reader_shim(include: &str) {
     let src = "src/engine/ffi/rocksdb/get.cc";
     println!("cargo:rerun-if-changed={src}");
+    // The headers' release, for the run-time check that the library
+    // loaded is the same (ffi::rocksdb::reader::check_library).
+    let header = std::path::Path::new(include).join("rocksdb/version.h");
+    println!("cargo:rerun-if-changed={}", header.display());
+    let text = std::fs::read_to_string(&header).unwrap_or_default();
+    let part = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("#define ROCKSDB_{name} ")))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    println!(
+        "cargo:rustc-env=AMPBENCH_ROCKSDB_HEADERS={}.{}.{}",
+        part("MAJOR"),
+        part("MINOR"),
+        part("PATCH")
+    );
     cc::Build::new()
         .cpp(true)
         .file(src)

@@ -135,14 +135,55 @@ fn servers_listen_on_loopback_and_need_the_runs_password() {
                 .is_err()
             );
         }
-        // The owner of the data is the server's user.
+        // The owner of the data is the server's user, and the server does
+        // not run as root (both have a system user of their own here).
         let owner = std::fs::metadata(d.path()).unwrap().uid();
-        if name == "postgres" {
-            assert_ne!(owner, 0, "postgres' directory belongs to postgres");
+        assert_ne!(owner, 0, "{name}'s directory belongs to its user");
+        let status = std::fs::read_to_string(format!("/proc/{}/status", e.pid())).unwrap();
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap();
+        assert_ne!(uid, "0", "{name} runs as root");
+        if name != "postgres" {
+            mariadb_keeps_root_and_files_to_itself(port, &mut *c);
         }
         drop(c);
         e.close().unwrap();
     }
+}
+
+/// Issue 31: MariaDB's root takes no password over TCP (not with an
+/// empty one, not at all), and the benchmark user cannot read or write
+/// the machine's files through the server (`LOAD_FILE`, `INTO OUTFILE`).
+fn mariadb_keeps_root_and_files_to_itself(port: u16, c: &mut dyn ampbench::engine::sql::SqlConn) {
+    for pw in [None, Some("")] {
+        let e = mysql::Conn::new(
+            mysql::OptsBuilder::new()
+                .ip_or_hostname(Some("127.0.0.1"))
+                .tcp_port(port)
+                .user(Some("root"))
+                .pass(pw),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("root got in over TCP with password {pw:?}"));
+        let e = e.to_string();
+        assert!(
+            e.contains("Access denied") || e.contains("not allowed to connect"),
+            "{e}"
+        );
+    }
+    let rows = c
+        .query("SELECT LOAD_FILE('/etc/shadow') IS NULL", &[])
+        .unwrap();
+    assert_eq!(rows[0][0].int(), Some(1), "bench read /etc/shadow");
+    let out = format!("/tmp/ampbench-outfile-{}", std::process::id());
+    assert!(
+        c.batch(&format!("SELECT 1 INTO OUTFILE '{out}'")).is_err(),
+        "bench wrote {out}"
+    );
+    assert!(!std::path::Path::new(&out).exists());
 }
 
 /// `--set` cannot reopen a server to others or inject configuration: each
@@ -175,6 +216,74 @@ fn set_cannot_open_or_inject() {
         ("postgres", "postgres.listen_addresses=*", "set by ampbench"),
         ("postgres", "postgres.hba_file=/tmp/x", "set by ampbench"),
         ("postgres", "postgres.work_mem=4MB\r", "newline"),
+        // Issue 31: MariaDB's option prefixes and abbreviations.
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.enable-skip-grant-tables=1",
+            "reads as 'skip-grant-tables'",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.loose-bind-addr=1.2.3.4",
+            "reads as 'bind-address'",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.Loose_Skip_Grant_Tables=1",
+            "set by ampbench",
+        ),
+        // Paths and code loading, without --allow-unsafe-settings.
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.init_file=/tmp/x.sql",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.loose-init-f=/tmp/x.sql",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.general_log_file=/etc/x",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.log_error=/etc/x",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.secure_file_priv=",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-myrocks",
+            "mariadb-myrocks.plugin_load_add=x.so",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "postgres",
+            "postgres.archive_command=sh -c x",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "postgres",
+            "postgres.shared_preload_libraries=x",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "wiredtiger",
+            "wiredtiger.extensions=[/tmp/x.so]",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "wiredtiger",
+            "wiredtiger.log=(enabled=true,path=/etc)",
+            "--allow-unsafe-settings",
+        ),
+        ("rocksdb", "rocksdb.wal_dir=/etc", "--allow-unsafe-settings"),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
             .args(["run", "-e", engine, "--set", set, "--results"])
@@ -187,6 +296,20 @@ fn set_cannot_open_or_inject() {
         assert!(err.contains(key) && err.contains(says), "{set}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(!results.exists(), "nothing starts");
+    }
+    // With the flag, an unsafe setting passes the check (the run then
+    // stops at the results file, which cannot be made).
+    for (engine, set) in [
+        ("rocksdb", "rocksdb.wal_dir=/tmp"),
+        ("mariadb-innodb", "mariadb-innodb.general_log_file=/tmp/x"),
+    ] {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+            .args(["run", "-e", engine, "--set", set, "--allow-unsafe-settings"])
+            .args(["--results", "/nonexistent/r.db"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("/nonexistent/r.db"), "{set}: {err}");
     }
 }
 

@@ -47,6 +47,13 @@ pub(super) struct RunArgs {
     /// Engine option ENGINE.KEY=VALUE (repeatable), passed to the engine.
     #[arg(long = "set", value_name = "ENGINE.KEY=VALUE")]
     set: Vec<String>,
+    /// Let engine settings that name files or directories or load code
+    /// through (MariaDB's init_file, log_error, plugin_load_add;
+    /// PostgreSQL's archive_command, shared_preload_libraries;
+    /// WiredTiger's extensions; RocksDB's wal_dir). ampbench runs as
+    /// root: only this flag allows them, never a plan file.
+    #[arg(long)]
+    allow_unsafe_settings: bool,
     /// Sweep an engine option (repeatable): the plan runs once per value,
     /// each on a fresh database; several axes of one engine multiply.
     /// Reported as one table per step with a row per setting (and, on
@@ -334,12 +341,15 @@ impl RunArgs {
                 &params,
             )?);
         }
-        let sets = options::parse_sets(&sets)?;
+        let mut sets = options::parse_sets(&sets)?;
+        for o in sets.values_mut() {
+            o.allow_unsafe = self.allow_unsafe_settings;
+        }
         let mut sweep = Vec::new();
         for a in plan.sweep.iter().flatten().chain(self.sweep.iter()) {
             sweep.push(crate::runner::sweep::parse(a, &engines)?);
         }
-        crate::runner::sweep::check(&sweep, &sets)?;
+        crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;
         crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
         let base = RunConfig {
             post: plan.post.clone(),
@@ -349,6 +359,7 @@ impl RunArgs {
             steps,
             params,
             sets,
+            allow_unsafe_settings: self.allow_unsafe_settings,
             sweep,
             threads,
             thread_levels: if levels.len() > 1 { levels } else { Vec::new() },

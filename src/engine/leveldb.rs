@@ -37,6 +37,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |_| Vec::new(),
     direct_io: false,
     validate,
+    guard: super::guard::none,
     open: |kind, spec| Ok(Box::new(LevelDb::open(kind, spec)?)),
 }];
 

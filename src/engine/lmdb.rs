@@ -19,7 +19,7 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, RoTxn, RwTxn};
+use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, HeldTxn, RoTxn, RwTxn};
 use super::scan::bounded_scan;
 use super::{
     EngineInfo,
@@ -43,7 +43,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     // per 10,000 faults, the 400 MB/s cap, instead of 40 MB).
     io_bound: |_| vec![("nordahead".into(), "true".into())],
     direct_io: false,
-    validate,
+    validate: validate_by_opening,
+    guard: super::guard::none,
     open: |kind, spec| Ok(Box::new(Lmdb::open(kind, spec)?)),
 }];
 
@@ -91,6 +92,22 @@ fn parse(settings: &[(String, String)], tables: usize) -> Result<EnvConfig> {
 pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
     options.check_known(kind, KNOWN)?;
     parse(&options.merged_over(&default_settings(0)), 0).map(|_| ())
+}
+
+/// Checks `--set lmdb.*` options, then opens an environment with them in
+/// a fresh temporary directory (random name, 0700, removed after): a
+/// setting LMDB refuses only at open (a map too small for its first
+/// pages) is bad input, said before anything runs.
+fn validate_by_opening(kind: EngineKind, options: &EngineOptions) -> Result<()> {
+    validate(kind, options)?;
+    let cfg = parse(&options.merged_over(&default_settings(0)), 1)?;
+    let dir = tempfile::Builder::new()
+        .prefix("ampbench-lmdb-check-")
+        .tempdir()
+        .context("a temporary directory to check the lmdb options in")?;
+    Env::open(dir.path(), cfg)
+        .and_then(|env| env.open_dbs(&["check".to_string()]).map(|_| ()))
+        .map_err(|e| UsageError(format!("--set lmdb: LMDB refused these options: {e:#}")).into())
 }
 
 /// An LMDB environment with one named database per table.
@@ -185,7 +202,7 @@ impl KvEngine for Lmdb {
 struct Session<'e> {
     e: &'e Lmdb,
     ro: Option<RoTxn<'e>>,
-    txn: Option<(RwTxn<'e>, Durability)>,
+    txn: Option<(HeldTxn<'e>, Durability)>,
 }
 
 impl<'e> Session<'e> {
@@ -225,8 +242,9 @@ impl<'e> Session<'e> {
     fn open_txn(&mut self) -> Result<&mut RwTxn<'e>> {
         self.txn
             .as_mut()
-            .map(|(t, _)| t)
-            .ok_or_else(|| anyhow!("lmdb: no transaction is open"))
+            .ok_or_else(|| anyhow!("lmdb: no transaction is open"))?
+            .0
+            .get()
     }
 }
 
@@ -270,7 +288,8 @@ impl KvSession for Session<'_> {
         if self.txn.is_some() {
             bail!("lmdb: a transaction is already open in this session");
         }
-        self.txn = Some((self.e.env.write_txn().context("lmdb: begin")?, d));
+        let t = self.e.env.write_txn().context("lmdb: begin")?;
+        self.txn = Some((HeldTxn::hold(t), d));
         Ok(())
     }
     fn txn_get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -290,7 +309,7 @@ impl KvSession for Session<'_> {
             .txn
             .take()
             .ok_or_else(|| anyhow!("lmdb: no transaction is open"))?;
-        self.commit(t, d)
+        self.commit(t.into_inner()?, d)
     }
     fn txn_rollback(&mut self) -> Result<()> {
         self.txn = None;

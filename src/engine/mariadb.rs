@@ -24,6 +24,7 @@
 //! globally to 1 (sync at commit) or 2 (written at commit, synced once a
 //! second). Every writer of a step asks for the same, so this is exact.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ use super::{
 };
 use crate::setup::server::{
     Server, ServerProcess, errors_or_tail, errors_or_tail_from, free_port, join_cgroup, managed,
-    tail,
+    tail, user_ids,
 };
 
 /// The registry entries: one server, two storage engines.
@@ -50,12 +51,13 @@ pub const ENGINES: &[EngineDef] = &[
         about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
         structure: Structure::UpdateInPlaceBTree,
         server: true,
-        run_as: None,
+        run_as: Some(SERVER_USER),
         library_version,
         default_settings: |cache| default_settings(false, cache),
         io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
         direct_io: true,
         validate,
+        guard: super::mariadb_options::guard,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },
     EngineDef {
@@ -63,7 +65,7 @@ pub const ENGINES: &[EngineDef] = &[
         about: "MariaDB with MyRocks (a server ampbench starts; a leveled LSM)",
         structure: Structure::LeveledLsm,
         server: true,
-        run_as: None,
+        run_as: Some(SERVER_USER),
         library_version,
         default_settings: |cache| default_settings(true, cache),
         io_bound: |memory| {
@@ -107,9 +109,14 @@ pub const ENGINES: &[EngineDef] = &[
         },
         direct_io: true,
         validate,
+        guard: super::mariadb_options::guard,
         open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
     },
 ];
+
+/// The system user the server runs as where it exists (Debian's
+/// mariadb-server package makes it); root otherwise.
+const SERVER_USER: &str = "mysql";
 
 /// True for the MyRocks profile.
 pub(super) fn is_myrocks(kind: EngineKind) -> bool {
@@ -188,21 +195,40 @@ impl MariaDb {
         let root = spec.dir.clone();
         let datadir = root.join("data");
         let log = root.join("install.log");
+        // The server runs as `mysql` where that user exists, never as
+        // root: what a client could make it read or write (LOAD_FILE,
+        // INTO OUTFILE, a plugin) is then the mysql user's, and within
+        // `files` (secure_file_priv) besides.
+        let owner = user_ids(SERVER_USER).ok();
+        let user = if owner.is_some() { SERVER_USER } else { "root" };
         // A temporary directory of its own: bootstraps run side by side
         // in the shared /tmp remove each other's temporary tables
         // ("Unknown table 'mysql.tmp_user_sys'"; 3 of 12 concurrent
         // installs failed here, none with their own directory).
         let tmpdir = root.join("tmp");
-        std::fs::create_dir_all(&tmpdir)
-            .with_context(|| format!("cannot create {}", tmpdir.display()))?;
+        let files = root.join("files");
+        for d in [&tmpdir, &files] {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("cannot create {}", d.display()))?;
+        }
+        // The directory and all below are the server's user's, and only
+        // its (0700): socket, configuration and data.
+        if let Some((uid, gid)) = owner {
+            crate::setup::server::chown_tree(&root, uid, gid)?;
+        }
+        crate::setup::server::private_dir(&root)?;
         let mut install = Command::new("mariadb-install-db");
         install
             .args([
                 "--no-defaults",
-                "--user=root",
-                "--auth-root-authentication-method=normal",
+                // root@localhost is authenticated by the socket's peer
+                // (unix_socket): only the system's root gets in, and only
+                // through the socket in a directory no one else enters.
+                // No account takes a password over TCP but `bench`'s.
+                "--auth-root-authentication-method=socket",
                 "--skip-test-db",
             ])
+            .arg(format!("--user={user}"))
             .arg(format!("--datadir={}", datadir.display()))
             .arg(format!("--tmpdir={}", tmpdir.display()));
         managed(&mut install, &log)?;
@@ -241,17 +267,15 @@ impl MariaDb {
                 }
             }
         }
-        // mariadb-install-db leaves the directory world-readable: the
-        // socket, config and data are root's only.
-        crate::setup::server::private_dir(&root)?;
         let port = free_port()?;
         let socket = root.join("mysqld.sock");
         let mut cnf = format!(
-            "[mysqld]\nuser=root\ndatadir={}\ntmpdir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nlog-error={}\n",
+            "[mysqld]\nuser={user}\ndatadir={}\ntmpdir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nsecure_file_priv={}\nlog-error={}\n",
             datadir.display(),
             tmpdir.display(),
             socket.display(),
             root.join("mysqld.pid").display(),
+            files.display(),
             root.join("error.log").display()
         );
         for (k, v) in &settings {
@@ -264,10 +288,24 @@ impl MariaDb {
         let cnf_path = root.join("my.cnf");
         std::fs::write(&cnf_path, cnf)
             .with_context(|| format!("cannot write {}", cnf_path.display()))?;
+        if let Some((uid, gid)) = owner {
+            // The server reads it as its user, and writes its logs beside.
+            crate::setup::server::chown_tree(&root, uid, gid)?;
+            if let Some(procs) = &spec.cgroup {
+                // It joins the memory group itself, as its user.
+                std::os::unix::fs::chown(procs, Some(uid), Some(gid))
+                    .with_context(|| format!("cannot give {} to {user}", procs.display()))?;
+            }
+        }
         let (sock, cgroup, at) = (socket.clone(), spec.cgroup.clone(), root.clone());
         let server = Server::start(Box::new(move || {
             let mut cmd = Command::new("mariadbd");
             cmd.arg(format!("--defaults-file={}", cnf_path.display()));
+            // Started as its user rather than switching to it itself: a
+            // change of user would clear the parent-death signal.
+            if let Some((uid, gid)) = owner {
+                cmd.uid(uid).gid(gid);
+            }
             let slog = at.join("mariadbd.out");
             let elog = at.join("error.log");
             let from = std::fs::metadata(&elog).map(|m| m.len()).unwrap_or(0);
@@ -285,13 +323,16 @@ impl MariaDb {
         }))?;
         let mut c = root_conn(&socket).context("connecting as root over the socket")?;
         // The benchmark user needs this run's password (hex: nothing to
-        // quote); root@localhost reaches only the socket, in a directory
-        // only root can enter.
+        // quote); root@localhost reaches only the socket, as the system's
+        // root. `bench` may do all but touch files (FILE): it sets global
+        // durability (SUPER), but cannot read or write the server's files.
         let password = crate::setup::server::random_password()?;
         c.query_drop(format!(
             "CREATE DATABASE ampbench; \
              CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; \
-             CREATE USER 'bench'@'localhost' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'localhost'"
+             REVOKE FILE ON *.* FROM 'bench'@'127.0.0.1'; \
+             CREATE USER 'bench'@'localhost' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'localhost'; \
+             REVOKE FILE ON *.* FROM 'bench'@'localhost'"
         ))
         .context("creating the benchmark user and database")?;
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();

@@ -20,10 +20,12 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
             && (k == "default_cf_options" || super::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
         if let Some(known) = known_options() {
             let n = k.replace('_', "-");
-            let base = ["skip-", "enable-", "disable-", "loose-"]
-                .iter()
-                .find_map(|p| n.strip_prefix(p))
-                .unwrap_or(&n);
+            let base = [
+                "skip-", "enable-", "disable-", "loose-", "maximum-", "autoset-",
+            ]
+            .iter()
+            .find_map(|p| n.strip_prefix(p))
+            .unwrap_or(&n);
             if !routed && !known.contains(base) && !n.starts_with("loose-") {
                 return Err(crate::UsageError(format!(
                     "unknown option '{kind}.{k}': mariadbd has no such setting (`mariadbd --verbose --help` lists them{})",
@@ -69,22 +71,216 @@ fn known_options() -> Option<&'static std::collections::HashSet<String>> {
         .as_ref()
 }
 
-/// my.cnf keys, and those ampbench makes itself: where and to whom the
-/// server listens, and as whom and where it runs.
+/// my.cnf keys: letters, digits, `_` and `-`.
 const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {
     extra: '-',
     noun: "a my.cnf setting",
-    reserved: RESERVED,
 };
 
+/// The prefixes mariadbd's option parser takes before any option name
+/// (my_getopt): `skip-` and `disable-` turn it off.
+const PREFIXES: &[(&str, bool)] = &[
+    ("loose-", false),
+    ("skip-", true),
+    ("disable-", true),
+    ("enable-", false),
+    ("maximum-", false),
+    ("autoset-", false),
+];
+
+/// Where and to whom the server listens, how it authenticates, as whom
+/// and where it runs: ampbench's.
 const RESERVED: &[&str] = &[
     "bind-address",
     "port",
     "socket",
     "extra-port",
     "skip-grant-tables",
+    "grant-tables",
+    "proxy-protocol-networks",
+    "skip-name-resolve",
+    "name-resolve",
     "user",
     "datadir",
     "pid-file",
     "plugin-dir",
 ];
+
+/// Settings that name a file or directory, or load code.
+const UNSAFE: &[&str] = &[
+    "secure-file-priv",
+    "init-file",
+    "log-error",
+    "log-bin",
+    "log-bin-index",
+    "log-basename",
+    "relay-log",
+    "relay-log-index",
+    "plugin-load",
+    "plugin-load-add",
+    "tmpdir",
+    "basedir",
+    "language",
+    "log-tc",
+    "rocksdb-datadir",
+    "rocksdb-wal-dir",
+];
+
+/// Name endings of settings that name a file or directory.
+const UNSAFE_ENDINGS: &[&str] = &[
+    "-file",
+    "-filename",
+    "-dir",
+    "-directory",
+    "-path",
+    "-home-dir",
+];
+
+/// Names inside a RocksDB options string (MyRocks' `*_cf_options`) that
+/// put files elsewhere.
+const ROCKSDB_PATHS: &[&str] = &["cf-paths", "db-paths", "wal-dir", "db-log-dir"];
+
+/// The names mariadbd may read `key` as: `key` itself and `key` with
+/// each of its prefixes taken off (`enable-skip-grant-tables` is
+/// `skip-grant-tables`), each with whether a negating prefix came off.
+fn spellings(key: &str) -> Vec<(String, bool)> {
+    let mut out = vec![(super::guard::norm(key, '-'), false)];
+    let mut i = 0;
+    while i < out.len() {
+        let (k, off) = out[i].clone();
+        for (p, negates) in PREFIXES {
+            if let Some(rest) = k.strip_prefix(p) {
+                if !rest.is_empty() && !out.iter().any(|(o, _)| o == rest) {
+                    out.push((rest.to_string(), off || *negates));
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The options mariadbd may take `name` for: itself when it is an option,
+/// otherwise every option (and every name ampbench guards) it
+/// abbreviates; mariadbd takes any unambiguous prefix of an option name.
+fn resolve(name: &str, known: Option<&std::collections::HashSet<String>>) -> Vec<String> {
+    if known.is_some_and(|k| k.contains(name)) || RESERVED.contains(&name) || UNSAFE.contains(&name)
+    {
+        return vec![name.to_string()];
+    }
+    let mut out: Vec<String> = RESERVED
+        .iter()
+        .chain(UNSAFE)
+        .filter(|r| r.starts_with(name))
+        .map(|r| r.to_string())
+        .collect();
+    if let Some(k) = known {
+        out.extend(k.iter().filter(|o| o.starts_with(name)).cloned());
+    }
+    if out.is_empty() {
+        out.push(name.to_string());
+    }
+    out
+}
+
+/// Judges one my.cnf setting as mariadbd would read it: every prefix and
+/// abbreviation resolved, `-` and `_` alike, any case.
+pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
+    use super::guard::{Refusal, matches};
+    let known = known_options();
+    let mut unsafe_name = None;
+    for (spelling, off) in spellings(key) {
+        for name in resolve(&spelling, known) {
+            if RESERVED.contains(&name.as_str()) {
+                return Some(Refusal::Reserved(name));
+            }
+            // Turning a path off (`skip-log-bin`) names nothing.
+            if !off && unsafe_name.is_none() && matches(&name, UNSAFE, UNSAFE_ENDINGS) {
+                unsafe_name = Some(name);
+            }
+        }
+    }
+    if unsafe_name.is_none() {
+        unsafe_name = super::guard::names_in_value(value, '-')
+            .into_iter()
+            .find(|n| ROCKSDB_PATHS.contains(&n.as_str()));
+    }
+    unsafe_name.map(Refusal::Unsafe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::guard::Refusal;
+    use super::*;
+
+    #[test]
+    fn prefixes_and_abbreviations_resolve_before_the_check() {
+        // Issue 31: both got through the old check.
+        assert_eq!(
+            guard("enable-skip-grant-tables", ""),
+            Some(Refusal::Reserved("skip-grant-tables".into()))
+        );
+        assert_eq!(
+            guard("loose-bind-addr", "1.2.3.4"),
+            Some(Refusal::Reserved("bind-address".into()))
+        );
+        for k in [
+            "bind_address",
+            "LOOSE-BIND-ADDRESS",
+            "loose-skip-grant-tables",
+            "disable-grant-tables",
+            "maximum-port",
+            "autoset-user",
+            "sock",
+        ] {
+            assert!(
+                matches!(guard(k, "x"), Some(Refusal::Reserved(_))),
+                "{k}: {:?}",
+                guard(k, "x")
+            );
+        }
+    }
+
+    #[test]
+    fn paths_and_code_are_unsafe_but_turning_them_off_is_not() {
+        for k in [
+            "secure_file_priv",
+            "init_file",
+            "loose-init-file",
+            "log_error",
+            "general_log_file",
+            "slow-query-log-file",
+            "plugin_load_add",
+            "plugin-load",
+            "log-bin",
+            "innodb_data_home_dir",
+            "innodb_undo_directory",
+            "innodb-buffer-pool-filename",
+            "aria_log_dir_path",
+        ] {
+            assert!(
+                matches!(guard(k, "/etc/x"), Some(Refusal::Unsafe(_))),
+                "{k}: {:?}",
+                guard(k, "/etc/x")
+            );
+        }
+        assert_eq!(
+            guard(
+                "rocksdb_default_cf_options",
+                "write_buffer_size=1m;cf_paths=/x"
+            ),
+            Some(Refusal::Unsafe("cf-paths".into()))
+        );
+        for k in [
+            "skip-log-bin",
+            "innodb_buffer_pool_size",
+            "innodb_log_file_size",
+            "innodb-file-per-table",
+            "log-bin-trust-function-creators",
+            "sync_binlog",
+            "max_connections",
+        ] {
+            assert_eq!(guard(k, "1"), None, "{k}");
+        }
+    }
+}

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod compaction_stats;
 pub mod ffi;
+pub mod guard;
 pub mod kv;
 mod mariadb_options;
 pub mod myrocks_cf;
@@ -250,9 +251,12 @@ pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Box<dyn Engine>> {
     (kind.def().open)(kind, spec)
 }
 
-/// Checks `--set` options for an engine without opening it, so a bad key is
-/// reported before anything runs.
+/// Checks `--set` options for an engine before anything runs: the
+/// settings ampbench keeps to itself or allows only when asked
+/// ([`guard`]), then the engine's own check, so a bad key is reported
+/// before anything runs.
 pub fn validate_options(kind: EngineKind, options: &EngineOptions) -> Result<()> {
+    guard::check(kind, options)?;
     (kind.def().validate)(kind, options)
 }
 

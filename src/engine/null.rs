@@ -25,6 +25,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |_| Vec::new(),
     direct_io: false,
     validate: |kind, options| options.reject_all(kind),
+    guard: super::guard::none,
     open: |kind, spec| {
         spec.options.reject_all(kind)?;
         Ok(Box::new(Null {

@@ -14,6 +14,11 @@ use crate::UsageError;
 pub struct EngineOptions {
     /// (key, value) pairs, key without the engine prefix.
     pub pairs: Vec<(String, String)>,
+    /// Settings that name files or load code are allowed
+    /// (`--allow-unsafe-settings` on the command line; see
+    /// [`super::guard`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unsafe: bool,
 }
 
 impl EngineOptions {
@@ -187,6 +192,7 @@ mod tests {
     fn merge_and_unknown() {
         let o = EngineOptions {
             pairs: vec![("a".into(), "2".into()), ("c".into(), "3".into())],
+            ..Default::default()
         };
         let m = o.merged_over(&[("a".into(), "1".into()), ("b".into(), "1".into())]);
         assert_eq!(

@@ -74,17 +74,6 @@ pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     Ok(())
 }
 
-fn chown_tree(p: &std::path::Path, uid: u32, gid: u32) -> Result<()> {
-    std::os::unix::fs::chown(p, Some(uid), Some(gid))
-        .with_context(|| format!("cannot chown {}", p.display()))?;
-    if p.is_dir() {
-        for e in std::fs::read_dir(p)? {
-            chown_tree(&e?.path(), uid, gid)?;
-        }
-    }
-    Ok(())
-}
-
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "postgres",
@@ -97,6 +86,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |_| Vec::new(),
     direct_io: false,
     validate,
+    guard,
     open: |kind, spec| Ok(Box::new(Postgres::open(kind, spec)?)),
 }];
 
@@ -133,7 +123,7 @@ impl Postgres {
             .context("make deps installs postgresql, which creates the 'postgres' user")?;
         let bin = bin_dir()?;
         let root = spec.dir.clone();
-        chown_tree(&root, uid, gid)?;
+        crate::setup::server::chown_tree(&root, uid, gid)?;
         crate::setup::server::private_dir(&root)?;
         let datadir = root.join("data");
         let log = root.join("initdb.log");
@@ -456,15 +446,14 @@ impl Engine for Postgres {
     }
 }
 
-/// Server setting keys (`auto_explain.log_min_duration` has a dot), and
-/// those ampbench makes itself: where and to whom the server listens and
-/// how clients authenticate.
+/// Server setting keys (`auto_explain.log_min_duration` has a dot).
 const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {
     extra: '.',
     noun: "a server setting",
-    reserved: RESERVED,
 };
 
+/// Where and to whom the server listens and how clients authenticate:
+/// ampbench's.
 const RESERVED: &[&str] = &[
     "listen_addresses",
     "port",
@@ -476,3 +465,45 @@ const RESERVED: &[&str] = &[
     "data_directory",
     "config_file",
 ];
+
+/// Settings that run commands, load libraries or name files.
+const UNSAFE: &[&str] = &[
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "local_preload_libraries",
+    "session_preload_libraries",
+    "dynamic_library_path",
+    "jit_provider",
+    "log_directory",
+    "log_filename",
+    "external_pid_file",
+    "stats_temp_directory",
+    "krb_server_keyfile",
+];
+
+/// Name endings of settings that run a command, load code or name a file.
+const UNSAFE_ENDINGS: &[&str] = &[
+    "_command",
+    "_library",
+    "_libraries",
+    "_file",
+    "_dir",
+    "_directory",
+    "_path",
+];
+
+/// Judges one server setting as PostgreSQL reads it (any case; `-` is
+/// `_` in a `-c` name).
+pub fn guard(key: &str, _value: &str) -> Option<super::guard::Refusal> {
+    use super::guard::{Refusal, matches, norm};
+    let k = norm(key, '_');
+    if RESERVED.contains(&k.as_str()) {
+        return Some(Refusal::Reserved(k));
+    }
+    matches(&k, UNSAFE, UNSAFE_ENDINGS).then_some(Refusal::Unsafe(k))
+}

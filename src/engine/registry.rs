@@ -64,6 +64,9 @@ pub struct EngineDef {
     /// Checks `--set` options without opening anything; the error names
     /// the first bad key.
     pub validate: fn(EngineKind, &EngineOptions) -> Result<()>,
+    /// Judges one setting (key, value) as the engine would read it: None,
+    /// or why ampbench refuses it (see [`super::guard`]).
+    pub guard: fn(&str, &str) -> Option<super::guard::Refusal>,
     /// Opens (creating if needed) the engine in `spec.dir`, which exists.
     pub open: fn(EngineKind, &OpenSpec) -> Result<Box<dyn Engine>>,
 }

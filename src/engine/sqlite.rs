@@ -40,6 +40,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |_| Vec::new(),
     direct_io: false,
     validate,
+    guard,
     open: |kind, spec| Ok(Box::new(Sqlite::open(kind, spec)?)),
 }];
 
@@ -56,7 +57,17 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
     ]
 }
 
-/// Checks `--set sqlite.*` keys against SQLite's list of PRAGMAs.
+/// Judges one PRAGMA: those naming a directory for the engine's files are
+/// unsafe (see `engine::guard`).
+pub fn guard(key: &str, _value: &str) -> Option<super::guard::Refusal> {
+    let k = super::guard::norm(key, '_');
+    ["temp_store_directory", "data_store_directory"]
+        .contains(&k.as_str())
+        .then_some(super::guard::Refusal::Unsafe(k))
+}
+
+/// Checks `--set sqlite.*` options: PRAGMAs SQLite knows, with a word or
+/// number for a value.
 pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     if options.pairs.is_empty() {
         return Ok(());

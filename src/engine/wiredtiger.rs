@@ -45,6 +45,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |_| vec![("direct_io".into(), "[data]".into())],
     direct_io: true,
     validate,
+    guard,
     open: |kind, spec| Ok(Box::new(WiredTiger::open(kind, spec)?)),
 }];
 
@@ -88,6 +89,26 @@ fn split_configs(settings: &[(String, String)]) -> (String, String) {
         }
     }
     (open.join(","), table.join(","))
+}
+
+/// Judges one option: loading extensions (shared libraries), a path for
+/// the engine's files (`log=(path=…)`) or a table's data source elsewhere
+/// are unsafe (see `engine::guard`).
+pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
+    use super::guard::{Refusal, names_in_value, norm};
+    let (table, k) = match key.strip_prefix("table.") {
+        Some(t) => (true, norm(t, '_')),
+        None => (false, norm(key, '_')),
+    };
+    let named = ["extensions", "builtin_extension_config"].contains(&k.as_str())
+        || (table && ["source", "type"].contains(&k.as_str()));
+    if named {
+        return Some(Refusal::Unsafe(key.to_string()));
+    }
+    names_in_value(value, '_')
+        .into_iter()
+        .find(|n| n == "path" || n == "extensions")
+        .map(|n| Refusal::Unsafe(format!("{key}=({n}=…)")))
 }
 
 /// Checks `--set wiredtiger.*` options with WiredTiger's own validator.

@@ -80,13 +80,15 @@ pub(super) fn engine_cgroup(
 
 /// `--set` options over the engine's IO-bound profile (with `--memory`).
 pub(super) fn engine_options(cfg: &RunConfig, kind: EngineKind) -> EngineOptions {
-    let user = cfg.sets.get(&kind).cloned().unwrap_or_default();
+    let mut user = cfg.sets.get(&kind).cloned().unwrap_or_default();
+    user.allow_unsafe = cfg.allow_unsafe_settings;
     let Some(memory) = cfg.memory else {
         return user;
     };
     let profile = (kind.def().io_bound)(memory);
     EngineOptions {
         pairs: user.merged_over(&profile),
+        allow_unsafe: user.allow_unsafe,
     }
 }
 

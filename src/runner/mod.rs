@@ -59,6 +59,10 @@ pub struct RunConfig {
     pub params: Vec<(String, String)>,
     /// Engine options (`--set`).
     pub sets: BTreeMap<EngineKind, EngineOptions>,
+    /// `--allow-unsafe-settings`: engine settings that name files or load
+    /// code pass (see `engine::guard`).
+    #[serde(default)]
+    pub allow_unsafe_settings: bool,
     /// Threads for multi-threaded steps.
     pub threads: usize,
     /// A concurrency sweep: every multi-threaded step runs at each level

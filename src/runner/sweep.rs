@@ -67,6 +67,7 @@ pub fn parse(s: &str, engines: &[EngineKind]) -> Result<SweepAxis, UsageError> {
 pub fn check(
     axes: &[SweepAxis],
     sets: &std::collections::BTreeMap<EngineKind, EngineOptions>,
+    allow_unsafe: bool,
 ) -> Result<(), UsageError> {
     for (i, a) in axes.iter().enumerate() {
         if axes[..i]
@@ -78,7 +79,16 @@ pub fn check(
                 a.engine, a.key
             )));
         }
-        let base = sets.get(&a.engine).cloned().unwrap_or_default();
+        let mut base = sets.get(&a.engine).cloned().unwrap_or_default();
+        base.allow_unsafe = allow_unsafe;
+        // A setting ampbench refuses is refused in every value, not
+        // skipped as a value the engine does not take.
+        for v in &a.values {
+            let mut o = base.clone();
+            o.pairs = vec![(a.key.clone(), v.clone())];
+            crate::engine::guard::check(a.engine, &o)
+                .map_err(|e| UsageError(format!("--sweep {}.{}={v}: {e:#}", a.engine, a.key)))?;
+        }
         let errors: Vec<String> = a
             .values
             .iter()
@@ -209,9 +219,9 @@ mod tests {
         let e = [k("rocksdb")];
         let sets = Default::default();
         let bad = parse("rocksdb.no_such_option=1,2", &e).unwrap();
-        let err = check(&[bad], &sets).unwrap_err().0;
+        let err = check(&[bad], &sets, false).unwrap_err().0;
         assert!(err.contains("rocksdb.no_such_option"), "{err}");
         let some = parse("rocksdb.compaction_pri=kOldestSmallestSeqFirst,kNoSuch", &e).unwrap();
-        check(&[some], &sets).unwrap();
+        check(&[some], &sets, false).unwrap();
     }
 }

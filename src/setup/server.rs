@@ -42,6 +42,22 @@ pub fn random_password() -> Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// Gives `p` and everything below it to `uid`:`gid`, never following a
+/// symbolic link: a link is changed itself (`lchown`), and only real
+/// directories are entered, so a link planted in the tree cannot hand
+/// another file on the machine to the server's user.
+pub fn chown_tree(p: &Path, uid: u32, gid: u32) -> Result<()> {
+    std::os::unix::fs::lchown(p, Some(uid), Some(gid))
+        .with_context(|| format!("cannot chown {}", p.display()))?;
+    let m = std::fs::symlink_metadata(p).with_context(|| format!("cannot stat {}", p.display()))?;
+    if m.file_type().is_dir() {
+        for e in std::fs::read_dir(p).with_context(|| format!("cannot list {}", p.display()))? {
+            chown_tree(&e?.path(), uid, gid)?;
+        }
+    }
+    Ok(())
+}
+
 /// Makes a server's directory its owner's only (0700): its unix socket,
 /// configuration and data are out of other users' reach.
 pub fn private_dir(dir: &Path) -> Result<()> {
@@ -51,23 +67,19 @@ pub fn private_dir(dir: &Path) -> Result<()> {
 }
 
 /// A server's settings: how its keys are spelled (letters, digits, `_`
-/// and `extra`), what a bad key is not (`noun`: "a my.cnf setting"), and
-/// the keys ampbench sets itself.
+/// and `extra`) and what a bad key is not (`noun`: "a my.cnf setting").
+/// Which keys ampbench keeps to itself is `engine::guard`'s to say.
 pub struct Settings {
     /// Characters a key may hold beside letters, digits and `_`.
     pub extra: char,
     /// What a malformed key is not.
     pub noun: &'static str,
-    /// Keys ampbench sets: where and to whom the server listens.
-    pub reserved: &'static [&'static str],
 }
 
 /// Checks one `--set` setting of a server: the key is a configuration
 /// word, the value is one line with no control character (it goes into a
-/// configuration file or an argument), is not a section header
-/// (`[client]`), and the key is none of the reserved ones (compared with
-/// `_` and `-` alike): the settings through which the server would listen
-/// elsewhere or admit anyone, which ampbench sets.
+/// configuration file or an argument) and is not a section header
+/// (`[client]`).
 pub fn check_setting(
     kind: &str,
     key: &str,
@@ -84,7 +96,6 @@ pub fn check_setting(
             rules.noun
         )));
     }
-    let reserved = rules.reserved;
     if value.chars().any(|c| c.is_control()) {
         return Err(crate::UsageError(format!(
             "--set {kind}.{key}: the value holds a newline or another control character"
@@ -94,14 +105,6 @@ pub fn check_setting(
     if v.starts_with('[') && v.ends_with(']') {
         return Err(crate::UsageError(format!(
             "--set {kind}.{key}={value}: a section header is not a value"
-        )));
-    }
-    let norm = |s: &str| s.replace('-', "_").to_ascii_lowercase();
-    let k = norm(key);
-    let k = k.strip_prefix("loose_").unwrap_or(&k);
-    if reserved.iter().any(|r| norm(r) == k) {
-        return Err(crate::UsageError(format!(
-            "--set {kind}.{key}: set by ampbench and not to be changed (its servers listen on 127.0.0.1 and admit only this run's user)"
         )));
     }
     Ok(())
@@ -508,7 +511,6 @@ mod access_tests {
         let r = &Settings {
             extra: '-',
             noun: "a my.cnf setting",
-            reserved: &["bind-address", "port"],
         };
         assert!(check_setting("m", "innodb_buffer_pool_size", "1G", r).is_ok());
         for (k, v) in [
@@ -516,9 +518,6 @@ mod access_tests {
             ("innodb_buffer_pool_size", "1G\r"),
             ("x", "a\0b"),
             ("x", "[client]"),
-            ("bind_address", "0.0.0.0"),
-            ("loose-bind-address", "0.0.0.0"),
-            ("PORT", "3306"),
         ] {
             let e = check_setting("mariadb-innodb", k, v, r).unwrap_err().0;
             assert!(e.starts_with(&format!("--set mariadb-innodb.{k}")), "{e}");
@@ -537,6 +536,37 @@ mod access_tests {
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout), "/x'; echo no; '");
+    }
+
+    #[test]
+    fn chown_tree_does_not_follow_links() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        let tree = d.path().join("tree");
+        std::fs::create_dir_all(tree.join("sub")).unwrap();
+        std::fs::write(tree.join("sub/f"), b"x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.join("sub/link")).unwrap();
+        std::os::unix::fs::symlink(std::path::Path::new("/etc"), tree.join("dirlink")).unwrap();
+        let before = std::fs::metadata(outside.path()).unwrap();
+        let etc = std::fs::metadata("/etc").unwrap();
+        let (uid, gid) = (before.uid() + 4242, before.gid() + 4242);
+        chown_tree(&tree, uid, gid).unwrap();
+        for p in ["sub", "sub/f"] {
+            assert_eq!(std::fs::metadata(tree.join(p)).unwrap().uid(), uid, "{p}");
+        }
+        assert_eq!(
+            std::fs::symlink_metadata(tree.join("sub/link"))
+                .unwrap()
+                .uid(),
+            uid
+        );
+        // What the links point at keeps its owner.
+        assert_eq!(
+            std::fs::metadata(outside.path()).unwrap().uid(),
+            before.uid()
+        );
+        assert_eq!(std::fs::metadata("/etc").unwrap().uid(), etc.uid());
     }
 
     #[test]

@@ -159,6 +159,7 @@ impl Db {
         // drop.
         Iter(
             unsafe { sys::leveldb_create_iterator(self.db, ro.0) },
+            false,
             PhantomData,
         )
     }
@@ -290,13 +291,16 @@ impl Drop for WriteBatch {
     }
 }
 
-/// An iterator, destroyed on drop.
-pub struct Iter<'d>(*mut sys::leveldb_iterator_t, PhantomData<&'d Db>);
+/// An iterator, destroyed on drop. Its key and value are read only while
+/// it is on an entry (`.1`): after a seek that found nothing they are
+/// empty, never a read of an invalid iterator.
+pub struct Iter<'d>(*mut sys::leveldb_iterator_t, bool, PhantomData<&'d Db>);
 
 impl Iter<'_> {
-    fn valid(&self) -> Result<bool> {
+    fn valid(&mut self) -> Result<bool> {
         // SAFETY: the iterator is live.
-        if unsafe { sys::leveldb_iter_valid(self.0) } != 0 {
+        self.1 = unsafe { sys::leveldb_iter_valid(self.0) } != 0;
+        if self.1 {
             return Ok(true);
         }
         // SAFETY: as above.
@@ -322,16 +326,25 @@ impl Cursor for Iter<'_> {
         self.valid()
     }
     fn next(&mut self) -> Result<bool> {
-        // SAFETY: called only while valid.
+        if !self.1 {
+            return Ok(false);
+        }
+        // SAFETY: the iterator is valid (LevelDB requires it for Next).
         unsafe { sys::leveldb_iter_next(self.0) };
         self.valid()
     }
     fn prev(&mut self) -> Result<bool> {
-        // SAFETY: called only while valid.
+        if !self.1 {
+            return Ok(false);
+        }
+        // SAFETY: as in `next`.
         unsafe { sys::leveldb_iter_prev(self.0) };
         self.valid()
     }
     fn key(&self) -> &[u8] {
+        if !self.1 {
+            return &[];
+        }
         let mut len = 0usize;
         // SAFETY: called while valid; the slice lives until the next move.
         unsafe {
@@ -342,6 +355,9 @@ impl Cursor for Iter<'_> {
         }
     }
     fn value(&self) -> &[u8] {
+        if !self.1 {
+            return &[];
+        }
         let mut len = 0usize;
         // SAFETY: as in `key`.
         unsafe {

@@ -248,6 +248,7 @@ unsafe fn txn_cursor<'t>(txn: *mut sys::MDB_txn, dbi: Dbi) -> Result<LmdbCursor<
         c,
         key: val(&[]),
         value: val(&[]),
+        positioned: false,
         _t: PhantomData,
     })
 }
@@ -304,12 +305,69 @@ impl Drop for RoTxn<'_> {
     }
 }
 
-/// A write transaction; aborted on drop unless committed.
+/// A write transaction; aborted on drop unless committed. Not `Send`:
+/// LMDB's writer lock is a mutex the beginning thread holds until commit
+/// or abort, and MDB_NOTLS frees only read transactions from their
+/// thread. A session that keeps one between calls holds it as a
+/// [`HeldTxn`].
 pub struct RwTxn<'e>(*mut sys::MDB_txn, PhantomData<&'e Env>);
 
-// SAFETY: used by one thread at a time; with MDB_NOTLS LMDB does not tie
-// the writer lock to a thread's storage.
-unsafe impl Send for RwTxn<'_> {}
+/// A write transaction kept by a session between calls, whose session may
+/// move to another thread while none is open. It is used, committed and
+/// aborted only on the thread that began it: elsewhere every access is an
+/// error, and a drop leaves it to the process's end rather than unlock
+/// another thread's mutex.
+pub struct HeldTxn<'e> {
+    txn: std::mem::ManuallyDrop<RwTxn<'e>>,
+    thread: std::thread::ThreadId,
+}
+
+// SAFETY: the transaction inside is reached only on the thread that began
+// it (checked by `get`, `into_inner` and `drop`); moving the holder moves
+// no access.
+unsafe impl Send for HeldTxn<'_> {}
+
+impl<'e> HeldTxn<'e> {
+    /// Holds a transaction begun on this thread.
+    pub fn hold(txn: RwTxn<'e>) -> HeldTxn<'e> {
+        HeldTxn {
+            txn: std::mem::ManuallyDrop::new(txn),
+            thread: std::thread::current().id(),
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if std::thread::current().id() != self.thread {
+            anyhow::bail!("lmdb: a write transaction is used on a thread that did not begin it");
+        }
+        Ok(())
+    }
+
+    /// The transaction, on the thread that began it.
+    pub fn get(&mut self) -> Result<&mut RwTxn<'e>> {
+        self.check()?;
+        Ok(&mut self.txn)
+    }
+
+    /// Gives the transaction back, on the thread that began it.
+    pub fn into_inner(mut self) -> Result<RwTxn<'e>> {
+        self.check()?;
+        // SAFETY: taken once; `self` is forgotten so its drop does not
+        // touch the taken value.
+        let t = unsafe { std::mem::ManuallyDrop::take(&mut self.txn) };
+        std::mem::forget(self);
+        Ok(t)
+    }
+}
+
+impl Drop for HeldTxn<'_> {
+    fn drop(&mut self) {
+        if self.check().is_ok() {
+            // SAFETY: dropped once, on its own thread.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) }
+        }
+    }
+}
 
 impl RwTxn<'_> {
     /// Reads a key (this transaction's writes included).
@@ -354,11 +412,14 @@ impl Drop for RwTxn<'_> {
     }
 }
 
-/// A cursor; closed on drop.
+/// A cursor; closed on drop. Its key and value are read only while it is
+/// positioned on an entry: after a seek that found nothing (which leaves
+/// the sought key's pointer behind) they are empty.
 pub struct LmdbCursor<'t> {
     c: *mut sys::MDB_cursor,
     key: sys::MDB_val,
     value: sys::MDB_val,
+    positioned: bool,
     _t: PhantomData<&'t ()>,
 }
 
@@ -366,7 +427,9 @@ impl LmdbCursor<'_> {
     fn go(&mut self, op: sys::MDB_cursor_op) -> Result<bool> {
         // SAFETY: the cursor is live; key/value are written by LMDB and stay
         // valid while the transaction lives and the cursor does not move.
-        match unsafe { sys::mdb_cursor_get(self.c, &mut self.key, &mut self.value, op) } {
+        let rc = unsafe { sys::mdb_cursor_get(self.c, &mut self.key, &mut self.value, op) };
+        self.positioned = rc == 0;
+        match rc {
             0 => Ok(true),
             sys::MDB_NOTFOUND => Ok(false),
             rc => check(rc, "cursor_get").map(|_| false),
@@ -392,10 +455,16 @@ impl Cursor for LmdbCursor<'_> {
         self.go(sys::MDB_cursor_op_MDB_PREV)
     }
     fn key(&self) -> &[u8] {
+        if !self.positioned {
+            return &[];
+        }
         // SAFETY: filled by LMDB while positioned (see `go`).
         unsafe { bytes(self.key.mv_data, self.key.mv_size) }
     }
     fn value(&self) -> &[u8] {
+        if !self.positioned {
+            return &[];
+        }
         // SAFETY: as in `key`.
         unsafe { bytes(self.value.mv_data, self.value.mv_size) }
     }

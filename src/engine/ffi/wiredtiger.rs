@@ -312,6 +312,7 @@ impl Session<'_> {
             c,
             key: item(&[]),
             value: item(&[]),
+            positioned: false,
             _s: PhantomData,
         })
     }
@@ -397,12 +398,17 @@ pub struct ScanCursor<'s> {
     c: *mut sys::WT_CURSOR,
     key: sys::WT_ITEM,
     value: sys::WT_ITEM,
+    /// On an entry: `key` and `value` hold it. After a move that found
+    /// nothing they may point at memory WiredTiger released, and are not
+    /// read.
+    positioned: bool,
     _s: PhantomData<&'s mut ()>,
 }
 
 impl ScanCursor<'_> {
     /// After a move: reads the entry the cursor is on.
     fn landed(&mut self, rc: c_int) -> Result<bool> {
+        self.positioned = false;
         match rc {
             0 => {
                 // SAFETY: the cursor is positioned; the items stay valid
@@ -414,6 +420,7 @@ impl ScanCursor<'_> {
                     )
                 };
                 ok(if rk != 0 { rk } else { rv }, "scan read")?;
+                self.positioned = true;
                 Ok(true)
             }
             sys::WT_NOTFOUND => Ok(false),
@@ -475,10 +482,16 @@ impl Cursor for ScanCursor<'_> {
         self.landed(rc)
     }
     fn key(&self) -> &[u8] {
+        if !self.positioned {
+            return &[];
+        }
         // SAFETY: filled by `landed` while positioned.
         unsafe { bytes(self.key.data, self.key.size) }
     }
     fn value(&self) -> &[u8] {
+        if !self.positioned {
+            return &[];
+        }
         // SAFETY: as in `key`.
         unsafe { bytes(self.value.data, self.value.size) }
     }

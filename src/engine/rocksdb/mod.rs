@@ -97,6 +97,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     },
     direct_io: true,
     validate,
+    guard: options::guard,
     open: |kind, spec| Ok(Box::new(RocksDb::open(kind, spec)?)),
 }];
 
@@ -278,7 +279,7 @@ impl KvEngine for RocksDb {
         Ok(Box::new(Session {
             e: self,
             batch: ffi::WriteBatch::new(),
-            reader: ffi::Reader::new(),
+            reader: ffi::Reader::new(&self.db),
             txn: None,
             spare: None,
         }))
@@ -300,7 +301,7 @@ impl KvEngine for RocksDb {
 struct Session<'e> {
     e: &'e RocksDb,
     batch: ffi::WriteBatch,
-    reader: ffi::Reader,
+    reader: ffi::Reader<'e>,
     txn: Option<Transaction<'e>>,
     spare: Option<Transaction<'e>>,
 }
@@ -316,13 +317,12 @@ impl<'e> Session<'e> {
 impl KvSession for Session<'_> {
     fn get(&mut self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let cf = self.e.cf(table)?;
-        self.reader
-            .get(&self.e.db, &self.e.read, cf, key, <[u8]>::to_vec)
+        self.reader.get(&self.e.read, cf, key, <[u8]>::to_vec)
     }
 
     fn get_len(&mut self, table: Table, key: &[u8]) -> Result<Option<usize>> {
         let cf = self.e.cf(table)?;
-        self.reader.get(&self.e.db, &self.e.read, cf, key, <[u8]>::len)
+        self.reader.get(&self.e.read, cf, key, <[u8]>::len)
     }
 
     fn put(&mut self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {

@@ -81,13 +81,36 @@ pub(super) fn options_string(settings: &[(String, String)]) -> Result<(String, O
     ))
 }
 
+/// Options that put the engine's files elsewhere (anywhere in the key
+/// or inside a nested options string).
+const PATHS: &[&str] = &["wal_dir", "db_log_dir", "db_paths", "cf_paths"];
+
+/// Judges one option: those that put files outside the engine's
+/// directory are unsafe (see `engine::guard`).
+pub fn guard(key: &str, value: &str) -> Option<crate::engine::guard::Refusal> {
+    use crate::engine::guard::{Refusal, names_in_value, norm};
+    let k = norm(key.strip_prefix("table.").unwrap_or(key), '_');
+    std::iter::once(k)
+        .chain(names_in_value(value, '_'))
+        .find(|n| PATHS.contains(&n.as_str()))
+        .map(Refusal::Unsafe)
+}
+
 /// Checks `--set rocksdb.*` options by parsing them with RocksDB itself;
 /// the error names the first key RocksDB refuses.
 pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     let settings = options.merged_over(&default_settings(8 << 20));
     let (s, _) = options_string(&settings)?;
     if Options::from_string(&s).is_ok() {
-        return Ok(());
+        // Options that parse may still not go together; RocksDB says so
+        // only at open (allow_mmap_reads with use_direct_reads).
+        return Options::check_by_opening(&s).map_err(|e| {
+            UsageError(format!(
+                "--set rocksdb: {} (RocksDB refused to open with these options)",
+                format!("{e:#}").trim_end()
+            ))
+            .into()
+        });
     }
     for (k, v) in &options.pairs {
         let (one, _) = options_string(&[(k.clone(), v.clone())])?;
@@ -136,12 +159,14 @@ mod tests {
     fn validate_names_bad_key() {
         let bad = EngineOptions {
             pairs: vec![("no_such_option".into(), "1".into())],
+            ..Default::default()
         };
         let kind = EngineKind::parse("rocksdb").unwrap();
         let e = validate(kind, &bad).unwrap_err().to_string();
         assert!(e.contains("rocksdb.no_such_option"), "{e}");
         let good = EngineOptions {
             pairs: vec![("compaction_pri".into(), "kOldestSmallestSeqFirst".into())],
+            ..Default::default()
         };
         validate(kind, &good).unwrap();
     }

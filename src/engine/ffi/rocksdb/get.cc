@@ -15,7 +15,10 @@
 // rocksdb_column_family_handle_t { ColumnFamilyHandle* rep; }), so a
 // pointer to the handle points at that member. The layout is that of the
 // library build.rs links (7.8.3); ampbench's tests read through both paths
-// and compare.
+// and compare. Another RocksDB's headers fail the build here (the
+// static_assert below), and another library at run time is refused at
+// open (ampbench_rocksdb_library_matches), instead of reading its handles
+// as 7.8's.
 
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +26,12 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/slice.h>
+#include <rocksdb/version.h>
+
+// The handle layout read below is db/c.cc's of RocksDB 7.8: check it
+// again (and this assertion) before building against another release.
+static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
+              "get.cc reads RocksDB 7.8's C API handle layout");
 
 namespace {
 
@@ -83,6 +92,21 @@ int ampbench_rocksdb_reader_get(ampbench_rocksdb_reader* r, void* db,
   }
   *err = message(s);
   return -1;
+}
+
+// 1 when the library loaded at run time is the major.minor release whose
+// headers this file was compiled with, 0 otherwise; the library's version
+// ("7.8.3") is copied into buf (up to n bytes, NUL-terminated).
+int ampbench_rocksdb_library_matches(char* buf, size_t n) {
+  std::string v = rocksdb::GetRocksVersionAsString(true);
+  if (n > 0) {
+    size_t k = v.size() < n - 1 ? v.size() : n - 1;
+    std::memcpy(buf, v.data(), k);
+    buf[k] = 0;
+  }
+  std::string want = std::to_string(ROCKSDB_MAJOR) + "." +
+                     std::to_string(ROCKSDB_MINOR);
+  return rocksdb::GetRocksVersionAsString(false) == want ? 1 : 0;
 }
 
 }  // extern "C"

@@ -11,8 +11,12 @@ use crate::engine::ffi::bytes;
 use crate::engine::scan::Cursor;
 
 /// An iterator, destroyed on drop (also when a scan's visitor panics).
+/// Its key and value are read only while it is positioned on an entry
+/// (`valid`): after a seek that found nothing they are empty, never a
+/// read of an invalid iterator.
 pub struct Iter<'d> {
     it: *mut sys::rocksdb_iterator_t,
+    valid: bool,
     _db: PhantomData<&'d Db>,
 }
 
@@ -21,13 +25,15 @@ impl Iter<'_> {
     pub(super) fn new(it: *mut sys::rocksdb_iterator_t) -> Self {
         Iter {
             it,
+            valid: false,
             _db: PhantomData,
         }
     }
 
-    fn valid(&self) -> Result<bool> {
+    fn valid(&mut self) -> Result<bool> {
         // SAFETY: the iterator is live.
-        if unsafe { sys::rocksdb_iter_valid(self.it) } != 0 {
+        self.valid = unsafe { sys::rocksdb_iter_valid(self.it) } != 0;
+        if self.valid {
             return Ok(true);
         }
         // SAFETY: as above.
@@ -60,19 +66,28 @@ impl Cursor for Iter<'_> {
         self.valid()
     }
     fn next(&mut self) -> Result<bool> {
-        // SAFETY: called only while valid (the scan loop checks).
+        if !self.valid {
+            return Ok(false);
+        }
+        // SAFETY: the iterator is valid (RocksDB requires it for Next).
         unsafe { sys::rocksdb_iter_next(self.it) };
         self.valid()
     }
     fn prev(&mut self) -> Result<bool> {
+        if !self.valid {
+            return Ok(false);
+        }
         // SAFETY: as in `next`.
         unsafe { sys::rocksdb_iter_prev(self.it) };
         self.valid()
     }
     fn key(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
         let mut len = 0usize;
-        // SAFETY: called while valid; the slice lives until the next move,
-        // which needs `&mut self`.
+        // SAFETY: the iterator is valid; the slice lives until the next
+        // move, which needs `&mut self`.
         unsafe {
             bytes(
                 sys::rocksdb_iter_key(self.it, &mut len) as *const c_void,
@@ -81,6 +96,9 @@ impl Cursor for Iter<'_> {
         }
     }
     fn value(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
         let mut len = 0usize;
         // SAFETY: as in `key`.
         unsafe {

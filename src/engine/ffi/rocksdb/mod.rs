@@ -21,7 +21,7 @@ mod reader;
 mod txn;
 
 pub use iter::Iter;
-pub use reader::Reader;
+pub use reader::{Reader, check_library};
 pub use txn::Transaction;
 
 super::bindings!("rocksdb_sys.rs");
@@ -76,6 +76,31 @@ impl Options {
             let out = Options(sys::rocksdb_options_create());
             call(|e| sys::rocksdb_get_options_from_string(base.0, c.as_ptr(), out.0, e))?;
             Ok(out)
+        }
+    }
+    /// Opens and closes a database with these options in an in-memory
+    /// environment (nothing touches a disk): RocksDB's own checks of how
+    /// options combine, which run only at open (direct reads with mmap
+    /// reads, say), before any run starts. The error is RocksDB's.
+    pub fn check_by_opening(s: &str) -> Result<()> {
+        let mut o = Options::from_string(s)?;
+        o.create_missing();
+        // SAFETY: the environment outlives the database opened on it (it is
+        // destroyed after the database's close) and the options (destroyed
+        // by `o`'s drop, after the environment is no longer used).
+        unsafe {
+            let env = sys::rocksdb_create_mem_env();
+            sys::rocksdb_options_set_env(o.0, env);
+            let p = c_str("/ampbench-options-check", "path")?;
+            let r = call(|e| sys::rocksdb_open(o.0, p.as_ptr(), e));
+            if let Ok(db) = r {
+                if !db.is_null() {
+                    sys::rocksdb_close(db);
+                }
+            }
+            drop(o);
+            sys::rocksdb_env_destroy(env);
+            r.map(|_| ())
         }
     }
     /// Creates the database and missing column families on open.
@@ -244,6 +269,7 @@ impl Db {
     /// `default`), all with `options`; as an OptimisticTransactionDB when
     /// `optimistic`.
     pub fn open(options: Options, path: &Path, names: &[&str], optimistic: bool) -> Result<Db> {
+        check_library()?;
         let p = c_path(path)?;
         let cnames = names
             .iter()
@@ -254,21 +280,18 @@ impl Db {
             names.iter().map(|_| options.0 as *const _).collect();
         let mut handles = vec![ptr::null_mut(); names.len()];
         let n = names.len() as c_int;
-        let mut db = Db {
-            base: ptr::null_mut(),
-            otxn: ptr::null_mut(),
-            txn_options: ptr::null_mut(),
-            cfs: Vec::new(),
-            options,
-        };
+        // A `Db` is built only from handles that exist: on a failed open
+        // nothing is left to close (closing the null handle a failed open
+        // leaves ended the process with SIGSEGV), and `options` is freed by
+        // its own drop.
         // SAFETY: every pointer passed lives across the call; `handles` has
-        // a slot per name. On success the handles and databases are owned
-        // by `db` and freed by its drop.
+        // a slot per name, filled only on success. On success the handles
+        // and databases are owned by the returned `Db` and freed by its drop.
         unsafe {
             if optimistic {
-                db.otxn = call(|e| {
+                let otxn = call(|e| {
                     sys::rocksdb_optimistictransactiondb_open_column_families(
-                        db.options.0,
+                        options.0,
                         p.as_ptr(),
                         n,
                         name_ptrs.as_ptr(),
@@ -277,12 +300,20 @@ impl Db {
                         e,
                     )
                 })?;
-                db.base = sys::rocksdb_optimistictransactiondb_get_base_db(db.otxn);
-                db.txn_options = sys::rocksdb_optimistictransaction_options_create();
+                if otxn.is_null() {
+                    anyhow::bail!("rocksdb: open of {} returned no database", path.display());
+                }
+                Ok(Db {
+                    base: sys::rocksdb_optimistictransactiondb_get_base_db(otxn),
+                    otxn,
+                    txn_options: sys::rocksdb_optimistictransaction_options_create(),
+                    cfs: handles.into_iter().map(Cf).collect(),
+                    options,
+                })
             } else {
-                db.base = call(|e| {
+                let base = call(|e| {
                     sys::rocksdb_open_column_families(
-                        db.options.0,
+                        options.0,
                         p.as_ptr(),
                         n,
                         name_ptrs.as_ptr(),
@@ -291,10 +322,18 @@ impl Db {
                         e,
                     )
                 })?;
+                if base.is_null() {
+                    anyhow::bail!("rocksdb: open of {} returned no database", path.display());
+                }
+                Ok(Db {
+                    base,
+                    otxn: ptr::null_mut(),
+                    txn_options: ptr::null_mut(),
+                    cfs: handles.into_iter().map(Cf).collect(),
+                    options,
+                })
             }
         }
-        db.cfs = handles.into_iter().map(Cf).collect();
-        Ok(db)
     }
 
     /// The column family at `i` (in the order opened).
