@@ -156,3 +156,23 @@ fn ctrl_c_twice_leaves_nothing() {
         assert_eq!(naming(d.path()), Vec::<u32>::new(), "{engine}");
     }
 }
+
+/// Issue 31: the check's directory in a shared --dir is made new with a
+/// random name and is root's only (0700): a name known in advance could
+/// be taken first, or be a link planted to send root's writes elsewhere.
+#[test]
+fn check_directories_are_new_private_and_unpredictable() {
+    use std::os::unix::fs::PermissionsExt;
+    let (code, out, d) = check(&["lmdb"], &["--keep"]);
+    assert_eq!(code, Some(0), "{out}");
+    let kept: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let name = kept[0].file_name().to_string_lossy().into_owned();
+    let rest = name
+        .strip_prefix("ampbench-crashcheck-")
+        .and_then(|r| r.split_once("-lmdb-"))
+        .unwrap_or_else(|| panic!("{name}"));
+    assert!(rest.1.len() >= 6, "a random part: {name}");
+    let mode = kept[0].metadata().unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{name}");
+}

@@ -265,12 +265,19 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
         if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
             break;
         }
-        let dir = check.dir.join(format!(
-            "ampbench-crashcheck-{}-{}",
-            std::process::id(),
-            kind.name()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        // A fresh directory with a random name (0700): --dir may be a
+        // shared one like /tmp, where a predictable name could be taken
+        // first, or be a link planted to send root's writes elsewhere.
+        let made = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .prefix(&format!(
+                "ampbench-crashcheck-{}-{}-",
+                std::process::id(),
+                kind.name()
+            ))
+            .tempdir_in(&check.dir)
+            .with_context(|| format!("cannot create a directory in {}", check.dir.display()))?;
+        let dir = made.path().to_path_buf();
         let mut o = Outcome {
             kind,
             version: String::new(),
@@ -283,8 +290,8 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
                 o.error = Some(format!("{e:#}").replace('\n', " "));
             }
         }
-        if !check.keep {
-            let _ = std::fs::remove_dir_all(&dir);
+        if check.keep {
+            let _ = made.keep();
         }
         line(out, &o, &check)?;
         outcomes.push(o);

@@ -127,14 +127,20 @@ pub fn drop_caches() -> String {
 
 /// Whether O_DIRECT writes work in `dir`.
 pub fn o_direct(dir: &Path) -> String {
-    let p = dir.join(format!(".ampbench-odirect-{}", std::process::id()));
+    // A new file with a random name, never an existing one or a link
+    // (the directory may be a shared one like /tmp), removed when done.
     let r = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&p)?;
+        let made = tempfile::Builder::new()
+            .prefix(".ampbench-odirect-")
+            .make_in(dir, |p| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
+                    .open(p)
+            })?;
+        let mut f = made.as_file();
         let layout =
             std::alloc::Layout::from_size_align(4096, 4096).map_err(std::io::Error::other)?;
         // SAFETY: a 4096-byte, 4096-aligned buffer, zeroed, freed below.
@@ -148,7 +154,6 @@ pub fn o_direct(dir: &Path) -> String {
         unsafe { std::alloc::dealloc(buf, layout) };
         res
     })();
-    let _ = std::fs::remove_file(&p);
     match r {
         Ok(()) => format!("works in {}", dir.display()),
         Err(e) => format!("not available in {}: {e}", dir.display()),

@@ -205,13 +205,28 @@ pub fn check_abilities(fs: Fs) -> Result<(), String> {
 
 impl Device {
     /// Makes a `size`-byte sparse image in `parent`, a loop device on it,
-    /// a filesystem, and mounts it at `parent/ampbench-PID-dev`.
+    /// a filesystem, and mounts it at `parent/ampbench-PID-RANDOM-dev`.
+    ///
+    /// `parent` may be a shared directory (/tmp): the names hold a random
+    /// part, the image is made new (never an existing file or a link
+    /// someone planted) and only root may read it (0600), the mount point
+    /// is made new and root's (0700 until the filesystem covers it).
     pub fn create(parent: &Path, size: u64, fs: Fs) -> Result<Device> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         check_abilities(fs).map_err(|e| anyhow!(e))?;
-        let base = parent.join(format!("ampbench-{}-dev", std::process::id()));
+        let base = parent.join(format!(
+            "ampbench-{}-{}-dev",
+            std::process::id(),
+            super::server::random_password()?.get(..8).unwrap_or("0")
+        ));
         let image = base.with_extension("img");
         let mount = base;
-        let f = std::fs::File::create(&image)
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&image)
             .with_context(|| format!("cannot create {}", image.display()))?;
         f.set_len(size)
             .with_context(|| format!("cannot size {}", image.display()))?;
@@ -250,7 +265,9 @@ impl Device {
                 .args(["-q", "-f"])
                 .arg(&dev.loopdev))?,
         };
-        std::fs::create_dir_all(&mount)
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&mount)
             .with_context(|| format!("cannot create {}", mount.display()))?;
         run(Command::new("mount").arg(&dev.loopdev).arg(&mount))?;
         Ok(dev)
@@ -410,7 +427,33 @@ fn mounted(dir: &Path) -> bool {
     };
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| Path::new(m) == canon))
+        .any(|l| l.split(' ').nth(4).is_some_and(|m| unescape(m) == canon))
+}
+
+/// A path as /proc/self/mountinfo writes it, with its escapes undone:
+/// the kernel writes a space, tab, newline and backslash in a path as
+/// `\040`, `\011`, `\012` and `\134`.
+fn unescape(field: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b.get(i + 1..i + 4).filter(|d| {
+            b[i] == b'\\' && d[0] <= b'3' && d.iter().all(|c| (b'0'..=b'7').contains(c))
+        });
+        match octal {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 /// The devices a killed ampbench left: every loop device whose backing
@@ -446,7 +489,7 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
         let mounts: Vec<PathBuf> = info
             .lines()
             .filter(|l| l.split(" - ").nth(1).and_then(|r| r.split(' ').nth(1)) == Some(&dev))
-            .filter_map(|l| l.split(' ').nth(4).map(PathBuf::from))
+            .filter_map(|l| l.split(' ').nth(4).map(unescape))
             .collect();
         let mut errs = Vec::new();
         for m in &mounts {
@@ -496,6 +539,16 @@ pub fn full_note(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mountinfo_paths_are_unescaped() {
+        assert_eq!(
+            unescape(r"/tmp/a\040b/ampbench-1-dev"),
+            PathBuf::from("/tmp/a b/ampbench-1-dev")
+        );
+        assert_eq!(unescape(r"/x\011y\134z\012"), PathBuf::from("/x\ty\\z\n"));
+        assert_eq!(unescape(r"/plain\9"), PathBuf::from(r"/plain\9"));
+    }
 
     #[test]
     fn pairs_and_lines() {
