@@ -32,9 +32,22 @@ pub fn plan(data: &[u8]) -> Option<String> {
     // As in `params`: a workload may take 256 MB here.
     crate::workload::kv::data::ROOM_CAP.store(256 << 20, std::sync::atomic::Ordering::Relaxed);
     let p = scratch("plan.toml", data)?;
-    let r = crate::cli::check_plan(&p);
+    let r = crate::cli::check_args(&["run".into(), p.display().to_string()]);
     let _ = std::fs::remove_file(&p);
     r.err().and_then(|e| err_text(format!("{e:#}")))
+}
+
+/// A command line, one argument per line (`run --duration 1e20`,
+/// `crashcheck --window 1e308h`), checked as far as it goes before
+/// anything starts: every step's timings made as the runner makes them.
+/// A plan file named on it must not exist (a file is `plan`'s to fuzz).
+pub fn args(data: &[u8]) -> Option<String> {
+    crate::workload::kv::data::ROOM_CAP.store(256 << 20, std::sync::atomic::Ordering::Relaxed);
+    let text = String::from_utf8_lossy(data);
+    let argv: Vec<String> = text.lines().map(str::to_string).collect();
+    crate::cli::check_args(&argv)
+        .err()
+        .and_then(|e| err_text(format!("{e:#}")))
 }
 
 /// `--set ENGINE.KEY=VALUE` lines, parsed and checked by their engines.
@@ -131,6 +144,7 @@ pub type Target = fn(&[u8]) -> Option<String>;
 /// The targets by name, as `fuzz/` and the corpus directories name them.
 pub const TARGETS: &[(&str, Target)] = &[
     ("plan", plan),
+    ("args", args),
     ("sets", sets),
     ("params", params),
     ("units", units),

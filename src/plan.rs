@@ -181,8 +181,23 @@ fn scalar(v: &toml::Value) -> String {
 impl Plan {
     /// Reads and checks a plan file.
     pub fn load(path: &Path) -> Result<Plan> {
-        let text = std::fs::read_to_string(path)
+        use std::io::Read as _;
+        /// A plan is a page of settings: more is not a plan (and a device
+        /// like /dev/zero never ends).
+        const MAX: u64 = 1 << 20;
+        let bad = |why: &str| crate::UsageError(format!("plan file {}: {why}", path.display()));
+        let meta = std::fs::metadata(path)
             .with_context(|| format!("cannot read plan file {}", path.display()))?;
+        if !meta.is_file() {
+            return Err(bad("not a regular file").into());
+        }
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX + 1).read_to_string(&mut text))
+            .with_context(|| format!("cannot read plan file {}", path.display()))?;
+        if text.len() as u64 > MAX {
+            return Err(bad("larger than 1 MB").into());
+        }
         toml::from_str(&text).map_err(|e| {
             crate::UsageError(format!(
                 "plan file {}: {}",
@@ -432,8 +447,8 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
     num.trim()
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite())
         .map(|v| v * scale)
+        .filter(|v| v.is_finite())
         .ok_or_else(|| {
             format!("'{s}': expected seconds or a number with ms, s, m or h (90s, 30m, 6h)")
         })

@@ -274,6 +274,32 @@ fn bad_input_is_one_line_exit_2() {
             "/nonexistent/r.db",
         ),
         (vec!["run", "--threads", "0"], "--threads"),
+        // Issue 31: numbers that passed the checks and panicked later.
+        (vec!["run", "--duration", "1e20"], "--duration 1e20"),
+        (vec!["run", "--warmup", "1e20"], "--warmup 1e20"),
+        (vec!["run", "--interval", "1e20"], "--interval 1e20"),
+        (vec!["run", "--interval", "1e-300"], "--interval"),
+        (vec!["run", "--rate", "1e-300"], "--rate"),
+        (vec!["run", "--threads", "100000000"], "--threads"),
+        (
+            vec![
+                "run",
+                "--storage",
+                "disk-array",
+                "--mbps",
+                "18446744073709551615",
+            ],
+            "--mbps",
+        ),
+        (
+            vec!["crashcheck", "-e", "lmdb", "--window", "1e308h"],
+            "--window",
+        ),
+        (
+            vec!["crashcheck", "-e", "lmdb", "--window", "1e300"],
+            "--window",
+        ),
+        (vec!["run", "/dev/zero"], "not a regular file"),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");

@@ -49,3 +49,43 @@ fn a_full_output_is_still_an_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("No space left on device"), "{err}");
 }
+
+/// Issue 31: a run that ends in an error (here: its output cannot be
+/// written) is `failed` in the results file, not `running` forever.
+#[test]
+fn a_run_ended_by_an_error_is_failed_in_the_results() {
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("r.db");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(BIN)
+        .args(["run", "-e", "null", "-p", "docs=100", "--storage", "native"])
+        .arg("--results")
+        .arg(&results)
+        .arg("--dir")
+        .arg(d.path())
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let c = rusqlite::Connection::open(&results).unwrap();
+    let runs: Vec<String> = c
+        .prepare("SELECT status FROM runs")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs, ["failed"], "{err}");
+    let running: i64 = c
+        .query_row(
+            "SELECT count(*) FROM steps WHERE status = 'running'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(running, 0);
+}

@@ -17,7 +17,7 @@ use crate::runner;
 use crate::workload::WorkloadKind;
 
 use run::RunArgs;
-pub use run::{Bound, check_plan};
+pub use run::{Bound, MAX_SECS, MAX_THREADS, check_args, check_plan};
 
 /// ampbench: benchmark storage engines for performance and efficiency
 /// (read, write and space amplification per operation).

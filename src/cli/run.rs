@@ -182,12 +182,33 @@ pub enum Bound {
     Io,
 }
 
+/// The longest any time setting may be: a year (a step is timed in
+/// nanoseconds, and nothing ampbench runs is longer).
+pub const MAX_SECS: f64 = 366.0 * 86400.0;
+/// The shortest probe interval: ten milliseconds (each interval samples
+/// /proc and writes a row).
+pub const MIN_INTERVAL: f64 = 0.01;
+/// The most threads a step may run (a server takes a connection each).
+pub const MAX_THREADS: usize = 1024;
+/// The arrival rates --rate takes, ops/s: one per 100 s to a billion.
+pub const RATE_RANGE: (f64, f64) = (0.01, 1e9);
+
+/// A number as a person reads it: `1e20` rather than twenty-one digits.
+fn shown(v: f64) -> String {
+    if v != 0.0 && !(1e-3..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
-    if v.is_finite() && v > 0.0 {
+    if v.is_finite() && v > 0.0 && v <= MAX_SECS {
         Ok(v)
     } else {
         Err(UsageError(format!(
-            "--{name} {v}: must be a positive number of seconds"
+            "--{name} {}: must be a positive number of seconds, at most {MAX_SECS} (366 days)",
+            shown(v)
         )))
     }
 }
@@ -232,10 +253,14 @@ impl RunArgs {
         };
         let rate = self.rate.or(plan.rate);
         if let Some(r) = rate {
-            if !(r.is_finite() && r > 0.0) {
-                return Err(
-                    UsageError(format!("--rate {r}: must be a positive number of ops/s")).into(),
-                );
+            if !(r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1) {
+                return Err(UsageError(format!(
+                    "--rate {}: must be {} to {} ops/s",
+                    shown(r),
+                    RATE_RANGE.0,
+                    shown(RATE_RANGE.1)
+                ))
+                .into());
             }
         }
         let levels = match (self.threads, &plan.threads) {
@@ -244,8 +269,10 @@ impl RunArgs {
             (None, Some(crate::plan::Threads::Many(v))) => v.clone(),
             (None, None) => vec![4],
         };
-        if levels.is_empty() || levels.contains(&0) {
-            return Err(UsageError("--threads: every level must be at least 1".into()).into());
+        if levels.is_empty() || levels.iter().any(|&l| l == 0 || l > MAX_THREADS) {
+            return Err(
+                UsageError(format!("--threads: every level must be 1 to {MAX_THREADS}")).into(),
+            );
         }
         if workload == WorkloadKind::Insert && levels.len() > 1 {
             return Err(UsageError(format!(
@@ -261,6 +288,13 @@ impl RunArgs {
             None => None,
         };
         let interval = match (self.interval.or(plan.interval), slice) {
+            (Some(i), _) if i < MIN_INTERVAL => {
+                return Err(UsageError(format!(
+                    "--interval {}: at least {MIN_INTERVAL} s",
+                    shown(i)
+                ))
+                .into());
+            }
             (Some(i), _) => positive("interval", i)?,
             (None, Some(s)) => (s / 6.0).min(10.0),
             (None, None) => 10.0,
@@ -274,10 +308,12 @@ impl RunArgs {
             }
         }
         let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
-        if !(warmup.is_finite() && warmup >= 0.0) {
-            return Err(
-                UsageError(format!("--warmup {warmup}: must be zero or more seconds")).into(),
-            );
+        if !(0.0..=MAX_SECS).contains(&warmup) {
+            return Err(UsageError(format!(
+                "--warmup {}: must be 0 to {MAX_SECS} seconds (366 days)",
+                shown(warmup)
+            ))
+            .into());
         }
         let poisson = match (self.arrival, plan.arrival.as_deref()) {
             (Some(a), _) => matches!(a, ArrivalKind::Poisson),
@@ -580,6 +616,47 @@ pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
         }
     }
     Ok(cfgs)
+}
+
+/// Checks a command line of `run` or `crashcheck` (`argv` after the
+/// program's name) as far as it goes before anything starts: parsed,
+/// validated, and for a run each engine's options, the workload built
+/// and every step's timings made as the runner makes them. The fuzz
+/// target `args` feeds it.
+pub fn check_args(argv: &[String]) -> Result<()> {
+    use clap::Parser;
+    let cli = super::Cli::try_parse_from(
+        std::iter::once("ampbench".to_string()).chain(argv.iter().cloned()),
+    )
+    .map_err(|e| UsageError(e.to_string().lines().next().unwrap_or_default().to_string()))?;
+    match cli.cmd {
+        super::Cmd::Run(args) => {
+            for cfg in (*args).into_configs()? {
+                let params = crate::workload::Params::new(
+                    cfg.workload.name(),
+                    cfg.workload.params(),
+                    &cfg.params,
+                )?;
+                cfg.workload.build(&params)?;
+                for (k, o) in &cfg.sets {
+                    crate::engine::validate_options(*k, o)?;
+                }
+                let levels: Vec<Option<usize>> = if cfg.thread_levels.is_empty() {
+                    vec![None]
+                } else {
+                    cfg.thread_levels.iter().map(|&n| Some(n)).collect()
+                };
+                for si in 0..cfg.steps.len() {
+                    for &l in &levels {
+                        crate::runner::step_ctx(&cfg, si, l)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        super::Cmd::Crashcheck(args) => crate::crashcheck::check_args(args),
+        _ => Err(UsageError("only run and crashcheck are checked".into()).into()),
+    }
 }
 
 /// Parses `on` or `off` (and true/false, yes/no, 1/0).

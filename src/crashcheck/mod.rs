@@ -155,6 +155,14 @@ impl CrashArgs {
         }
         let window = crate::plan::parse_secs(&self.window)
             .map_err(|e| UsageError(format!("--window: {e}")))?;
+        let max = crate::cli::MAX_SECS;
+        if !(0.0..=max).contains(&window) {
+            return Err(UsageError(format!(
+                "--window {}: must be 0 to {max} seconds (366 days)",
+                self.window
+            ))
+            .into());
+        }
         let sets = engine::options::parse_sets(&self.sets)?;
         for (k, o) in &sets {
             engine::validate_options(*k, o)?;
@@ -166,7 +174,7 @@ impl CrashArgs {
             rounds: self.rounds,
             threads: self.threads,
             nosync: self.nosync,
-            window: Duration::from_secs_f64(window.max(0.0)),
+            window: Duration::from_secs_f64(window),
             sets,
             set_args: self.sets,
             cache,
@@ -236,6 +244,12 @@ struct Outcome {
     version: String,
     rounds: Vec<Round>,
     error: Option<String>,
+}
+
+/// Checks a crash check's arguments without running it (see
+/// `cli::check_args`).
+pub fn check_args(args: CrashArgs) -> Result<()> {
+    args.check().map(|_| ())
 }
 
 /// Runs the check; returns the exit code (0: nothing lost or wrong).

@@ -252,6 +252,23 @@ impl Results {
         Ok(())
     }
 
+    /// Ends a run that an error stopped: the run and every step of it still
+    /// `running` become `failed`, the steps with `why`, so nothing of a
+    /// finished process stays `running`.
+    pub fn fail_run(&self, run: i64, why: &str) -> Result<()> {
+        self.c.execute(
+            "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
+            params![
+                now(),
+                Status::Failed.name(),
+                why,
+                run,
+                Status::Running.name()
+            ],
+        )?;
+        self.end_run(run, Status::Failed)
+    }
+
     /// Records a step's start; `spec` describes how it runs (JSON); `rep`
     /// is its repetition (`--repeat`, 0-based).
     pub fn begin_step(

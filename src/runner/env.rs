@@ -132,13 +132,22 @@ pub(super) fn memory_line(cfg: &RunConfig) -> String {
     }
 }
 
+/// A time setting as a `Duration`; the error names the setting (the
+/// command line's checks keep them in range, a plan built otherwise may
+/// not).
+fn secs(name: &str, v: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| {
+        crate::UsageError(format!("--{name} {v}: not a time ampbench can wait")).into()
+    })
+}
+
 /// The driver settings of step number `si`.
-pub(super) fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> StepCtx {
-    StepCtx {
+pub fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> Result<StepCtx> {
+    Ok(StepCtx {
         threads: threads.unwrap_or(cfg.threads).max(1),
-        warmup: Duration::from_secs_f64(cfg.warmup),
-        duration: Duration::from_secs_f64(cfg.duration),
-        interval: Duration::from_secs_f64(cfg.interval),
+        warmup: secs("warmup", cfg.warmup)?,
+        duration: secs("duration", cfg.duration)?,
+        interval: secs("interval", cfg.interval)?,
         arrival: match cfg.rate {
             Some(r) => Arrival::Fixed {
                 per_sec: r,
@@ -147,7 +156,7 @@ pub(super) fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> St
             None => Arrival::Closed,
         },
         seed: derive_seed(cfg.seed, &[si as u64]),
-    }
+    })
 }
 
 /// A progress spinner on a terminal; hidden otherwise (CI, pipes).

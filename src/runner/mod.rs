@@ -13,11 +13,10 @@ mod slicer;
 mod step;
 pub mod sweep;
 
-pub use env::machine_facts;
 use env::{
-    EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, step_ctx,
-    throttle_to,
+    EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, throttle_to,
 };
+pub use env::{machine_facts, step_ctx};
 pub use predict::{EXPLAIN_NOTE, MODEL_NOTE};
 pub use slicer::{Slice, Slicer};
 use step::run_step;
@@ -145,6 +144,8 @@ struct Run<'c> {
     /// The run's storage (its device is undone when the run ends).
     storage: setup::Prepared,
     params: Params,
+    /// The load step added before the selected steps, if one was.
+    added: Option<Step>,
     steps: Vec<Step>,
     results: Results,
     id: i64,
@@ -169,6 +170,62 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<i64> {
     let mut r = begin(cfg, command, invocation, out)?;
+    match run_all(&mut r, out) {
+        Ok(()) => {
+            r.results.end_run(r.id, r.status)?;
+            Ok(r.id)
+        }
+        Err(e) => {
+            // The error ends the command; the results file says so too.
+            let why = format!("{e:#}").replace('\n', " ");
+            if let Err(w) = r.results.fail_run(r.id, &why) {
+                return Err(e.context(format!("recording the failure also failed: {w:#}")));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The run's first lines: what runs where, its storage and memory.
+fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
+    let cfg = r.cfg;
+    let names =
+        |v: &[EngineKind], sep: &str| v.iter().map(|e| e.name()).collect::<Vec<_>>().join(sep);
+    writeln!(
+        out,
+        "run {}: workload {} on {} · seed {} · results {}",
+        r.id,
+        cfg.workload.name(),
+        names(&cfg.engines, ", "),
+        cfg.seed,
+        cfg.results.display()
+    )?;
+    let effective: Vec<String> = r
+        .params
+        .effective()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    writeln!(out, "parameters: {}", effective.join(" "))?;
+    for l in &r.storage.lines {
+        writeln!(out, "{l}")?;
+    }
+    writeln!(out, "{}", memory_line(cfg))?;
+    if let Some(load) = r.added {
+        let all: Vec<&str> = r.steps.iter().map(|s| s.name()).collect();
+        writeln!(
+            out,
+            "steps: {} ('{load}' added first: the selected steps read the data it loads)",
+            all.join(",")
+        )?;
+    }
+    Ok(())
+}
+
+/// Every repetition of every engine and setting.
+fn run_all(r: &mut Run<'_>, out: &mut dyn Write) -> Result<()> {
+    announce(r, out)?;
+    let cfg = r.cfg;
     // Repetitions on fresh databases interleave the engines, the order
     // reversed every other time (A B, B A, A B…), so drift on a shared
     // machine and order effects hit every engine alike. With --reuse each
@@ -185,14 +242,13 @@ pub fn run(
         }
         for kind in order {
             for setting in sweep::variants(&cfg.sweep, kind) {
-                if let After::Interrupted = run_engine(&mut r, kind, &setting, out)? {
+                if let After::Interrupted = run_engine(r, kind, &setting, out)? {
                     break 'reps;
                 }
             }
         }
     }
-    r.results.end_run(r.id, r.status)?;
-    Ok(r.id)
+    Ok(())
 }
 
 /// Validates everything before anything runs, adds the load step a
@@ -270,36 +326,11 @@ fn begin<'c>(
         machine: machine_facts(&storage.parent),
         invocation,
     })?;
-    writeln!(
-        out,
-        "run {id}: workload {} on {} · seed {} · results {}",
-        cfg.workload.name(),
-        names(&cfg.engines, ", "),
-        cfg.seed,
-        cfg.results.display()
-    )?;
-    let effective: Vec<String> = params
-        .effective()
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    writeln!(out, "parameters: {}", effective.join(" "))?;
-    for l in &storage.lines {
-        writeln!(out, "{l}")?;
-    }
-    writeln!(out, "{}", memory_line(cfg))?;
-    if let Some(load) = added {
-        let all: Vec<&str> = steps.iter().map(|s| s.name()).collect();
-        writeln!(
-            out,
-            "steps: {} ('{load}' added first: the selected steps read the data it loads)",
-            all.join(",")
-        )?;
-    }
     Ok(Run {
         cfg,
         storage,
         params,
+        added,
         steps,
         results,
         id,

@@ -111,16 +111,26 @@ impl Caps {
     }
 }
 
+/// The largest cap `--iops` (IOs/s) and `--mbps` (MB/s) take: far past
+/// any device, and small enough that bytes per second fit the kernel's
+/// 64-bit throttle values.
+pub const MAX_CAP: u64 = 100_000_000;
+
 /// Parses `R` or `R,W` (a single value caps both directions).
 pub fn parse_pair(flag: &str, s: &str) -> Result<(u64, u64), crate::UsageError> {
     let bad = || {
         crate::UsageError(format!(
-            "--{flag} {s}: expected a positive number, or READ,WRITE"
+            "--{flag} {s}: expected a number from 1 to {MAX_CAP}, or READ,WRITE"
         ))
     };
     let v: Vec<u64> = s
         .split(',')
-        .map(|p| p.trim().parse::<u64>().ok().filter(|&n| n > 0))
+        .map(|p| {
+            p.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0 && n <= MAX_CAP)
+        })
         .collect::<Option<_>>()
         .ok_or_else(bad)?;
     match v[..] {
