@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every reader of outside input with cargo-fuzz (libFuzzer, address
 # sanitizer): plan files, --set lines, -p lines, sizes and durations,
-# LinkBench's Distribution.dat, results files. Not in CI: the corpora it
+# LinkBench's Distribution.dat, results files, command lines (run and
+# crashcheck, through the step timings), and what a MariaDB server sends
+# to a login and to statements (mywire). Not in CI: the corpora it
 # grows are replayed by `make test` (tests/fuzz_corpora.rs): it fuzzes
 # into fuzz/corpus-work/TARGET (not committed), then merges into
 # fuzz/corpus/TARGET only the inputs that reach new code (MERGE=0 skips
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/.."
 SECS=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan sets params units distribution results)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(plan args sets params units distribution results mywire_login mywire_results)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked -q
 printf '%-14s %12s %10s %8s  %s\n' target executions exec/s secs findings
 for t in "${TARGETS[@]}"; do

@@ -138,6 +138,18 @@ pub fn results(data: &[u8]) -> Option<String> {
     out.err().and_then(|e| err_text(format!("{e:#}")))
 }
 
+/// What a MariaDB server sends to a login (see
+/// `engine::mywire::replay_login`).
+pub fn mywire_login(data: &[u8]) -> Option<String> {
+    crate::engine::mywire::replay_login(data)
+}
+
+/// What a MariaDB server sends to a prepared statement and a text query
+/// (see `engine::mywire::replay_results`).
+pub fn mywire_results(data: &[u8]) -> Option<String> {
+    crate::engine::mywire::replay_results(data)
+}
+
 /// A fuzz target: arbitrary bytes in, the error's text (if any) out.
 pub type Target = fn(&[u8]) -> Option<String>;
 
@@ -150,4 +162,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("units", units),
     ("distribution", distribution),
     ("results", results),
+    ("mywire_login", mywire_login),
+    ("mywire_results", mywire_results),
 ];

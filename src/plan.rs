@@ -138,6 +138,9 @@ pub struct Plan {
     pub allocator: Option<crate::setup::allocator::Allocator>,
     /// A replication log on the servers.
     pub replication_log: Option<bool>,
+    /// How long a server may take to answer.
+    #[serde(default, deserialize_with = "secs")]
+    pub server_timeout: Option<f64>,
     /// Storage class, or a list to sweep (`["fast-ssd", "slow-ssd"]`).
     pub storage: Option<Classes>,
     /// Filesystem on the dedicated device.
@@ -326,8 +329,8 @@ pub fn template() -> String {
             "wait for compaction/checkpoint after load steps",
         ),
         (
-            "transport = \"tcp\"",
-            "how clients reach a server engine: tcp (127.0.0.1) or socket",
+            "# transport = \"tcp\"",
+            "how clients reach a server engine: tcp (127.0.0.1) or socket; default: as the workload's reference client (insert: MariaDB's socket)",
         ),
         (
             "allocator = \"glibc\"",
@@ -336,6 +339,10 @@ pub fn template() -> String {
         (
             "replication_log = false",
             "servers: MariaDB binlog with sync_binlog=1, PostgreSQL WAL archived by copying",
+        ),
+        (
+            "server_timeout = \"600s\"",
+            "how long a server may take to answer; one that stops answering is killed and its step failed",
         ),
         (
             "storage = \"dedicated\"",

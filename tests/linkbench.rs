@@ -84,6 +84,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         transport: Default::default(),
         replication_log: false,
         cgroup: None,
+        timeout: Some(ampbench::engine::SERVER_TIMEOUT),
     };
     let opened = engine::open(kind, &spec).unwrap();
     if let EngineRef::Sql(s) = opened.face() {
@@ -403,6 +404,7 @@ fn no_link_is_dated_in_the_future() {
         transport: Default::default(),
         replication_log: false,
         cgroup: None,
+        timeout: Some(ampbench::engine::SERVER_TIMEOUT),
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
     let ctx = StepCtx {

@@ -48,6 +48,7 @@ fn load_then_full_scan_counts_every_doc() {
             transport: Default::default(),
             replication_log: false,
             cgroup: None,
+            timeout: Some(ampbench::engine::SERVER_TIMEOUT),
         };
         let e = engine::open(kind, &spec).unwrap();
         let ctx = StepCtx {

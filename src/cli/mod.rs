@@ -25,11 +25,11 @@ pub use run::{Bound, MAX_SECS, MAX_THREADS, check_args, check_plan};
 #[command(name = "ampbench", version, about, long_about = None, arg_required_else_help = true)]
 pub struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    pub(crate) cmd: Cmd,
 }
 
 #[derive(Subcommand, Debug)]
-enum Cmd {
+pub(crate) enum Cmd {
     /// Run a workload on one or more engines and print the tables.
     Run(Box<RunArgs>),
     /// Print the tables of a recorded run from the results file.
@@ -49,6 +49,9 @@ enum Cmd {
     /// One crash check round's writers (run by `crashcheck`).
     #[command(hide = true)]
     CrashcheckChild(crate::crashcheck::ChildArgs),
+    /// An embedded engine in its memory group (run by `run`).
+    #[command(hide = true)]
+    EngineHost(crate::runner::host::HostArgs),
     /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
     /// client's cost per statement), both ends on one CPU and on two, and
     /// print it as JSON.
@@ -60,7 +63,7 @@ enum Cmd {
 }
 
 #[derive(Args, Debug)]
-struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Results file (SQLite).
     #[arg(long, default_value = "ampbench.db")]
     results: PathBuf,
@@ -78,7 +81,7 @@ struct ReportArgs {
 }
 
 #[derive(Args, Debug)]
-struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Data directory to check (default: the system temp dir).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -101,8 +104,13 @@ pub fn main() -> Result<i32> {
     match cli.cmd {
         Cmd::Run(a) => {
             let command = std::env::args().collect::<Vec<_>>().join(" ");
-            let cfgs = (*a).into_configs()?;
-            crate::driver::catch_interrupts();
+            let mut cfgs = (*a).into_configs()?;
+            // What the engine host parses again (see runner::host).
+            let after_run: Vec<String> = std::env::args().skip(2).collect();
+            for (i, c) in cfgs.iter_mut().enumerate() {
+                c.origin = Some((after_run.clone(), i));
+            }
+            crate::driver::catch_interrupts(Some(crate::runner::abort));
             // `--allocator`: the run happens in a child with it preloaded.
             if let Some(a) = cfgs.first().map(|c| c.allocator) {
                 if let Some(code) = crate::setup::allocator::run_under(a)? {
@@ -196,6 +204,7 @@ pub fn main() -> Result<i32> {
         }
         Cmd::Crashcheck(a) => crate::crashcheck::run(a, &mut out),
         Cmd::CrashcheckChild(a) => crate::crashcheck::child(a),
+        Cmd::EngineHost(a) => crate::runner::host::main(a),
         Cmd::List => {
             write!(out, "{}", list())?;
             Ok(0)

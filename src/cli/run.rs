@@ -24,7 +24,7 @@ enum ArrivalKind {
 }
 
 #[derive(Args, Debug)]
-pub(super) struct RunArgs {
+pub(crate) struct RunArgs {
     /// Plan file (TOML) with any of the settings below; flags override it.
     plan: Option<PathBuf>,
     /// Workload to run [default: pattern].
@@ -47,6 +47,11 @@ pub(super) struct RunArgs {
     /// Engine option ENGINE.KEY=VALUE (repeatable), passed to the engine.
     #[arg(long = "set", value_name = "ENGINE.KEY=VALUE")]
     set: Vec<String>,
+    /// How long a server may take to answer: every read and write of a
+    /// client gives up after it, and a server that stops answering new
+    /// connections for it is killed and its step failed [default: 600s].
+    #[arg(long, value_parser = crate::plan::parse_secs)]
+    server_timeout: Option<f64>,
     /// Let engine settings that name files or directories or load code
     /// through (MariaDB's init_file, log_error, plugin_load_add;
     /// PostgreSQL's archive_command, shared_preload_libraries;
@@ -63,6 +68,9 @@ pub(super) struct RunArgs {
     /// Run a sweep of more than 20 engine runs without asking.
     #[arg(long)]
     yes: bool,
+    /// Parsed again by the engine host (asks nothing, says nothing).
+    #[arg(long, hide = true)]
+    host: bool,
     /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads,
     /// LinkBench requests) [default: 4]. A list, e.g. 1,2,4,8,16, runs each
     /// such step at every level (`pq.n@8`) and fits the Universal
@@ -215,7 +223,7 @@ fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
 
 impl RunArgs {
     /// One validated configuration per corner, in run order.
-    pub(super) fn into_configs(self) -> Result<Vec<RunConfig>> {
+    pub(crate) fn into_configs(self) -> Result<Vec<RunConfig>> {
         let plan = match &self.plan {
             Some(p) => Plan::load(p)?,
             None if self.workload.is_none() && self.engine.is_none() => Plan::default_run()?,
@@ -386,7 +394,9 @@ impl RunArgs {
             sweep.push(crate::runner::sweep::parse(a, &engines)?);
         }
         crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;
-        crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
+        if !self.host {
+            crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
+        }
         let base = RunConfig {
             post: plan.post.clone(),
             post_scale,
@@ -417,7 +427,7 @@ impl RunArgs {
                 .unwrap_or_else(std::env::temp_dir),
             keep: self.keep || plan.keep.unwrap_or(false),
             settle: self.settle || plan.settle.unwrap_or(false),
-            transport: self.transport.or(plan.transport).unwrap_or_default(),
+            transport: self.transport.or(plan.transport),
             allocator: self
                 .allocator
                 .or(plan.allocator)
@@ -426,6 +436,12 @@ impl RunArgs {
                 .replication_log
                 .or(plan.replication_log)
                 .unwrap_or(false),
+            server_timeout: positive(
+                "server-timeout",
+                self.server_timeout
+                    .or(plan.server_timeout)
+                    .unwrap_or(crate::engine::SERVER_TIMEOUT.as_secs_f64()),
+            )?,
             storage,
             memory: None,
             bound: Bound::Cache,
@@ -440,6 +456,7 @@ impl RunArgs {
                 None => 1,
             },
             reuse: self.reuse || plan.reuse.unwrap_or(false),
+            origin: None,
         };
         if base.reuse && base.repeat < 2 {
             return Err(UsageError("--reuse needs --repeat N with N ≥ 2".into()).into());

@@ -255,7 +255,7 @@ pub fn check_args(args: CrashArgs) -> Result<()> {
 /// Runs the check; returns the exit code (0: nothing lost or wrong).
 pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let check = args.check()?;
-    crate::driver::catch_interrupts();
+    crate::driver::catch_interrupts(None);
     writeln!(
         out,
         "crashcheck: {} rounds per engine, {} writer threads, commits {}, kill within {:.2} s of the first commit, seed {}",

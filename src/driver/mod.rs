@@ -36,12 +36,35 @@ use thread::{Shared, Signals, Slot, Snapshot, Thread, merge_into};
 /// measured.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Makes Ctrl-C and SIGTERM set [`INTERRUPTED`] and nothing else: work
-/// stops at its next look, cleanup runs to its end, and a second signal
-/// cannot cut it short.
-pub fn catch_interrupts() {
+/// Held while a second interrupt's handler cleans up (see
+/// [`catch_interrupts`]); [`exit`] waits for it.
+static EXITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Ends the process with `code`, unless a second interrupt's handler is
+/// cleaning up: then it waits, and the handler ends the process (130),
+/// so its cleanup is never cut short.
+pub fn exit(code: i32) -> ! {
+    let _held = EXITING.lock();
+    std::process::exit(code)
+}
+
+/// Makes Ctrl-C and SIGTERM set [`INTERRUPTED`]: work stops at its next
+/// look and cleanup runs to its end. A second signal calls `second`
+/// (None: it is ignored, as the first one's cleanup is then short and
+/// sure), for when waiting is no longer wanted: a run's [`second`] kills
+/// what it started, removes what it made and exits.
+///
+/// [`second`]: crate::runner::abort
+pub fn catch_interrupts(second: Option<fn()>) {
     // Fails only when a handler is already set, which is then ours.
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    let _ = ctrlc::set_handler(move || {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            if let Some(f) = second {
+                let _held = EXITING.lock();
+                f();
+            }
+        }
+    });
 }
 
 /// What one operation did, as told by the worker.
@@ -95,8 +118,17 @@ pub enum Arrival {
 pub struct Background {
     /// Calls per second.
     pub per_sec: f64,
+    /// After a stall, make up the calls it missed (true), or go on at the
+    /// rate from where it is, the missed ones lost (false: the insert
+    /// benchmark's reference writer).
+    #[serde(default = "yes")]
+    pub catch_up: bool,
     /// Names of its operation kinds (reported as `bg.NAME`).
     pub op_names: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How to run one step.
@@ -252,6 +284,7 @@ pub fn run_step(
                 start,
                 end,
                 rate: per_thread_rate,
+                catch_up: true,
                 seed: crate::rng::derive_seed(spec.seed, &[1, i as u64]),
             };
             let shared = &shared;
@@ -276,6 +309,7 @@ pub fn run_step(
                     start,
                     end: None,
                     rate: Some((b.per_sec, false)),
+                    catch_up: b.catch_up,
                     seed: crate::rng::derive_seed(spec.seed, &[2, 0]),
                 };
                 let shared = &shared;

@@ -140,6 +140,7 @@ fn background_writer_keeps_its_rate_and_is_apart() {
     );
     s.background = Some(Background {
         per_sec: 200.0,
+        catch_up: true,
         op_names: vec!["write".into()],
     });
     let o = run_step(&s, &f, Some(&f), &p, &mut Collect::default());

@@ -135,6 +135,9 @@ pub(super) struct Thread<'s> {
     pub(super) start: Instant,
     pub(super) end: Option<Instant>,
     pub(super) rate: Option<(f64, bool)>,
+    /// Under a rate: make up for calls a stall missed (see
+    /// `Background::catch_up`).
+    pub(super) catch_up: bool,
     pub(super) seed: u64,
 }
 
@@ -195,6 +198,11 @@ impl Thread<'_> {
             let intended = match self.rate {
                 None => now,
                 Some((per_sec, poisson)) => {
+                    if !self.catch_up && next < now {
+                        // Behind: the missed calls are lost, the schedule
+                        // starts again from now.
+                        next = now;
+                    }
                     let t = next;
                     let gap = if poisson {
                         rng.exponential(1.0 / per_sec)

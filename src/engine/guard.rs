@@ -44,7 +44,13 @@ pub fn none(_key: &str, _value: &str) -> Option<Refusal> {
 /// Checks every option of `options` with `kind`'s judge; the error is one
 /// line naming the key as given and the setting it resolves to.
 pub fn check(kind: EngineKind, options: &EngineOptions) -> Result<()> {
+    // ampbench's own defaults pass as they are (the plan template lists
+    // them, WiredTiger's snappy extension among them).
+    let defaults = kind.default_settings(0);
     for (k, v) in &options.pairs {
+        if defaults.iter().any(|(dk, dv)| dk == k && dv == v) {
+            continue;
+        }
         match (kind.def().guard)(k, v) {
             None => {}
             Some(Refusal::Reserved(name)) => {

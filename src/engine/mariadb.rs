@@ -177,13 +177,19 @@ pub struct MariaDb {
     password: String,
     table_options: String,
     transport: super::Transport,
+    /// `--server-timeout`.
+    timeout: Option<Duration>,
 }
 
-fn root_conn(socket: &Path) -> mysql::Result<mysql::Conn> {
+/// The admin connection: root over the socket, giving up on a read or
+/// write after `timeout`.
+fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Result<mysql::Conn> {
     mysql::Conn::new(
         mysql::OptsBuilder::new()
             .socket(Some(socket.to_string_lossy()))
-            .user(Some("root")),
+            .user(Some("root"))
+            .read_timeout(timeout)
+            .write_timeout(timeout),
     )
 }
 
@@ -317,11 +323,17 @@ impl MariaDb {
                 &slog,
                 libc::SIGTERM,
                 Duration::from_secs(60),
-                || sock.exists() && root_conn(&sock).is_ok(),
+                || sock.exists() && root_conn(&sock, Some(Duration::from_secs(10))).is_ok(),
             )
             .map_err(|e| anyhow!("{e:#} | error log: {}", errors_or_tail_from(&elog, from, 4)))
         }))?;
-        let mut c = root_conn(&socket).context("connecting as root over the socket")?;
+        // A server that stops answering is killed (the handshake is the
+        // server's to send: nothing to say first).
+        if let Some(t) = spec.timeout {
+            server.watch(&format!("mariadbd ({kind})"), port, b"", t);
+        }
+        let mut c =
+            root_conn(&socket, spec.timeout).context("connecting as root over the socket")?;
         // The benchmark user needs this run's password (hex: nothing to
         // quote); root@localhost reaches only the socket, as the system's
         // root. `bench` may do all but touch files (FILE): it sets global
@@ -362,6 +374,7 @@ impl MariaDb {
             port,
             password,
             transport: spec.transport,
+            timeout: spec.timeout,
             table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
             } else {
@@ -371,7 +384,8 @@ impl MariaDb {
     }
 
     fn admin(&self) -> Result<mysql::Conn> {
-        root_conn(&self.socket).map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.info.kind))
+        root_conn(&self.socket, self.timeout)
+            .map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.info.kind))
     }
 
     fn status(&self, c: &mut mysql::Conn, name: &str) -> Result<f64> {
@@ -412,6 +426,11 @@ impl SqlConn for MySqlConn {
     }
     fn batch(&mut self, sql: &str) -> Result<()> {
         self.c.query_drop(sql)
+    }
+    fn text(&mut self, sql: &str) -> Result<(u64, u64)> {
+        let mut rows = 0;
+        self.c.query_text(sql, &mut |_| rows += 1)?;
+        Ok((rows, self.c.affected_rows()))
     }
     fn is_retryable(&self, e: &anyhow::Error) -> bool {
         // 1213: deadlock; 1205: lock wait timeout.
@@ -457,7 +476,7 @@ impl SqlEngine for MariaDb {
                 self.socket.display().to_string(),
             ),
         };
-        let c = Conn::connect(addr, "bench", &self.password, "ampbench")
+        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout)
             .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
@@ -550,7 +569,10 @@ impl Engine for MariaDb {
         let old: Option<String> = c.query_first("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")?;
         c.query_drop("SET GLOBAL innodb_max_dirty_pages_pct=0")?;
         let mut dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;
-        while dirty > 0.0 && t.elapsed() < Duration::from_secs(600) {
+        while dirty > 0.0
+            && t.elapsed() < Duration::from_secs(600)
+            && !crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+        {
             std::thread::sleep(Duration::from_millis(200));
             dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;
         }

@@ -61,7 +61,12 @@ fn known_options() -> Option<&'static std::collections::HashSet<String>> {
                 .ok()?;
             let names: std::collections::HashSet<String> = String::from_utf8_lossy(&o.stdout)
                 .lines()
-                .filter_map(|l| l.strip_prefix("  --"))
+                // `  --name=…`, or with a short form, `  -C, --name=…`.
+                .filter_map(|l| {
+                    let l = l.strip_prefix("  -")?;
+                    l.strip_prefix('-')
+                        .or_else(|| l.split_once(", --").map(|(_, r)| r))
+                })
                 .filter_map(|l| l.split(['[', '=', ' ']).next())
                 .map(str::to_string)
                 .collect();

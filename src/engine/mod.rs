@@ -196,7 +196,16 @@ pub struct OpenSpec {
     /// run's memory limit); embedded engines run in ampbench, which the
     /// runner moves into the group itself.
     pub cgroup: Option<PathBuf>,
+    /// How long a server may take to answer (`--server-timeout`): every
+    /// read and write of its clients, and a new connection, give up
+    /// after it; a server that stops answering is then killed (see
+    /// `setup::server::Server::watch`). None: wait as long as it takes.
+    pub timeout: Option<std::time::Duration>,
 }
+
+/// `--server-timeout`'s default: generous, since one statement of a
+/// benchmark (an index build) may take minutes.
+pub const SERVER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// How a client reaches a server ampbench started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -236,6 +245,7 @@ impl OpenSpec {
             transport: Transport::Tcp,
             replication_log: false,
             cgroup: None,
+            timeout: Some(SERVER_TIMEOUT),
         }
     }
 }

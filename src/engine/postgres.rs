@@ -211,6 +211,11 @@ impl Postgres {
                 || connect(port, "postgres", "postgres", &pw).is_ok(),
             )
         }))?;
+        // A server that stops answering is killed: an SSLRequest makes it
+        // answer at once ('N'), with nothing logged.
+        if let Some(t) = spec.timeout {
+            server.watch("postgres", port, &SSL_REQUEST, t);
+        }
         let mut c = connect(port, "postgres", "postgres", &password)?;
         // The password is hex: nothing to quote.
         c.batch_execute(&format!(
@@ -336,6 +341,18 @@ impl SqlConn for PgConn {
     fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.c.batch_execute(sql)?)
     }
+    fn text(&mut self, sql: &str) -> Result<(u64, u64)> {
+        use postgres::SimpleQueryMessage as M;
+        let (mut rows, mut affected) = (0, 0);
+        for m in self.c.simple_query(sql)? {
+            match m {
+                M::Row(_) => rows += 1,
+                M::CommandComplete(n) => affected = n,
+                _ => {}
+            }
+        }
+        Ok((rows, affected))
+    }
     fn is_retryable(&self, e: &anyhow::Error) -> bool {
         use postgres::error::SqlState;
         e.chain().any(|c| {
@@ -445,6 +462,9 @@ impl Engine for Postgres {
         self.server.stop()
     }
 }
+
+/// A startup packet asking for TLS: length 8, code 80877103.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
 /// Server setting keys (`auto_explain.log_min_duration` has a dot).
 const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {

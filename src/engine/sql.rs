@@ -104,6 +104,10 @@ pub trait SqlConn: Send {
     }
     /// Runs statements without parameters (DDL, SET, BEGIN).
     fn batch(&mut self, sql: &str) -> Result<()>;
+    /// Runs one statement sent as text, its values written in it (no
+    /// server-side prepare, as clients that build SQL text do): returns
+    /// (rows it returned, rows it affected).
+    fn text(&mut self, sql: &str) -> Result<(u64, u64)>;
     /// Makes following commits durable on return (or not), as far as the
     /// server allows per session; see each engine's doc.
     fn set_durability(&mut self, d: Durability) -> Result<()>;

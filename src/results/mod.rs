@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS samples (
   step_id INTEGER NOT NULL REFERENCES steps(id), interval_idx INTEGER NOT NULL, at TEXT NOT NULL,
   sample TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS engine_stats (
-  step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL, text TEXT);
+  step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL, text TEXT,
+  at TEXT NOT NULL DEFAULT 'end');
 CREATE TABLE IF NOT EXISTS extras (
   step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY (step_id, name));
@@ -117,8 +118,11 @@ fn now() -> String {
 
 /// The results file's schema version, kept in SQLite's `user_version`:
 /// 1 was the schema before versions were recorded (no `steps.rep`), 2 adds
-/// `steps.rep` and the `rates` table, 3 adds `runs.invocation`.
-pub const SCHEMA_VERSION: i64 = 3;
+/// `steps.rep` and the `rates` table, 3 adds `runs.invocation`, 4 adds
+/// `engine_stats.at` (`start` or `end` of the step: a step's own counters
+/// are its end's less its start's, with nothing between two steps, such
+/// as a consistency check, counted in).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -165,6 +169,11 @@ fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
             "runs",
             "invocation",
             "ALTER TABLE runs ADD COLUMN invocation INTEGER",
+        ),
+        (
+            "engine_stats",
+            "at",
+            "ALTER TABLE engine_stats ADD COLUMN at TEXT NOT NULL DEFAULT 'end'",
         ),
     ] {
         let has: bool = tx
@@ -256,7 +265,14 @@ impl Results {
     /// `running` become `failed`, the steps with `why`, so nothing of a
     /// finished process stays `running`.
     pub fn fail_run(&self, run: i64, why: &str) -> Result<()> {
-        self.c.execute(
+        self.fail_running_steps(run, why)?;
+        self.end_run(run, Status::Failed)
+    }
+
+    /// Marks every step of `run` still `running` as `failed` with `why`
+    /// (its process died); returns how many there were.
+    pub fn fail_running_steps(&self, run: i64, why: &str) -> Result<usize> {
+        Ok(self.c.execute(
             "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
             params![
                 now(),
@@ -265,8 +281,33 @@ impl Results {
                 run,
                 Status::Running.name()
             ],
+        )?)
+    }
+
+    /// Ends a run stopped at once (a second Ctrl-C): the run and its
+    /// running steps become `interrupted`.
+    pub fn interrupt_run(&self, run: i64) -> Result<()> {
+        self.c.execute(
+            "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
+            params![
+                now(),
+                Status::Interrupted.name(),
+                "stopped by a second interrupt",
+                run,
+                Status::Running.name()
+            ],
         )?;
-        self.end_run(run, Status::Failed)
+        self.end_run(run, Status::Interrupted)
+    }
+
+    /// The ordinal the next step of `run` takes.
+    pub fn next_ordinal(&self, run: i64) -> Result<usize> {
+        let n: i64 = self.c.query_row(
+            "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM steps WHERE run_id = ?1",
+            params![run],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
     }
 
     /// Records a step's start; `spec` describes how it runs (JSON); `rep`
@@ -406,18 +447,18 @@ impl Results {
     }
 
     /// Records a snapshot of the engine's own statistics.
-    pub fn add_engine_stats(&mut self, step: i64, stats: &EngineStats) -> Result<()> {
+    pub fn add_engine_stats(&mut self, step: i64, stats: &EngineStats, at: &str) -> Result<()> {
         let tx = self.c.transaction()?;
         for (n, v) in &stats.values {
             tx.execute(
-                "INSERT INTO engine_stats (step_id, name, value) VALUES (?1, ?2, ?3)",
-                params![step, n, v],
+                "INSERT INTO engine_stats (step_id, name, value, at) VALUES (?1, ?2, ?3, ?4)",
+                params![step, n, v, at],
             )?;
         }
         for (n, t) in &stats.texts {
             tx.execute(
-                "INSERT INTO engine_stats (step_id, name, text) VALUES (?1, ?2, ?3)",
-                params![step, n, t],
+                "INSERT INTO engine_stats (step_id, name, text, at) VALUES (?1, ?2, ?3, ?4)",
+                params![step, n, t, at],
             )?;
         }
         tx.commit()?;

@@ -14,7 +14,6 @@ use crate::driver::Arrival;
 use crate::engine::{EngineKind, EngineOptions};
 use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
-use crate::setup::oom::DeathNote;
 use crate::workload::{Step, StepCtx};
 
 /// Machine facts recorded with every run.
@@ -53,12 +52,10 @@ pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
     })
 }
 
-/// An engine's memory cgroup and, for an embedded engine, its watcher.
+/// An engine's memory cgroup.
 pub(super) struct EngineMem {
     /// The group, when there is one.
     pub(super) cg: Option<MemCgroup>,
-    /// The watcher of an embedded engine's group.
-    pub(super) watch: Option<DeathNote>,
 }
 
 /// The engine's cgroup: with `--memory`, or on cgroup v2 when the device
@@ -78,18 +75,20 @@ pub(super) fn engine_cgroup(
     Ok(Some(cg))
 }
 
-/// `--set` options over the engine's IO-bound profile (with `--memory`).
-pub(super) fn engine_options(cfg: &RunConfig, kind: EngineKind) -> EngineOptions {
-    let mut user = cfg.sets.get(&kind).cloned().unwrap_or_default();
-    user.allow_unsafe = cfg.allow_unsafe_settings;
-    let Some(memory) = cfg.memory else {
-        return user;
-    };
-    let profile = (kind.def().io_bound)(memory);
-    EngineOptions {
-        pairs: user.merged_over(&profile),
-        allow_unsafe: user.allow_unsafe,
+/// `--set` options over the engine's IO-bound profile (with `--memory`),
+/// then a sweep's `setting`.
+pub(super) fn engine_options(
+    cfg: &RunConfig,
+    kind: EngineKind,
+    setting: &[(String, String)],
+) -> EngineOptions {
+    let mut o = cfg.sets.get(&kind).cloned().unwrap_or_default();
+    o.allow_unsafe = cfg.allow_unsafe_settings;
+    if let Some(memory) = cfg.memory {
+        o.pairs = o.merged_over(&(kind.def().io_bound)(memory));
     }
+    o.pairs.extend(setting.iter().cloned());
+    o
 }
 
 /// The memory configuration as printed at start.

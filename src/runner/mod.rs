@@ -7,6 +7,7 @@
 //! the step in progress, records it as interrupted, and ends the run.
 
 mod env;
+pub mod host;
 mod predict;
 mod sink;
 mod slicer;
@@ -33,7 +34,6 @@ use crate::engine::{self, Engine, EngineKind, EngineOptions, EngineRef, OpenSpec
 use crate::names::Status;
 use crate::probe::Probe;
 use crate::results::{Results, RunRecord};
-use crate::setup::oom::DeathNote;
 use crate::setup::{self, StorageConfig};
 use crate::workload::{Params, Step, Workload, WorkloadKind};
 
@@ -94,13 +94,16 @@ pub struct RunConfig {
     pub keep: bool,
     /// Wait for engine background work after each load step.
     pub settle: bool,
-    /// How clients reach server engines.
+    /// How clients reach server engines (`--transport`); None: as the
+    /// workload's reference client does ([`RunConfig::transport_of`]).
     #[serde(default)]
-    pub transport: crate::engine::Transport,
+    pub transport: Option<crate::engine::Transport>,
     /// The C allocator preloaded under the engines (`--allocator`).
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers (`--replication-log`).
     pub replication_log: bool,
+    /// Seconds a server may take to answer (`--server-timeout`).
+    pub server_timeout: f64,
     /// Where the data lives: native, or a dedicated throttled device.
     pub storage: StorageConfig,
     /// The engine process's memory limit in bytes (page cache included):
@@ -126,6 +129,28 @@ pub struct RunConfig {
     /// one per repetition.
     #[serde(default)]
     pub reuse: bool,
+    /// The command line after `run`, and which of its corners this is:
+    /// what the engine host ([`host`]) parses again to run the same
+    /// configuration in a child. None outside the command line.
+    #[serde(skip)]
+    pub origin: Option<(Vec<String>, usize)>,
+}
+
+impl RunConfig {
+    /// How clients reach engine `kind`: `--transport`, or as the
+    /// workload's reference client does: the insert benchmark's
+    /// (iibench.py) over MariaDB's unix socket and PostgreSQL's TCP,
+    /// LinkBench's and YCSB's over TCP.
+    pub fn transport_of(&self, kind: EngineKind) -> crate::engine::Transport {
+        use crate::engine::Transport;
+        self.transport.unwrap_or(
+            if self.workload == WorkloadKind::Insert && kind.name().starts_with("mariadb") {
+                Transport::Socket
+            } else {
+                Transport::Tcp
+            },
+        )
+    }
 }
 
 /// What a step's end means for the engine's remaining steps and the run.
@@ -170,7 +195,19 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<i64> {
     let mut r = begin(cfg, command, invocation, out)?;
-    match run_all(&mut r, out) {
+    if let Ok(mut c) = CURRENT.lock() {
+        *c = Some(Current {
+            results: cfg.results.clone(),
+            id: r.id,
+            dirs: Vec::new(),
+            keep: cfg.keep,
+        });
+    }
+    let done = run_all(&mut r, out);
+    if let Ok(mut c) = CURRENT.lock() {
+        *c = None;
+    }
+    match done {
         Ok(()) => {
             r.results.end_run(r.id, r.status)?;
             Ok(r.id)
@@ -184,6 +221,17 @@ pub fn run(
             Err(e)
         }
     }
+}
+
+/// The steps a run runs: those selected, after the load they read when
+/// it was not selected (returned apart).
+fn steps_run(cfg: &RunConfig) -> (Vec<Step>, Option<Step>) {
+    let mut steps = cfg.steps.clone();
+    let added = cfg.workload.load_first(&steps);
+    if let Some(load) = added {
+        steps.insert(0, load);
+    }
+    (steps, added)
 }
 
 /// The run's first lines: what runs where, its storage and memory.
@@ -220,6 +268,54 @@ fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The run in progress, as [`abort`] needs it.
+struct Current {
+    results: PathBuf,
+    id: i64,
+    /// The data directory of the engine running (removed unless `keep`).
+    dirs: Vec<PathBuf>,
+    keep: bool,
+}
+
+/// The run in progress (see [`abort`]).
+static CURRENT: std::sync::Mutex<Option<Current>> = std::sync::Mutex::new(None);
+
+/// Notes (`Some`) or forgets (`None`) the data directory of the engine
+/// running, for [`abort`].
+fn note_dir(dir: Option<&std::path::Path>) {
+    if let Ok(mut c) = CURRENT.lock() {
+        if let Some(c) = c.as_mut() {
+            c.dirs.clear();
+            c.dirs.extend(dir.map(std::path::Path::to_path_buf));
+        }
+    }
+}
+
+/// What a second Ctrl-C does: kills the servers and engine hosts the run
+/// started, marks the run and its running step `interrupted` in the
+/// results file, removes the run's device, mount and cgroups, and exits
+/// with 130. For when the first Ctrl-C's orderly end is not wanted (a
+/// server that stopped answering, before its --server-timeout).
+pub fn abort() {
+    eprintln!("ampbench: second interrupt: stopping what this run started, cleaning up, exiting");
+    crate::setup::server::kill_registered();
+    let current = CURRENT.lock().ok().and_then(|mut c| c.take());
+    if let Some(c) = current {
+        if let Err(e) = Results::open(&c.results).and_then(|r| r.interrupt_run(c.id)) {
+            eprintln!("ampbench: cannot mark run {} interrupted: {e:#}", c.id);
+        }
+        if !c.keep {
+            for d in &c.dirs {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
+    }
+    for l in crate::setup::clean_leftovers(Some(std::process::id())) {
+        eprintln!("ampbench: {l}");
+    }
+    std::process::exit(130);
 }
 
 /// Every repetition of every engine and setting.
@@ -271,11 +367,7 @@ fn begin<'c>(
         ))
         .into());
     }
-    let mut steps = cfg.steps.clone();
-    let added = cfg.workload.load_first(&steps);
-    if let Some(load) = added {
-        steps.insert(0, load);
-    }
+    let (steps, added) = steps_run(cfg);
     // A server that runs as its own user must reach its data below --dir:
     // said now, not as initdb's "Permission denied".
     for e in &cfg.engines {
@@ -345,6 +437,11 @@ fn begin<'c>(
 /// One engine: a fresh data directory, the engine opened (a server
 /// started) with the workload's tables, every step, the engine closed and
 /// its directory removed (or kept with `--keep`).
+///
+/// An embedded engine that must run inside a cgroup (a memory limit, or
+/// v2's IO throttle) runs in a child process, the engine host
+/// ([`host`]): ampbench stays outside the limit, so an engine killed
+/// there fails its step and the run goes on with the next engine.
 fn run_engine(
     r: &mut Run<'_>,
     kind: EngineKind,
@@ -354,8 +451,7 @@ fn run_engine(
     let cfg = r.cfg;
     r.cf_before.clear();
     r.label = sweep::label(kind, setting);
-    let mut options = engine_options(cfg, kind);
-    options.pairs.extend(setting.iter().cloned());
+    let options = engine_options(cfg, kind, setting);
     if !setting.is_empty() {
         writeln!(out, "{}: sweep setting", r.label)?;
         // A value the engine refuses fails this run only.
@@ -370,8 +466,7 @@ fn run_engine(
         .prefix(&format!("ampbench-{kind}-"))
         .tempdir_in(&parent)
         .with_context(|| format!("cannot create a data directory in {}", parent.display()))?;
-    let mut workload = cfg.workload.build(&r.params)?;
-    workload.configure(&r.steps, cfg.threads);
+    note_dir(Some(tmp.path()));
     let cg = match engine_cgroup(cfg, r.storage.io_max.as_deref(), kind) {
         Ok(cg) => cg,
         Err(e) => {
@@ -380,64 +475,19 @@ fn run_engine(
             return Ok(After::Next);
         }
     };
-    let spec = OpenSpec {
-        dir: tmp.path().to_path_buf(),
-        tables: workload.tables(),
-        cache_bytes: cfg.cache_bytes,
-        options,
-        transactions: workload.transactions(),
-        transport: cfg.transport,
-        replication_log: cfg.replication_log,
-        cgroup: cg
-            .as_ref()
-            .filter(|_| kind.is_server())
-            .map(|c| c.procs_file()),
+    let mem = EngineMem { cg };
+    let hosted = mem.cg.is_some() && !kind.is_server();
+    let mut side: Box<dyn EngineSide> = if hosted {
+        match host::Hosted::start(r, kind, setting, tmp.path(), &mem, out)? {
+            Some(h) => Box::new(h),
+            None => return Ok(After::Next),
+        }
+    } else {
+        match InProcess::open(r, kind, options, tmp.path(), &mem, out)? {
+            Some(e) => Box::new(e),
+            None => return Ok(After::Next),
+        }
     };
-    let mut mem = EngineMem { cg, watch: None };
-    if let Some(c) = mem.cg.as_mut().filter(|_| !kind.is_server()) {
-        // The engine runs in this process: ampbench joins the group for
-        // the engine's lifetime, so its memory and page cache are charged.
-        mem.watch = cfg.memory.and_then(|m| DeathNote::start(c, m, kind.name()));
-        crate::setup::cgroup::return_free_memory();
-        c.join_self()?;
-    }
-    let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
-        return Ok(After::Next);
-    };
-    if cfg.memory.is_some() && !kind.def().direct_io {
-        writeln!(
-            out,
-            "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"
-        )?;
-    }
-    writeln!(
-        out,
-        "{kind} {} in {} (pid {})",
-        eng.version(),
-        tmp.path().display(),
-        eng.pid()
-    )?;
-    let settings = eng.settings();
-    if !settings.is_empty() {
-        writeln!(out, "  settings: {}", engine::options::show(&settings))?;
-    }
-    if kind.def().server {
-        writeln!(
-            out,
-            "  clients connect over {} (--transport)",
-            cfg.transport
-        )?;
-    }
-    if cfg.allocator != crate::setup::allocator::Allocator::Glibc {
-        writeln!(out, "  {}", cfg.allocator.describe(eng.pid()))?;
-    }
-    if cfg.replication_log && !kind.def().server {
-        writeln!(
-            out,
-            "  replication log: none ({kind} is embedded; --replication-log applies to servers)"
-        )?;
-    }
-    let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
     let mut after = After::Next;
     'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
         if cfg.drop_caches && si > 0 {
@@ -477,7 +527,8 @@ fn run_engine(
                     if cfg.reuse {
                         r.rep = rep;
                     }
-                    after = run_step(r, &*eng, &*workload, &probe, &mem, (si, step, at), out)?;
+                    out.flush()?;
+                    after = side.step(r, &mem, (si, step, at), out)?;
                     if !matches!(after, After::Next) {
                         break 'steps;
                     }
@@ -489,13 +540,10 @@ fn run_engine(
         // The next engine loads at the first class.
         throttle_to(r, &mem, 0)?;
     }
-    if let Err(e) = eng.close() {
-        writeln!(out, "{kind}: close failed: {e:#}")?;
-    }
-    drop(mem.watch.take());
-    if let Some(mut c) = mem.cg.take() {
-        if let (Some(limit), Some(peak)) = (cfg.memory, c.life_peak()) {
-            let hits = c.life_limit_hits().unwrap_or(0);
+    let life = side.close(r, out)?;
+    if let Some(mut c) = mem.cg {
+        let life = life.or_else(|| Some((c.life_peak()?, c.life_limit_hits().unwrap_or(0))));
+        if let (Some(limit), Some((peak, hits))) = (cfg.memory, life) {
             writeln!(
                 out,
                 "  memory cgroup: limit {:.0} MB, peak {:.0} MB, {hits} charges refused at the limit (over its steps)",
@@ -507,6 +555,7 @@ fn run_engine(
             writeln!(out, "{kind}: {e:#}")?;
         }
     }
+    note_dir(None);
     if cfg.keep {
         let kept = tmp.keep();
         match &r.storage.device {
@@ -522,6 +571,131 @@ fn run_engine(
         }
     }
     Ok(after)
+}
+
+/// Where an engine runs: in this process, or in the engine host.
+trait EngineSide {
+    /// Runs one step (see `step::run_step`).
+    fn step(
+        &mut self,
+        r: &mut Run<'_>,
+        mem: &EngineMem,
+        at: (usize, Step, Level),
+        out: &mut dyn Write,
+    ) -> Result<After>;
+    /// Closes the engine; the memory group's peak and refusals over its
+    /// steps, when the side kept them.
+    fn close(self: Box<Self>, r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>>;
+}
+
+/// An engine opened in this process, with its workload and probe.
+struct InProcess {
+    eng: Box<dyn Engine>,
+    workload: Box<dyn Workload>,
+    probe: Probe,
+}
+
+impl InProcess {
+    /// Builds the workload and opens the engine in `dir`; None when it
+    /// could not open (recorded and printed).
+    fn open(
+        r: &mut Run<'_>,
+        kind: EngineKind,
+        options: EngineOptions,
+        dir: &std::path::Path,
+        mem: &EngineMem,
+        out: &mut dyn Write,
+    ) -> Result<Option<InProcess>> {
+        let cfg = r.cfg;
+        let mut workload = cfg.workload.build(&r.params)?;
+        workload.configure(&r.steps, cfg.threads);
+        let spec = OpenSpec {
+            dir: dir.to_path_buf(),
+            tables: workload.tables(),
+            cache_bytes: cfg.cache_bytes,
+            options,
+            transactions: workload.transactions(),
+            transport: cfg.transport_of(kind),
+            replication_log: cfg.replication_log,
+            cgroup: mem.cg.as_ref().map(|c| c.procs_file()),
+            timeout: Some(std::time::Duration::from_secs_f64(cfg.server_timeout)),
+        };
+        let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
+            return Ok(None);
+        };
+        engine_lines(cfg, &*eng, dir, out)?;
+        let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
+        Ok(Some(InProcess {
+            eng,
+            workload,
+            probe,
+        }))
+    }
+}
+
+impl EngineSide for InProcess {
+    fn step(
+        &mut self,
+        r: &mut Run<'_>,
+        mem: &EngineMem,
+        at: (usize, Step, Level),
+        out: &mut dyn Write,
+    ) -> Result<After> {
+        run_step(r, &*self.eng, &*self.workload, &self.probe, mem, at, out)
+    }
+
+    fn close(self: Box<Self>, _r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>> {
+        let kind = self.eng.kind();
+        if let Err(e) = self.eng.close() {
+            writeln!(out, "{kind}: close failed: {e:#}")?;
+        }
+        Ok(None)
+    }
+}
+
+/// The lines after an engine opened: its version, directory and process,
+/// its settings, and how it is reached.
+fn engine_lines(
+    cfg: &RunConfig,
+    eng: &dyn Engine,
+    dir: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let kind = eng.kind();
+    if cfg.memory.is_some() && !kind.def().direct_io {
+        writeln!(
+            out,
+            "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"
+        )?;
+    }
+    writeln!(
+        out,
+        "{kind} {} in {} (pid {})",
+        eng.version(),
+        dir.display(),
+        eng.pid()
+    )?;
+    let settings = eng.settings();
+    if !settings.is_empty() {
+        writeln!(out, "  settings: {}", engine::options::show(&settings))?;
+    }
+    if kind.def().server {
+        writeln!(
+            out,
+            "  clients connect over {} (--transport)",
+            cfg.transport_of(kind)
+        )?;
+    }
+    if cfg.allocator != crate::setup::allocator::Allocator::Glibc {
+        writeln!(out, "  {}", cfg.allocator.describe(eng.pid()))?;
+    }
+    if cfg.replication_log && !kind.def().server {
+        writeln!(
+            out,
+            "  replication log: none ({kind} is embedded; --replication-log applies to servers)"
+        )?;
+    }
+    Ok(())
 }
 
 /// Opens the engine and, on a server, creates the workload's schema. A

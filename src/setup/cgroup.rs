@@ -66,20 +66,6 @@ pub fn harness_memory() {
     }
 }
 
-/// Gives the C allocator's free memory back to the kernel (glibc's
-/// `malloc_trim`), before ampbench joins an engine's memory group. Pages
-/// a previous engine touched and freed stay resident in glibc's arenas
-/// and charged to the group they were first touched in; reused under the
-/// limit they are never charged to it. A cached corner's RocksDB left
-/// ampbench at 0.86 GB of RSS in the IO-bound corner of a 384MB limit
-/// that way (seed 002's run).
-pub fn return_free_memory() {
-    // SAFETY: malloc_trim only releases free memory of glibc's arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// glibc malloc arenas a run uses: one per CPU, at least 2.
 pub fn arenas() -> i32 {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2)) as i32
@@ -110,9 +96,9 @@ pub fn own_dir(controller: Option<&str>) -> Option<PathBuf> {
 pub struct MemCgroup {
     dir: PathBuf,
     version: Version,
-    /// The cgroup ampbench came from, to return to after an embedded engine.
-    home: PathBuf,
-    joined: bool,
+
+    /// Made by this process, and removed by it on drop.
+    owned: bool,
     /// What v1 counted before each [`reset_peak`](Self::reset_peak): the
     /// highest peak and the refusals, for the group's whole life.
     earlier_peak: std::cell::Cell<u64>,
@@ -148,8 +134,7 @@ impl MemCgroup {
         let cg = MemCgroup {
             dir,
             version,
-            home,
-            joined: false,
+            owned: true,
             earlier_peak: Default::default(),
             earlier_hits: Default::default(),
         };
@@ -157,6 +142,22 @@ impl MemCgroup {
             cg.set_limit(b)?;
         }
         Ok(cg)
+    }
+
+    /// A group another process made (the engine host's parent): read
+    /// here, never removed.
+    pub fn attach(dir: &Path) -> Result<MemCgroup> {
+        let version = version().ok_or_else(|| anyhow!("no memory cgroup controller mounted"))?;
+        if !dir.is_dir() {
+            return Err(anyhow!("no memory cgroup {}", dir.display()));
+        }
+        Ok(MemCgroup {
+            dir: dir.to_path_buf(),
+            version,
+            owned: false,
+            earlier_peak: Default::default(),
+            earlier_hits: Default::default(),
+        })
     }
 
     /// The group's directory.
@@ -182,26 +183,6 @@ impl MemCgroup {
     /// [`crate::setup::server::join_cgroup`]).
     pub fn procs_file(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
-    }
-
-    /// Moves ampbench (every thread) into the group, so an embedded
-    /// engine's memory and page cache are charged to it.
-    pub fn join_self(&mut self) -> Result<()> {
-        write(&self.procs_file(), &std::process::id().to_string())?;
-        self.joined = true;
-        Ok(())
-    }
-
-    /// Moves ampbench back to where it came from.
-    pub fn leave_self(&mut self) -> Result<()> {
-        if self.joined {
-            write(
-                &self.home.join("cgroup.procs"),
-                &std::process::id().to_string(),
-            )?;
-            self.joined = false;
-        }
-        Ok(())
     }
 
     /// Bytes charged now (memory and page cache).
@@ -272,7 +253,6 @@ impl MemCgroup {
     /// Leaves, waits up to 10 s for the group to empty (a stopped server's
     /// last children), and removes it.
     pub fn remove(&mut self) -> Result<()> {
-        self.leave_self()?;
         remove_dir(&self.dir)
     }
 }
@@ -301,7 +281,9 @@ fn remove_dir(dir: &Path) -> Result<()> {
 
 impl Drop for MemCgroup {
     fn drop(&mut self) {
-        let _ = self.remove();
+        if self.owned {
+            let _ = self.remove();
+        }
     }
 }
 
@@ -352,50 +334,6 @@ pub fn leftover_pid(name: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rss_anon_kb() -> u64 {
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("RssAnon:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
-    }
-
-    /// Memory a C library freed but glibc kept (holes between live
-    /// chunks) is resident until `return_free_memory`, then gone.
-    #[test]
-    fn free_c_memory_goes_back_to_the_kernel() {
-        const N: usize = 48_000; // 4 KiB chunks: about 190 MB
-        let mut chunks = Vec::with_capacity(N);
-        for _ in 0..N {
-            // SAFETY: malloc of 4 KiB, written, freed below.
-            let p = unsafe { libc::malloc(4096) }.cast::<u8>();
-            assert!(!p.is_null());
-            // SAFETY: p points to 4096 writable bytes.
-            unsafe { std::ptr::write_bytes(p, 1, 4096) };
-            chunks.push(p);
-        }
-        // Every 16th chunk stays, so the freed ones are holes glibc
-        // cannot give back by trimming its heap's top.
-        for (i, p) in chunks.iter().enumerate() {
-            if i % 16 != 0 {
-                // SAFETY: each pointer came from malloc and is freed once.
-                unsafe { libc::free(p.cast()) };
-            }
-        }
-        let before = rss_anon_kb();
-        return_free_memory();
-        let after = rss_anon_kb();
-        for p in chunks.iter().step_by(16) {
-            // SAFETY: the chunks kept above, freed once.
-            unsafe { libc::free(p.cast()) };
-        }
-        assert!(
-            before > after + 100_000,
-            "RssAnon {before} kB before the trim, {after} kB after"
-        );
-    }
 
     #[test]
     fn leftover_names() {

@@ -56,6 +56,19 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// The storage of a run prepared by another process (the engine
+    /// host's parent, which owns its device): data under `parent`.
+    pub fn elsewhere(parent: &Path) -> Prepared {
+        Prepared {
+            device: None,
+            parent: parent.to_path_buf(),
+            record: serde_json::Value::Null,
+            lines: Vec::new(),
+            io_max: None,
+            sweep: Vec::new(),
+        }
+    }
+
     /// Throttles the device to class `i` of the sweep. On cgroup v1 the
     /// device rule is rewritten here; on v2 the returned `io.max` line is
     /// for the caller to write into the engine's cgroup.

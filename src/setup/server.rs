@@ -238,6 +238,7 @@ impl ServerProcess {
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot start {name}"))?;
+        register(child.id());
         let mut p = ServerProcess {
             child: Some(child),
             name: name.into(),
@@ -248,6 +249,7 @@ impl ServerProcess {
         loop {
             if let Some(c) = p.child.as_mut() {
                 if let Some(st) = c.try_wait()? {
+                    unregister(c.id());
                     p.child = None;
                     bail!("{name} exited during start-up ({st}): {}", tail(log, 5));
                 }
@@ -282,11 +284,16 @@ impl ServerProcess {
         let Some(mut c) = self.child.take() else {
             return Ok(());
         };
+        unregister(c.id());
         if c.try_wait()?.is_some() {
             return Ok(());
         }
-        // SAFETY: signals our own child.
-        unsafe { libc::kill(c.id() as i32, self.stop_signal) };
+        // SAFETY: signals our own child; SIGCONT lets a stopped one
+        // (SIGSTOP, a debugger) act on the stop signal.
+        unsafe {
+            libc::kill(c.id() as i32, self.stop_signal);
+            libc::kill(c.id() as i32, libc::SIGCONT);
+        }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(60) {
             if c.try_wait()?.is_some() {
@@ -308,6 +315,7 @@ impl ServerProcess {
         let Some(mut c) = self.child.take() else {
             return Ok(());
         };
+        unregister(c.id());
         let t0 = Instant::now();
         while c.try_wait()?.is_none() {
             if t0.elapsed() > Duration::from_secs(10) {
@@ -324,6 +332,39 @@ impl ServerProcess {
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+/// The processes a run started and may have to kill at once (servers,
+/// engine hosts): a second Ctrl-C kills them all ([`kill_registered`]).
+static STARTED: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes a process this run started (see [`kill_registered`]).
+pub fn register(pid: u32) {
+    if let Ok(mut v) = STARTED.lock() {
+        v.push(pid);
+    }
+}
+
+/// Forgets a process that ended.
+pub fn unregister(pid: u32) {
+    if let Ok(mut v) = STARTED.lock() {
+        v.retain(|p| *p != pid);
+    }
+}
+
+/// Kills every registered process with its group and descendants, and
+/// waits up to 5 s until none of them runs.
+pub fn kill_registered() {
+    let pids: Vec<u32> = STARTED.lock().map(|v| v.clone()).unwrap_or_default();
+    let mut all = Vec::new();
+    for p in pids {
+        all.push(p);
+        all.extend(kill_family(p));
+    }
+    let t0 = Instant::now();
+    while any_running(&all) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -376,11 +417,60 @@ pub type Starter = Box<dyn Fn() -> Result<ServerProcess> + Send + Sync>;
 
 /// A server engine's process with the recipe that started it, so that it
 /// can be killed as a crash would kill it and started again on the same
-/// data (`ampbench crashcheck`).
+/// data (`ampbench crashcheck`), and a watch that kills it when it stops
+/// answering ([`Server::watch`]).
 pub struct Server {
     process: std::sync::Mutex<ServerProcess>,
-    pid: std::sync::atomic::AtomicU32,
+    watch: std::sync::Arc<Watch>,
     start: Starter,
+}
+
+/// What the server and its watchdog thread share.
+struct Watch {
+    /// The running server's pid (0 while none runs).
+    pid: std::sync::atomic::AtomicU32,
+    /// Set when the server goes: the watchdog ends.
+    stop: std::sync::atomic::AtomicBool,
+    /// Why the watchdog killed the server, once it did.
+    hung: std::sync::Mutex<Option<String>>,
+}
+
+/// Kills `pid`'s process group and every process descending from it
+/// (PostgreSQL's backends leave the group) with SIGKILL; returns them.
+fn kill_family(pid: u32) -> Vec<u32> {
+    let victims = descendants(pid);
+    // SAFETY: signals a server's process group (started in a group of its
+    // own, whose id is its pid) and its descendants.
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGKILL);
+        for v in &victims {
+            libc::kill(*v as i32, libc::SIGKILL);
+        }
+    }
+    victims
+}
+
+/// Asks a server at 127.0.0.1:`port` for its first byte: connect, send
+/// `hello` (what makes it speak first), read. Ok(true): it answered;
+/// Ok(false): nothing listens (a server down between a crash and its
+/// restart is not hung); Err: it did not answer within `t`.
+fn answers(port: u16, hello: &[u8], t: Duration) -> std::io::Result<bool> {
+    use std::io::{ErrorKind, Read, Write};
+    let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = match std::net::TcpStream::connect_timeout(&to, t) {
+        Ok(s) => s,
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    s.set_read_timeout(Some(t))?;
+    s.set_write_timeout(Some(t))?;
+    s.write_all(hello)?;
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(true),
+        Err(e) => Err(e),
+    }
 }
 
 impl Server {
@@ -388,15 +478,69 @@ impl Server {
     pub fn start(start: Starter) -> Result<Server> {
         let p = start()?;
         Ok(Server {
-            pid: std::sync::atomic::AtomicU32::new(p.pid()),
+            watch: std::sync::Arc::new(Watch {
+                pid: std::sync::atomic::AtomicU32::new(p.pid()),
+                stop: std::sync::atomic::AtomicBool::new(false),
+                hung: std::sync::Mutex::new(None),
+            }),
             process: std::sync::Mutex::new(p),
             start,
         })
     }
 
+    /// Watches the server until it is dropped: every few seconds a new
+    /// connection to 127.0.0.1:`port` that sends `hello` must get an
+    /// answer within `timeout`. When none comes, the server is hung
+    /// (stopped, deadlocked, swapping to death): it is killed with its
+    /// processes, so every client waiting on it gets an error at once,
+    /// and [`Server::hung`] says why.
+    pub fn watch(&self, name: &str, port: u16, hello: &'static [u8], timeout: Duration) {
+        let w = std::sync::Arc::clone(&self.watch);
+        let name = name.to_string();
+        let every = (timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(10));
+        let spawned = std::thread::Builder::new()
+            .name("server-watch".into())
+            .spawn(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                loop {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < every {
+                        if w.stop.load(SeqCst) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    let pid = w.pid.load(SeqCst);
+                    if pid == 0 || answers(port, hello, timeout).is_ok() {
+                        continue;
+                    }
+                    if w.stop.load(SeqCst) || w.pid.load(SeqCst) != pid {
+                        continue;
+                    }
+                    let why = format!(
+                        "{name} did not answer a new connection within {} s (--server-timeout): killed",
+                        timeout.as_secs_f64()
+                    );
+                    if let Ok(mut h) = w.hung.lock() {
+                        *h = Some(why);
+                    }
+                    kill_family(pid);
+                    return;
+                }
+            });
+        // Without the thread the server is simply not watched; clients
+        // still give up after their own timeouts.
+        drop(spawned);
+    }
+
+    /// Why the server was killed as hung, if it was.
+    pub fn hung(&self) -> Option<String> {
+        self.watch.hung.lock().ok().and_then(|h| h.clone())
+    }
+
     /// The running server's process id (it changes on restart).
     pub fn pid(&self) -> u32 {
-        self.pid.load(std::sync::atomic::Ordering::SeqCst)
+        self.watch.pid.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn process(&self) -> Result<std::sync::MutexGuard<'_, ServerProcess>> {
@@ -407,6 +551,9 @@ impl Server {
 
     /// Stops the server cleanly (see [`ServerProcess::stop`]).
     pub fn stop(&self) -> Result<()> {
+        self.watch
+            .stop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.process()?.stop()
     }
 
@@ -419,17 +566,10 @@ impl Server {
         if pid == 0 {
             return Ok(());
         }
+        self.watch.pid.store(0, std::sync::atomic::Ordering::SeqCst);
         // PostgreSQL's backends leave the group (setsid): every
         // descendant is killed by pid, the group besides.
-        let victims = descendants(pid);
-        // SAFETY: signals our own child's process group (started in a
-        // group of its own, whose id is its pid) and its descendants.
-        unsafe {
-            libc::kill(-(pid as i32), libc::SIGKILL);
-            for v in &victims {
-                libc::kill(*v as i32, libc::SIGKILL);
-            }
-        }
+        let victims = kill_family(pid);
         p.reap()?;
         // The descendants are not our children: wait until none runs, so
         // the next start does not meet the old shared memory still in use.
@@ -446,8 +586,18 @@ impl Server {
         let mut p = self.process()?;
         p.stop()?;
         *p = (self.start)()?;
-        self.pid.store(p.pid(), std::sync::atomic::Ordering::SeqCst);
+        self.watch
+            .pid
+            .store(p.pid(), std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.watch
+            .stop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

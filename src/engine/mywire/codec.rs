@@ -6,6 +6,20 @@ use sha1::{Digest, Sha1};
 
 use crate::engine::sql::{Cell, Val};
 
+/// The `len` bytes at `pos` (a length the server sent: checked, never
+/// trusted), and `pos` moved past them.
+#[inline]
+pub(super) fn bytes_at<'p>(p: &'p [u8], pos: &mut usize, len: u64) -> Result<&'p [u8]> {
+    let v = usize::try_from(len)
+        .ok()
+        .and_then(|l| pos.checked_add(l))
+        .and_then(|end| p.get(*pos..end))
+        .ok_or_else(short_row)?;
+    *pos += v.len();
+    Ok(v)
+}
+
+/// A length-encoded integer at `pos`, and `pos` moved past it.
 pub(super) fn lenenc(b: &[u8], pos: &mut usize) -> Result<u64> {
     let first = *b
         .get(*pos)
@@ -23,15 +37,17 @@ pub(super) fn lenenc(b: &[u8], pos: &mut usize) -> Result<u64> {
 
 /// The `n`-byte little-endian integer at `at` (n <= 8).
 pub(super) fn le(b: &[u8], at: usize, n: usize) -> Result<u64> {
-    let s = b
-        .get(at..at + n)
+    let s = at
+        .checked_add(n)
+        .and_then(|end| b.get(at..end))
+        .filter(|_| n <= 8)
         .ok_or_else(|| anyhow!("mariadb: short packet"))?;
     let mut w = [0u8; 8];
     w[..n].copy_from_slice(s);
     Ok(u64::from_le_bytes(w))
 }
 
-fn put_lenenc(out: &mut Vec<u8>, v: u64) {
+pub(super) fn put_lenenc(out: &mut Vec<u8>, v: u64) {
     match v {
         0..=250 => out.push(v as u8),
         251..=0xffff => {
@@ -105,12 +121,15 @@ pub(super) fn column_type(p: &[u8]) -> Result<(u8, bool)> {
     let mut pos = 0;
     for _ in 0..6 {
         // catalog, schema, table alias, table, column alias, column
-        let l = lenenc(p, &mut pos)? as usize;
-        pos += l;
+        let l = lenenc(p, &mut pos)?;
+        bytes_at(p, &mut pos, l).context("mariadb: short column definition")?;
     }
-    pos += 1 + 2 + 4; // fixed-length marker, charset, length
-    let ty = *p.get(pos).context("mariadb: short column definition")?;
-    let flags = le(p, pos + 1, 2)?;
+    // The fixed-length marker, charset and length, then the type and
+    // flags.
+    let fixed =
+        bytes_at(p, &mut pos, 1 + 2 + 4 + 1 + 2).context("mariadb: short column definition")?;
+    let ty = fixed[7];
+    let flags = u16::from_le_bytes([fixed[8], fixed[9]]);
     Ok((ty, flags & 0x20 != 0))
 }
 
@@ -125,9 +144,8 @@ pub(super) fn text_row(p: &[u8], n: usize, row: &mut Vec<Cell>) -> Result<()> {
             row.push(Cell::Null);
             continue;
         }
-        let l = lenenc(p, &mut pos)? as usize;
-        let v = p.get(pos..pos + l).context("mariadb: short row")?;
-        pos += l;
+        let l = lenenc(p, &mut pos)?;
+        let v = bytes_at(p, &mut pos, l)?;
         row.push(Cell::Bytes(v.to_vec()));
     }
     Ok(())
@@ -197,8 +215,7 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
             }
             7 | 10 | 11 | 12 => {
                 let [l] = take(p, &mut pos)?;
-                let v = p.get(pos..pos + l as usize).context("mariadb: short row")?;
-                pos += l as usize;
+                let v = bytes_at(p, &mut pos, u64::from(l))?;
                 *cell = Cell::Text(temporal(ty, v));
                 continue;
             }
@@ -206,12 +223,11 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
                 let l = match p.get(pos) {
                     Some(&l) if l < 0xfb => {
                         pos += 1;
-                        l as usize
+                        u64::from(l)
                     }
-                    _ => lenenc(p, &mut pos)? as usize,
+                    _ => lenenc(p, &mut pos)?,
                 };
-                let v = p.get(pos..pos + l).ok_or_else(short_row)?;
-                pos += l;
+                let v = bytes_at(p, &mut pos, l)?;
                 match cell {
                     Cell::Bytes(b) => {
                         b.clear();
@@ -233,8 +249,9 @@ pub(super) fn binary_row(p: &[u8], cols: &[(u8, bool)], row: &mut Vec<Cell>) -> 
 /// The `N` bytes at `pos`, which moves past them.
 #[inline]
 fn take<const N: usize>(p: &[u8], pos: &mut usize) -> Result<[u8; N]> {
-    match p
-        .get(*pos..*pos + N)
+    match pos
+        .checked_add(N)
+        .and_then(|end| p.get(*pos..end))
         .and_then(|s| <[u8; N]>::try_from(s).ok())
     {
         Some(s) => {
@@ -252,9 +269,9 @@ fn short_row() -> anyhow::Error {
 
 /// A binary-protocol date, datetime, timestamp or time as text.
 fn temporal(ty: u8, v: &[u8]) -> String {
-    let g = |i: usize| v.get(i).copied().unwrap_or(0) as u32;
+    let g = |i: usize| u64::from(v.get(i).copied().unwrap_or(0));
     if ty == 11 {
-        let days = u32::from_le_bytes([g(1) as u8, g(2) as u8, g(3) as u8, g(4) as u8]);
+        let days = g(1) | g(2) << 8 | g(3) << 16 | g(4) << 24;
         let sign = if g(0) == 1 { "-" } else { "" };
         return format!("{sign}{:02}:{:02}:{:02}", days * 24 + g(5), g(6), g(7));
     }
@@ -391,6 +408,30 @@ mod tests {
             })
             .collect();
         assert_eq!(row, want);
+    }
+
+    /// Lengths from the wire are checked, not trusted: a length past the
+    /// packet, or past the address space, is an error; so are the
+    /// largest time values (their hours once overflowed).
+    #[test]
+    fn lengths_from_the_wire_cannot_overflow() {
+        let mut p = vec![0x00, 0x00];
+        p.push(0xfe);
+        p.extend_from_slice(&u64::MAX.to_le_bytes());
+        let mut row = Vec::new();
+        assert!(binary_row(&p, &[(252, false)], &mut row).is_err());
+        assert!(text_row(&p[2..], 1, &mut row).is_err());
+        let mut pos = usize::MAX - 1;
+        assert!(bytes_at(&p, &mut pos, 4).is_err());
+        assert!(le(&p, usize::MAX, 2).is_err());
+        let mut col = Vec::new();
+        for _ in 0..6 {
+            col.push(0xfe);
+            col.extend_from_slice(&(u64::MAX - 3).to_le_bytes());
+        }
+        assert!(column_type(&col).is_err());
+        let t = [1u8, 0xff, 0xff, 0xff, 0xff, 23, 59, 59];
+        assert_eq!(temporal(11, &t), "-103079215103:59:59");
     }
 
     #[test]

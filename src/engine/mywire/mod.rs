@@ -37,6 +37,12 @@ use codec::{binary_row, column_type, le, lenenc, put_params, text_row};
 const MORE_RESULTS: u16 = 0x0008;
 /// The most statements a connection keeps prepared.
 const MAX_STMTS: usize = 256;
+/// The longest packet taken from a server, its parts joined: MariaDB's
+/// largest max_allowed_packet (1 GB) is more than any workload here
+/// sends; a server that says more is refused, not believed.
+const MAX_PACKET: usize = 256 << 20;
+/// The most columns a result may have (MariaDB's limit per table).
+const MAX_COLUMNS: u64 = 4096;
 
 /// An error the server sent (an ERR packet).
 #[derive(Debug)]
@@ -66,6 +72,9 @@ pub fn error_code(e: &anyhow::Error) -> Option<u16> {
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// Bytes given in advance as the server's, what is written dropped:
+    /// the fuzz targets' server.
+    Replay(std::io::Cursor<Vec<u8>>),
 }
 
 impl Read for Stream {
@@ -73,6 +82,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Replay(s) => s.read(buf),
         }
     }
 }
@@ -82,7 +92,38 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.write_all(b),
             Stream::Unix(s) => s.write_all(b),
+            Stream::Replay(_) => Ok(()),
         }
+    }
+
+    /// Gives up a read or write after `t` (None: waits as long as it
+    /// takes).
+    fn set_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Replay(_) => Ok(()),
+        }
+    }
+}
+
+/// An I/O error as the reader of a message wants it: a timeout named as
+/// one (the OS says "Resource temporarily unavailable").
+fn io_error(e: std::io::Error, what: &str, timeout: Option<std::time::Duration>) -> anyhow::Error {
+    match (e.kind(), timeout) {
+        (std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut, Some(t)) => {
+            anyhow::anyhow!(
+                "mariadb: {what}: no answer within {} s (--server-timeout)",
+                t.as_secs_f64()
+            )
+        }
+        _ => anyhow::Error::new(e).context(format!("mariadb: {what}")),
     }
 }
 
@@ -134,20 +175,49 @@ pub struct Conn {
     /// Both ends agreed on MariaDB's metadata caching: an execution sends
     /// its column definitions only when they changed.
     cache_metadata: bool,
+    /// A request was sent and its response is not all read: set while a
+    /// request is in flight. An error that leaves it set (the
+    /// connection broke, or the server sent what could not be read)
+    /// leaves packets of the old response unread, so the connection is
+    /// refused from then on rather than read out of step.
+    in_flight: bool,
+    /// How long a read or write may wait.
+    timeout: Option<std::time::Duration>,
 }
 
 impl Conn {
-    /// Connects and logs in as `user` to database `db`.
-    pub fn connect(addr: Addr<'_>, user: &str, password: &str, db: &str) -> Result<Conn> {
+    /// Connects and logs in as `user` to database `db`; every read and
+    /// write gives up after `timeout` (None: waits as long as it takes).
+    pub fn connect(
+        addr: Addr<'_>,
+        user: &str,
+        password: &str,
+        db: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Conn> {
         let stream = match addr {
             Addr::Tcp(port) => {
-                let s = TcpStream::connect(("127.0.0.1", port))?;
+                let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                let s = match timeout {
+                    Some(t) => TcpStream::connect_timeout(&to, t)?,
+                    None => TcpStream::connect(to)?,
+                };
                 s.set_nodelay(true)?;
                 Stream::Tcp(s)
             }
             Addr::Socket(p) => Stream::Unix(UnixStream::connect(p)?),
         };
-        let mut c = Conn {
+        stream.set_timeout(timeout)?;
+        let mut c = Conn::over(stream, timeout);
+        c.in_flight = true;
+        c.login(user, password, db).context("mariadb: logging in")?;
+        c.in_flight = false;
+        Ok(c)
+    }
+
+    /// A connection over `stream`, not yet logged in.
+    fn over(stream: Stream, timeout: Option<std::time::Duration>) -> Conn {
+        Conn {
             stream,
             out: Vec::with_capacity(4096),
             buf: vec![0; 64 << 10],
@@ -161,9 +231,31 @@ impl Conn {
             cols: Vec::new(),
             row: Vec::new(),
             cache_metadata: false,
-        };
-        c.login(user, password, db).context("mariadb: logging in")?;
-        Ok(c)
+            in_flight: false,
+            timeout,
+        }
+    }
+
+    /// Begins a request: refused when an earlier one broke off in the
+    /// middle of its response.
+    fn request(&mut self) -> Result<()> {
+        if self.in_flight {
+            bail!(
+                "mariadb: this connection broke off in the middle of a response and is not used again"
+            );
+        }
+        self.in_flight = true;
+        Ok(())
+    }
+
+    /// Ends a request: its response is read, or ended by the server's
+    /// error (an ERR packet ends a response). Any other error leaves the
+    /// request in flight (see [`Conn::request`]).
+    fn settle<T>(&mut self, r: Result<T>) -> Result<T> {
+        if r.is_ok() || r.as_ref().err().is_some_and(|e| error_code(e).is_some()) {
+            self.in_flight = false;
+        }
+        r
     }
 
     /// Starts a packet with sequence number `seq`.
@@ -180,7 +272,7 @@ impl Conn {
             self.out[..3].copy_from_slice(&(total as u32).to_le_bytes()[..3]);
             self.stream
                 .write_all(&self.out)
-                .context("mariadb: writing to the server")?;
+                .map_err(|e| io_error(e, "writing to the server", self.timeout))?;
             self.seq = seq.wrapping_add(1);
             return Ok(());
         }
@@ -190,13 +282,17 @@ impl Conn {
         while let Some(ch) = chunks.next() {
             let mut h = (ch.len() as u32).to_le_bytes();
             h[3] = seq;
-            self.stream.write_all(&h)?;
-            self.stream.write_all(ch)?;
+            self.stream
+                .write_all(&h)
+                .and_then(|_| self.stream.write_all(ch))
+                .map_err(|e| io_error(e, "writing to the server", self.timeout))?;
             seq = seq.wrapping_add(1);
             last_full = ch.len() == 0xff_ffff && chunks.peek().is_none();
         }
         if last_full {
-            self.stream.write_all(&[0, 0, 0, seq])?;
+            self.stream
+                .write_all(&[0, 0, 0, seq])
+                .map_err(|e| io_error(e, "writing to the server", self.timeout))?;
             seq = seq.wrapping_add(1);
         }
         self.seq = seq;
@@ -233,10 +329,11 @@ impl Conn {
             self.buf.resize(n, 0);
         }
         while self.end < n {
-            let k = self
-                .stream
-                .read(&mut self.buf[self.end..])
-                .context("mariadb: reading from the server")?;
+            let k = match self.stream.read(&mut self.buf[self.end..]) {
+                Ok(k) => k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_error(e, "reading from the server", self.timeout)),
+            };
             if k == 0 {
                 bail!("mariadb: the server closed the connection");
             }
@@ -245,14 +342,26 @@ impl Conn {
         Ok(())
     }
 
-    /// Reads one packet (joining the parts of a long one).
+    /// Reads one packet (joining the parts of a long one). Each packet
+    /// must carry the sequence number that follows the last one, and a
+    /// joined packet may not pass [`MAX_PACKET`].
     fn read_packet(&mut self) -> Result<()> {
         self.joined = None;
         loop {
             self.fill(4)?;
             let h = &self.buf[self.start..self.start + 4];
             let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            if h[3] != self.seq {
+                bail!(
+                    "mariadb: packet number {} where {} was due: the server's answers are out of step",
+                    h[3],
+                    self.seq
+                );
+            }
             self.seq = h[3].wrapping_add(1);
+            if self.joined.as_ref().map_or(0, Vec::len) + len > MAX_PACKET {
+                bail!("mariadb: the server sent a packet of more than {MAX_PACKET} bytes");
+            }
             self.start += 4;
             self.fill(len)?;
             let at = self.start..self.start + len;
@@ -326,7 +435,11 @@ impl Conn {
             _ => {}
         }
         let mut pos = 0;
-        let n = lenenc(self.pkt(), &mut pos)? as usize;
+        let n = lenenc(self.pkt(), &mut pos)?;
+        if n > MAX_COLUMNS {
+            bail!("mariadb: a result of {n} columns (at most {MAX_COLUMNS})");
+        }
+        let n = n as usize;
         let skipped = self.cache_metadata && self.pkt().get(pos) == Some(&0);
         match stmt {
             Some(i) if skipped => {
@@ -383,12 +496,34 @@ impl Conn {
     /// Sends a text query and reads every result, keeping the rows of
     /// none (SET, DDL, BEGIN, COMMIT…).
     pub fn query_drop(&mut self, sql: &str) -> Result<()> {
-        self.begin_packet(0);
-        self.out.push(0x03);
-        self.out.extend_from_slice(sql.as_bytes());
-        self.send()?;
-        while self.read_result(false, None, None)? & MORE_RESULTS != 0 {}
-        Ok(())
+        self.request()?;
+        let r = (|| {
+            self.begin_packet(0);
+            self.out.push(0x03);
+            self.out.extend_from_slice(sql.as_bytes());
+            self.send()?;
+            while self.read_result(false, None, None)? & MORE_RESULTS != 0 {}
+            Ok(())
+        })();
+        self.settle(r)
+    }
+
+    /// Sends a text query and reads its result, each row (text protocol)
+    /// handed to `rows`; the affected rows are [`Conn::affected_rows`].
+    pub fn query_text(&mut self, sql: &str, rows: Rows<'_>) -> Result<()> {
+        self.request()?;
+        let r = (|| {
+            self.begin_packet(0);
+            self.out.push(0x03);
+            self.out.extend_from_slice(sql.as_bytes());
+            self.send()?;
+            let mut status = self.read_result(false, None, Some(rows))?;
+            while status & MORE_RESULTS != 0 {
+                status = self.read_result(false, None, None)?;
+            }
+            Ok(())
+        })();
+        self.settle(r)
     }
 
     /// The prepared statement for `sql`: found by the text's address (the
@@ -467,9 +602,17 @@ impl Conn {
         params: &[Val<'_>],
         rows: Option<Rows<'_>>,
     ) -> Result<()> {
+        self.request()?;
+        let r = self.exec_inner(sql, params, rows);
+        self.settle(r)
+    }
+
+    fn exec_inner(&mut self, sql: &str, params: &[Val<'_>], rows: Option<Rows<'_>>) -> Result<()> {
         let i = self.stmt(sql)?;
         let s = &self.stmts[i];
         if s.params != params.len() {
+            // Nothing is sent: the connection stays usable.
+            self.in_flight = false;
             bail!(
                 "mariadb: statement takes {} parameters, {} given: {sql}",
                 s.params,
@@ -510,4 +653,224 @@ impl Drop for Conn {
 /// a row or an auth switch).
 fn is_eof(p: &[u8]) -> bool {
     p.first() == Some(&0xfe) && p.len() < 9
+}
+
+/// The fuzz target `mywire_login`: `data` is everything a server sends to
+/// a login. Returns the error's text, if any; never panics.
+pub fn replay_login(data: &[u8]) -> Option<String> {
+    let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(data.to_vec())), None);
+    c.login("bench", "secret", "ampbench")
+        .err()
+        .map(|e| format!("{e:#}"))
+}
+
+/// The fuzz target `mywire_results`: after a login (metadata caching on
+/// when the first byte is odd), the rest of `data` is everything a server
+/// sends to a prepared statement's preparation and two executions, each
+/// followed by a text query. Every row is decoded. Returns the last
+/// error's text, if any; never panics, and a connection broken off in the
+/// middle of a response refuses what follows.
+pub fn replay_results(data: &[u8]) -> Option<String> {
+    let (&flags, rest) = data.split_first()?;
+    let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(rest.to_vec())), None);
+    c.cache_metadata = flags & 1 != 0;
+    let mut last = None;
+    let mut cells = 0usize;
+    for _ in 0..2 {
+        let r = c.exec_each(
+            REPLAY_SQL,
+            &[Val::Int(7), Val::Bytes(b"payload")],
+            Some(&mut |row: &mut Vec<Cell>| cells += row.len()),
+        );
+        if let Err(e) = r {
+            last = Some(format!("{e:#}"));
+        }
+        if let Err(e) = c.query_drop("DO 1") {
+            last = Some(format!("{e:#}"));
+        }
+    }
+    last
+}
+
+/// The statement the results replay prepares.
+const REPLAY_SQL: &str = "SELECT id, data FROM t WHERE id = ? AND data <> ?";
+
+#[cfg(test)]
+mod tests {
+    use super::codec::put_lenenc;
+    use super::*;
+
+    /// A scripted server: packets with their sequence numbers.
+    struct Script(Vec<u8>);
+
+    impl Script {
+        fn packet(&mut self, seq: u8, payload: &[u8]) -> &mut Self {
+            self.0
+                .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+            self.0.push(seq);
+            self.0.extend_from_slice(payload);
+            self
+        }
+    }
+
+    /// MariaDB 10.11's handshake: protocol 10, version, connection id,
+    /// scramble, capabilities (LONG_PASSWORD clear: MariaDB's extended
+    /// capabilities, metadata caching among them), plugin name.
+    fn handshake() -> Vec<u8> {
+        let mut p = vec![10];
+        p.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
+        p.extend_from_slice(&7u32.to_le_bytes());
+        p.extend_from_slice(b"abcdefgh\0");
+        let caps: u32 = 0xf7fe | (0x81bf << 16);
+        p.extend_from_slice(&(caps as u16).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&2u16.to_le_bytes());
+        p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+        p.push(21);
+        p.extend_from_slice(&[0; 6]);
+        p.extend_from_slice(&0x1du32.to_le_bytes());
+        p.extend_from_slice(b"ijklmnopqrst\0");
+        p.extend_from_slice(b"mysql_native_password\0");
+        p
+    }
+
+    fn ok(affected: u8, status: u16) -> Vec<u8> {
+        let mut p = vec![0, affected, 0];
+        p.extend_from_slice(&status.to_le_bytes());
+        p.extend_from_slice(&[0, 0]);
+        p
+    }
+
+    fn eof() -> Vec<u8> {
+        vec![0xfe, 0, 0, 2, 0]
+    }
+
+    fn column(name: &str, ty: u8) -> Vec<u8> {
+        let mut p = Vec::new();
+        for s in ["def", "ampbench", "t", "t", name, name] {
+            put_lenenc(&mut p, s.len() as u64);
+            p.extend_from_slice(s.as_bytes());
+        }
+        p.push(0x0c);
+        p.extend_from_slice(&63u16.to_le_bytes());
+        p.extend_from_slice(&20u32.to_le_bytes());
+        p.push(ty);
+        p.extend_from_slice(&[0, 0, 0, 0, 0]);
+        p
+    }
+
+    fn row(id: i64, data: &[u8]) -> Vec<u8> {
+        let mut p = vec![0, 0];
+        p.extend_from_slice(&id.to_le_bytes());
+        put_lenenc(&mut p, data.len() as u64);
+        p.extend_from_slice(data);
+        p
+    }
+
+    /// A login's bytes: the handshake, then OK.
+    pub(super) fn login_bytes() -> Vec<u8> {
+        let mut s = Script(Vec::new());
+        s.packet(0, &handshake()).packet(2, &ok(0, 2));
+        s.0
+    }
+
+    /// The results replay's bytes: PREPARE's answer, then twice an
+    /// execution's two rows and a text query's OK. With `cached`, the
+    /// second execution skips its column definitions.
+    pub(super) fn results_bytes(cached: bool) -> Vec<u8> {
+        let mut s = Script(Vec::new());
+        let mut prep = vec![0];
+        prep.extend_from_slice(&1u32.to_le_bytes());
+        prep.extend_from_slice(&2u16.to_le_bytes());
+        prep.extend_from_slice(&2u16.to_le_bytes());
+        prep.extend_from_slice(&[0, 0, 0]);
+        s.packet(1, &prep)
+            .packet(2, &column("?", 8))
+            .packet(3, &column("?", 253))
+            .packet(4, &eof())
+            .packet(5, &column("id", 8))
+            .packet(6, &column("data", 252))
+            .packet(7, &eof());
+        for i in 0..2 {
+            let skip = cached && i == 1;
+            s.packet(1, if skip { &[2, 0] } else { &[2, 1] });
+            let mut seq = 2;
+            if !skip {
+                s.packet(2, &column("id", 8))
+                    .packet(3, &column("data", 252));
+                seq = 4;
+            }
+            s.packet(seq, &eof())
+                .packet(seq + 1, &row(1, b"first"))
+                .packet(seq + 2, &row(2, b""))
+                .packet(seq + 3, &eof());
+            s.packet(1, &ok(0, 2));
+        }
+        let mut out = vec![u8::from(cached)];
+        out.extend_from_slice(&s.0);
+        out
+    }
+
+    #[test]
+    fn a_scripted_server_logs_in_and_answers() {
+        assert_eq!(replay_login(&login_bytes()), None);
+        for cached in [false, true] {
+            assert_eq!(replay_results(&results_bytes(cached)), None, "{cached}");
+        }
+        // Where the fuzz corpus's seeds come from.
+        if let Ok(dir) = std::env::var("AMPBENCH_WRITE_SEEDS") {
+            let d = std::path::Path::new(&dir);
+            std::fs::create_dir_all(d.join("mywire_login")).unwrap();
+            std::fs::create_dir_all(d.join("mywire_results")).unwrap();
+            std::fs::write(d.join("mywire_login/mariadb-10.11"), login_bytes()).unwrap();
+            for cached in [false, true] {
+                std::fs::write(
+                    d.join(format!("mywire_results/two-rows-cached-{cached}")),
+                    results_bytes(cached),
+                )
+                .unwrap();
+            }
+        }
+    }
+
+    /// Issue 31: what a server may not do. Each is an error, and a
+    /// connection left in the middle of a response refuses the next
+    /// statement rather than read the old response's packets as its own.
+    #[test]
+    fn a_server_out_of_step_is_refused_and_poisons_the_connection() {
+        // A packet whose sequence number is not the next one.
+        let mut bad = login_bytes();
+        bad[3] = 5;
+        let e = replay_login(&bad).unwrap();
+        assert!(e.contains("out of step"), "{e}");
+        // A header announcing more continuation than MAX_PACKET: parts of
+        // 16 MB - 1 without end.
+        let mut s = Script(Vec::new());
+        let part = vec![0u8; 0xff_ffff];
+        for seq in 0..17u8 {
+            s.packet(seq, &part);
+        }
+        let e = replay_login(&s.0).unwrap();
+        assert!(e.contains("more than"), "{e}");
+        // A row cut short in the middle of a result: the statement fails,
+        // and so does the next one, without reading.
+        let mut r = results_bytes(false);
+        let at = r.windows(5).position(|w| w == b"first").unwrap();
+        r[at - 1] = 200; // a length past the row
+        let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(r[1..].to_vec())), None);
+        let e = c
+            .exec_each(REPLAY_SQL, &[Val::Int(1), Val::Null], Some(&mut |_| {}))
+            .unwrap_err();
+        assert!(format!("{e:#}").contains("short row"), "{e:#}");
+        let e = c.query_drop("DO 1").unwrap_err();
+        assert!(format!("{e:#}").contains("broke off"), "{e:#}");
+        // A result of more columns than a table may have.
+        let mut s = Script(Vec::new());
+        let mut n = vec![0xfd];
+        n.extend_from_slice(&[0xff, 0xff, 0xff]);
+        s.packet(1, &n);
+        let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(s.0)), None);
+        let e = c.query_drop("SELECT 1").unwrap_err();
+        assert!(format!("{e:#}").contains("columns"), "{e:#}");
+    }
 }

@@ -183,7 +183,13 @@ impl InsertStore for KvInsert<'_> {
 
     fn range(&mut self, t: usize, ix: Option<Index>, from: u64, limit: usize) -> Result<usize> {
         let (table, start) = match ix {
-            Some(ix) => (self.ix_table(t, ix), (from as u32).to_be_bytes().to_vec()),
+            // `>` (registersegment): from the next value of the column on.
+            Some(ix) => (
+                self.ix_table(t, ix),
+                ((from + u64::from(ix.strict())) as u32)
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
             None => (self.pk_table(t), pk(from).to_vec()),
         };
         self.s.scan(

@@ -121,6 +121,11 @@ pub const PARAMS: &[ParamDef] = &[
         help: "rows per commit in l.i0",
     },
     ParamDef {
+        key: "lx_rows",
+        default: "100",
+        help: "rows l.x inserts into each table before it builds the indexes, as the reference's (0: none)",
+    },
+    ParamDef {
         key: "i1_batch",
         default: "50",
         help: "rows per commit in l.i1",
@@ -149,6 +154,21 @@ pub const PARAMS: &[ParamDef] = &[
         key: "delete",
         default: "true",
         help: "delete as many of the oldest rows as each commit inserts (l.i1, l.i2 and the writer)",
+    },
+    ParamDef {
+        key: "deletes",
+        default: "concurrent",
+        help: "concurrent: each client's deletes run on a connection of their own beside its inserts, at most 8 behind (the reference's deleter process); inline: after each commit on the inserter's connection",
+    },
+    ParamDef {
+        key: "writer_catchup",
+        default: "false",
+        help: "the query steps' writer makes up the commits a stall missed (true) or, as the reference's, goes on at its rate from where it is (false)",
+    },
+    ParamDef {
+        key: "statements",
+        default: "reference",
+        help: "SQL engines: reference (as iibench.py: text with the values written in, but PostgreSQL's queries prepared), text, or prepared (server-side prepared statements)",
     },
     ParamDef {
         key: "data_min",
@@ -197,6 +217,7 @@ pub struct Insert {
     i1_rows: u64,
     i2_rows: u64,
     load_batch: usize,
+    lx_rows: u64,
     i1_batch: usize,
     i2_batch: usize,
     writer_batch: usize,
@@ -213,6 +234,14 @@ pub struct Insert {
     clients: usize,
     /// Per benchmark table.
     pub tables: Vec<TableIds>,
+    /// Per benchmark table, its deleter's queue (made anew each step).
+    queues: Vec<work::DeleteQueue>,
+    /// Deletes on a connection of their own (`-p deletes=concurrent`).
+    concurrent_deletes: bool,
+    /// How SQL statements are sent (`-p statements`).
+    statements: sql::Statements,
+    /// The query steps' writer makes up for a stall (`-p writer_catchup`).
+    writer_catchup: bool,
     build_step: bool,
     with_index: AtomicBool,
     counts: Counts,
@@ -296,6 +325,12 @@ impl Insert {
             i1_rows: p.u64("i1_rows")?,
             i2_rows: p.u64("i2_rows")?,
             load_batch: batch("load_batch")?,
+            lx_rows: match p.u64("lx_rows")? {
+                n if n > 10_000 => bail!(usage(format!(
+                    "parameter 'lx_rows={n}': expected at most 10000 rows"
+                ))),
+                n => n,
+            },
             i1_batch: batch("i1_batch")?,
             i2_batch: batch("i2_batch")?,
             writer_batch: batch("writer_batch")?,
@@ -309,6 +344,16 @@ impl Insert {
             debt_sleep,
             clients: 1,
             tables: Vec::new(),
+            queues: Vec::new(),
+            concurrent_deletes: match p.str("deletes") {
+                "concurrent" => true,
+                "inline" => false,
+                other => bail!(usage(format!(
+                    "parameter 'deletes={other}': expected concurrent or inline"
+                ))),
+            },
+            statements: sql::Statements::parse(p.str("statements"))?,
+            writer_catchup: p.bool("writer_catchup")?,
             build_step: false,
             with_index: AtomicBool::new(true),
             counts: Counts::default(),
@@ -363,8 +408,14 @@ impl Insert {
                 self.durability,
                 e.dialect() == Dialect::MySql
                     && !e.table_options().to_uppercase().contains("ROCKSDB"),
+                self.statements,
             )?),
         })
+    }
+
+    /// Table `t`'s deleter queue.
+    fn queue(&self, t: usize) -> &work::DeleteQueue {
+        &self.queues[t]
     }
 
     /// The table client `i` writes and queries.
@@ -388,6 +439,7 @@ impl Insert {
             left,
             batch,
             delete: self.delete,
+            queue: None,
             rows: Vec::new(),
         })
     }
@@ -407,6 +459,7 @@ impl Workload for Insert {
                 lo: AtomicU64::new(1),
             })
             .collect();
+        self.queues = (0..n).map(|_| work::DeleteQueue::default()).collect();
         self.build_step = steps.contains(&Step::Insert(InsertStep::CreateIndexes));
         self.with_index.store(!self.build_step, Ordering::SeqCst);
     }
@@ -428,20 +481,44 @@ impl Workload for Insert {
         self.counts.step_deleted.store(0, Ordering::SeqCst);
         let clients = self.clients;
         let names = |n: &str| vec![n.to_string()];
+        // The reference's shape: each client's deletes on a connection of
+        // their own, beside its inserts (threads clients..2·clients).
+        let apart = self.delete && self.concurrent_deletes;
+        for q in &self.queues {
+            q.reset();
+        }
         let fill = |load: (u64, usize), delete: bool, name: &str| -> Planned<'a> {
+            let apart = apart && delete;
             let f: Box<WorkerFactory<'a>> =
                 Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
+                    if i >= clients {
+                        let t = self.table_of(i - clients);
+                        return Ok(Box::new(work::Deleter {
+                            wl: self,
+                            store: self.store(engine)?,
+                            t,
+                            queue: self.queue(t),
+                        }));
+                    }
                     let mut w = self.inserter(engine, seed, i, load)?;
                     w.delete = delete && self.delete;
+                    if apart {
+                        w.queue = Some(self.queue(w.t));
+                    }
                     Ok(Box::new(w))
                 });
+            let (threads, ops) = if apart {
+                (2 * clients, vec![name.to_string(), "delete".into()])
+            } else {
+                (clients, names(name))
+            };
             Planned {
-                spec: ctx.spec(clients, names(name), true),
+                spec: ctx.spec(threads, ops, true),
                 fg: f,
                 bg: None,
             }
         };
-        let delete_name = if self.delete {
+        let delete_name = if self.delete && !apart {
             "insert+delete"
         } else {
             "insert"
@@ -457,14 +534,19 @@ impl Workload for Insert {
                 let tables = self.tables.len();
                 self.with_index.store(true, Ordering::SeqCst);
                 Planned {
-                    spec: ctx.spec(tables, names("create_index"), true),
+                    spec: ctx.spec(tables, vec!["create_index".into(), "insert".into()], true),
                     fg: Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-                        let mut left = INDEXES[..self.indexes].to_vec();
-                        left.reverse();
                         Ok(Box::new(work::IndexBuilder {
+                            wl: self,
                             store: self.store(engine)?,
                             t: i,
-                            left,
+                            left: INDEXES[..self.indexes].to_vec(),
+                            pre: self.lx_rows,
+                            rows_gen: Gen::new(
+                                derive_seed(seed, &[3, i as u64]),
+                                self.data.0,
+                                self.data.1,
+                            ),
                         }))
                     }),
                     bg: None,
@@ -483,6 +565,13 @@ impl Workload for Insert {
                 bg: None,
             },
             q => {
+                // The query steps' writer deletes after each of its own
+                // commits, on its connection (one writer for all tables).
+                let delete_name = if self.delete {
+                    "insert+delete"
+                } else {
+                    "insert"
+                };
                 let (point, rate) = q.query().unwrap_or((false, 100));
                 self.counts.writer_rows.store(0, Ordering::SeqCst);
                 self.counts.writer_deleted.store(0, Ordering::SeqCst);
@@ -499,6 +588,7 @@ impl Workload for Insert {
                 let per_sec = (clients as u64 * rate) as f64 / self.writer_batch as f64;
                 spec.background = Some(Background {
                     per_sec,
+                    catch_up: self.writer_catchup,
                     op_names: names(delete_name),
                 });
                 let batch = self.writer_batch;

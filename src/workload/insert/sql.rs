@@ -55,8 +55,10 @@ pub fn schema(
             Dialect::Postgres => ("transactionid BIGSERIAL", "TIMESTAMP"),
         };
         out.push(format!("DROP TABLE IF EXISTS {}", table(t)));
+        // dateandtime and data may be NULL, as the reference's DDL has
+        // them.
         out.push(format!(
-            "CREATE TABLE {} ({id}, dateandtime {time} NOT NULL, cashregisterid INT NOT NULL, \
+            "CREATE TABLE {} ({id}, dateandtime {time}, cashregisterid INT NOT NULL, \
              customerid INT NOT NULL, productid INT NOT NULL, price INT NOT NULL, \
              data VARCHAR(4000), PRIMARY KEY (transactionid)) {table_options}",
             table(t)
@@ -70,11 +72,64 @@ pub fn schema(
     out
 }
 
+/// How statements reach the server (`-p statements`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Statements {
+    /// As the reference client sends them: text with the values written
+    /// in (MySQLdb has no server-side prepare), except PostgreSQL's
+    /// queries, which it prepares (`--use_prepared_query`).
+    Reference,
+    /// Text, values written in, for every statement.
+    Text,
+    /// Server-side prepared statements with parameters for every one.
+    Prepared,
+}
+
+impl Statements {
+    /// Parses `-p statements`.
+    pub fn parse(s: &str) -> Result<Statements, crate::UsageError> {
+        match s {
+            "reference" => Ok(Statements::Reference),
+            "text" => Ok(Statements::Text),
+            "prepared" => Ok(Statements::Prepared),
+            other => Err(crate::UsageError(format!(
+                "parameter 'statements={other}': expected reference, text or prepared"
+            ))),
+        }
+    }
+
+    /// True when a statement (a query when `query`) goes as text.
+    fn text(self, d: Dialect, query: bool) -> bool {
+        match self {
+            Statements::Text => true,
+            Statements::Prepared => false,
+            Statements::Reference => !(query && d == Dialect::Postgres),
+        }
+    }
+}
+
+/// A string literal: single-quoted, quotes doubled (and MariaDB's
+/// backslash escaped).
+fn literal(d: Dialect, s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("''"),
+            '\\' if d == Dialect::MySql => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// One worker's connection.
 pub struct SqlInsert {
     c: Box<dyn SqlConn>,
     d: Dialect,
     innodb: bool,
+    statements: Statements,
     /// Statement texts, built once each (the measured path only looks
     /// them up).
     texts: HashMap<Stmt, String>,
@@ -135,12 +190,22 @@ fn build(d: Dialect, stmt: Stmt) -> String {
             }
             s
         }
-        Stmt::Delete(t) => format!(
-            "DELETE FROM {} WHERE transactionid >= {} AND transactionid < {}",
-            table(t),
-            d.ph(1),
-            d.ph(2)
-        ),
+        // The reference's delete of the oldest rows: from the lowest live
+        // id, in id order, as many as an insert added.
+        Stmt::Delete(t) => match d {
+            Dialect::MySql => format!(
+                "DELETE FROM {} WHERE transactionid >= {} ORDER BY transactionid ASC LIMIT {}",
+                table(t),
+                d.ph(1),
+                d.ph(2)
+            ),
+            Dialect::Postgres => format!(
+                "DELETE FROM {t} WHERE transactionid IN (SELECT transactionid FROM {t} WHERE transactionid >= {} ORDER BY transactionid ASC LIMIT {})",
+                d.ph(1),
+                d.ph(2),
+                t = table(t),
+            ),
+        },
         Stmt::Range(t, ix, limit) => {
             let (cols, force, order) = match ix {
                 Some(ix) => (
@@ -155,15 +220,20 @@ fn build(d: Dialect, stmt: Stmt) -> String {
                 ),
             };
             format!(
-                "SELECT {} FROM {}{force} WHERE {} >= {} ORDER BY {order} LIMIT {limit}",
+                "SELECT {} FROM {}{force} WHERE {} {} {} ORDER BY {order} LIMIT {limit}",
                 cols.join(", "),
                 table(t),
                 cols[0],
+                if ix.is_some_and(Index::strict) {
+                    ">"
+                } else {
+                    ">="
+                },
                 d.ph(1)
             )
         }
         Stmt::Point(t, n) => format!(
-            "SELECT transactionid, dateandtime, cashregisterid, customerid, productid, price, data FROM {} WHERE transactionid IN ({})",
+            "SELECT transactionid, productid, data FROM {} WHERE transactionid IN ({})",
             table(t),
             list(n)
         ),
@@ -178,12 +248,14 @@ impl SqlInsert {
         d: Dialect,
         durability: Durability,
         innodb: bool,
+        statements: Statements,
     ) -> Result<SqlInsert> {
         c.set_durability(durability)?;
         Ok(SqlInsert {
             c,
             d,
             innodb,
+            statements,
             texts: HashMap::new(),
         })
     }
@@ -199,6 +271,30 @@ impl SqlInsert {
 
 impl InsertStore for SqlInsert {
     fn insert(&mut self, t: usize, rows: &[Row], _first: u64, _indexed: bool) -> Result<()> {
+        if self.statements.text(self.d, false) {
+            let mut sql = format!(
+                "INSERT INTO {} (dateandtime, cashregisterid, customerid, productid, price, data) VALUES ",
+                table(t)
+            );
+            for (i, r) in rows.iter().enumerate() {
+                let time = match self.d {
+                    Dialect::MySql => format!("FROM_UNIXTIME({})", r.dateandtime),
+                    Dialect::Postgres => format!("to_timestamp({})", r.dateandtime),
+                };
+                let _ = write!(
+                    sql,
+                    "{}({time}, {}, {}, {}, {}, {})",
+                    if i > 0 { ",\n" } else { "" },
+                    r.cashregisterid,
+                    r.customerid,
+                    r.productid,
+                    r.price,
+                    literal(self.d, std::str::from_utf8(&r.data).unwrap_or(""))
+                );
+            }
+            self.c.text(&sql)?;
+            return Ok(());
+        }
         let mut params: Vec<Val<'_>> = Vec::with_capacity(rows.len() * 6);
         for r in rows {
             params.push(Val::Int(r.dateandtime as i64));
@@ -215,11 +311,15 @@ impl InsertStore for SqlInsert {
     }
 
     fn delete(&mut self, t: usize, lo: u64, n: u64, _indexed: bool) -> Result<u64> {
+        if self.statements.text(self.d, false) {
+            let sql = build(self.d, Stmt::Delete(t))
+                .replacen(&self.d.ph(1), &lo.to_string(), 1)
+                .replacen(&self.d.ph(2), &n.to_string(), 1);
+            return Ok(self.c.text(&sql)?.1);
+        }
         let sql = text(&mut self.texts, self.d, Stmt::Delete(t));
-        self.c.execute(
-            sql,
-            &[Val::Int(lo as i64), Val::Int(lo.saturating_add(n) as i64)],
-        )
+        self.c
+            .execute(sql, &[Val::Int(lo as i64), Val::Int(n as i64)])
     }
 
     fn create_index(&mut self, t: usize, ix: Index) -> Result<()> {
@@ -227,12 +327,47 @@ impl InsertStore for SqlInsert {
         self.c.batch(&ddl).with_context(|| ddl.clone())
     }
 
+    fn create_indexes(&mut self, t: usize, ixs: &[Index]) -> Result<usize> {
+        if !(self.d == Dialect::MySql && self.innodb) || ixs.is_empty() {
+            for ix in ixs.iter().take(1) {
+                self.create_index(t, *ix)?;
+            }
+            return Ok(ixs.len().min(1));
+        }
+        // InnoDB: one ALTER TABLE adds them all, as the reference does (it
+        // builds MyRocks' one by one, and PostgreSQL's).
+        let adds: Vec<String> = ixs
+            .iter()
+            .map(|ix| format!("ADD INDEX {} ({})", ix.name(), ix.columns().join(", ")))
+            .collect();
+        let ddl = format!("ALTER TABLE {} {}", table(t), adds.join(", "));
+        self.c.batch(&ddl).with_context(|| ddl.clone())?;
+        Ok(ixs.len())
+    }
+
     fn range(&mut self, t: usize, ix: Option<Index>, from: u64, limit: usize) -> Result<usize> {
+        if self.statements.text(self.d, true) {
+            let sql = text(&mut self.texts, self.d, Stmt::Range(t, ix, limit)).replacen(
+                &self.d.ph(1),
+                &from.to_string(),
+                1,
+            );
+            return Ok(self.c.text(&sql)?.0 as usize);
+        }
         let sql = text(&mut self.texts, self.d, Stmt::Range(t, ix, limit));
         Ok(self.c.query(sql, &[Val::Int(from as i64)])?.len())
     }
 
     fn point(&mut self, t: usize, ids: &[u64]) -> Result<usize> {
+        if self.statements.text(self.d, true) {
+            let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+            let sql = format!(
+                "SELECT transactionid, productid, data FROM {} WHERE transactionid IN ({})",
+                table(t),
+                list.join(", ")
+            );
+            return Ok(self.c.text(&sql)?.0 as usize);
+        }
         let sql = text(&mut self.texts, self.d, Stmt::Point(t, ids.len()));
         let params: Vec<Val<'_>> = ids.iter().map(|i| Val::Int(*i as i64)).collect();
         Ok(self.c.query(sql, &params)?.len())

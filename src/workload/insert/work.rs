@@ -21,10 +21,131 @@ const ONE: Done = Done {
     written: 0,
 };
 
+/// The deletes an inserter hands to its table's deleter: the reference's
+/// queue of 8 statements between its inserter and deleter processes. The
+/// inserter waits while 8 are pending, so neither runs more than 8 ahead.
+#[derive(Default)]
+pub struct DeleteQueue {
+    state: std::sync::Mutex<Pending>,
+    cv: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// (lowest id, rows) to delete, in order.
+    q: std::collections::VecDeque<(u64, u64)>,
+    /// The inserter is done (or gone): no more will come.
+    closed: bool,
+    /// The deleter is gone (an error): the inserter must stop.
+    broken: bool,
+}
+
+/// The reference's queue length between inserter and deleter.
+const QUEUE: usize = 8;
+
+impl DeleteQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands over a delete, waiting while the queue is full.
+    fn push(&self, lo: u64, n: u64) -> Result<()> {
+        let mut p = self.lock();
+        while p.q.len() >= QUEUE && !p.broken {
+            p = self
+                .cv
+                .wait_timeout(p, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        if p.broken {
+            anyhow::bail!("insert: the deleter of this table stopped");
+        }
+        p.q.push_back((lo, n));
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// The next delete; None when the inserter is done and none is left,
+    /// or on Ctrl-C.
+    fn pop(&self) -> Option<(u64, u64)> {
+        let mut p = self.lock();
+        loop {
+            if let Some(d) = p.q.pop_front() {
+                self.cv.notify_all();
+                return Some(d);
+            }
+            if p.closed || crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+                return None;
+            }
+            p = self
+                .cv
+                .wait_timeout(p, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+
+    /// Empty and open again, for a new step.
+    pub fn reset(&self) {
+        *self.lock() = Pending::default();
+    }
+
+    /// No more deletes will come.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.cv.notify_all();
+    }
+
+    fn break_off(&self) {
+        self.lock().broken = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Deletes what its table's inserter hands over, on a connection (or
+/// session) of its own, while the inserter goes on: the reference's
+/// deleter process. Its operations count no rows (the step's rate is
+/// inserts, as the reference's).
+pub struct Deleter<'a> {
+    /// The workload.
+    pub wl: &'a Insert,
+    /// This worker's store.
+    pub store: Box<dyn InsertStore + 'a>,
+    /// Its table.
+    pub t: usize,
+    /// Its table's queue.
+    pub queue: &'a DeleteQueue,
+}
+
+impl Worker for Deleter<'_> {
+    fn op(&mut self) -> Result<Option<Done>> {
+        let Some((lo, n)) = self.queue.pop() else {
+            return Ok(None);
+        };
+        let deleted = self.store.delete(self.t, lo, n, self.wl.indexed())?;
+        self.wl.removed(deleted);
+        Ok(Some(Done {
+            kind: 1,
+            ops: 0,
+            written: 0,
+        }))
+    }
+}
+
+impl Drop for Deleter<'_> {
+    fn drop(&mut self) {
+        // Gone, by the end or an error: an inserter still waiting stops.
+        self.queue.break_off();
+    }
+}
+
 /// Inserts `left` rows into table `t`, `batch` per commit; with `delete`
-/// it then deletes as many of the oldest rows, so the table's size holds
-/// (the reference's `--delete_per_insert`). One operation is one commit of
-/// inserts (and its delete); it counts the rows inserted.
+/// as many of the oldest rows then go, so the table's size holds (the
+/// reference's `--delete_per_insert`): handed to the table's [`Deleter`]
+/// when there is a `queue` (the reference's shape), or deleted here after
+/// each commit. One operation is one commit of inserts (and an inline
+/// delete); it counts the rows inserted.
 pub struct Inserter<'a> {
     /// The workload.
     pub wl: &'a Insert,
@@ -40,8 +161,18 @@ pub struct Inserter<'a> {
     pub batch: usize,
     /// Delete as many of the oldest rows after each commit.
     pub delete: bool,
+    /// The table's deleter queue (concurrent deletes), if any.
+    pub queue: Option<&'a DeleteQueue>,
     /// The batch's rows, reused.
     pub rows: Vec<Row>,
+}
+
+impl Drop for Inserter<'_> {
+    fn drop(&mut self) {
+        if let Some(q) = self.queue {
+            q.close();
+        }
+    }
 }
 
 impl Inserter<'_> {
@@ -66,8 +197,13 @@ impl Inserter<'_> {
             let next = table.next.load(Ordering::SeqCst);
             let k = (n as u64).min(next.saturating_sub(lo));
             table.lo.fetch_add(k, Ordering::SeqCst);
-            deleted = self.store.delete(self.t, lo, k, indexed)?;
-            self.wl.removed(deleted);
+            match self.queue {
+                Some(q) => q.push(lo, k)?,
+                None => {
+                    deleted = self.store.delete(self.t, lo, k, indexed)?;
+                    self.wl.removed(deleted);
+                }
+            }
         }
         Ok((n as u64, bytes, deleted))
     }
@@ -76,6 +212,9 @@ impl Inserter<'_> {
 impl Worker for Inserter<'_> {
     fn op(&mut self) -> Result<Option<Done>> {
         if self.left == 0 {
+            if let Some(q) = self.queue {
+                q.close();
+            }
             return Ok(None);
         }
         let n = (self.batch as u64).min(self.left) as usize;
@@ -89,23 +228,57 @@ impl Worker for Inserter<'_> {
     }
 }
 
-/// Builds the secondary indexes of table `t`, one operation per index.
+/// Builds the secondary indexes of table `t`: first `pre` rows inserted
+/// without them (the reference's l.x inserts 100 rows, then builds), then
+/// one operation per statement that builds indexes (InnoDB's one ALTER
+/// TABLE builds the three; elsewhere one each), counting the indexes.
 pub struct IndexBuilder<'a> {
+    /// The workload.
+    pub wl: &'a Insert,
     /// This worker's store.
     pub store: Box<dyn InsertStore + 'a>,
     /// Its table.
     pub t: usize,
-    /// Indexes still to build.
+    /// Indexes still to build, in order.
     pub left: Vec<super::row::Index>,
+    /// Rows to insert before the build (op `insert`, not counted as ops).
+    pub pre: u64,
+    /// Their generator.
+    pub rows_gen: Gen,
 }
 
 impl Worker for IndexBuilder<'_> {
     fn op(&mut self) -> Result<Option<Done>> {
-        let Some(ix) = self.left.pop() else {
+        if self.pre > 0 {
+            let n = std::mem::take(&mut self.pre) as usize;
+            let now = now_secs();
+            let mut rows = vec![Row::empty(); n];
+            let mut bytes = 0;
+            for r in &mut rows {
+                self.rows_gen.fill(r, now);
+                bytes += r.logical();
+            }
+            let first = self.wl.tables[self.t]
+                .next
+                .fetch_add(n as u64, Ordering::SeqCst);
+            self.store.insert(self.t, &rows, first, false)?;
+            self.wl.added(n as u64, bytes);
+            return Ok(Some(Done {
+                kind: 1,
+                ops: 0,
+                written: bytes,
+            }));
+        }
+        if self.left.is_empty() {
             return Ok(None);
-        };
-        self.store.create_index(self.t, ix)?;
-        Ok(Some(ONE))
+        }
+        let n = self.store.create_indexes(self.t, &self.left)?.max(1);
+        self.left.drain(..n.min(self.left.len()));
+        Ok(Some(Done {
+            kind: 0,
+            ops: n as u64,
+            written: 0,
+        }))
     }
 }
 

@@ -328,6 +328,7 @@ impl Workload for Micro {
         let spec = StepSpec {
             background: writer.then(|| Background {
                 per_sec: self.writer_bps / per_put,
+                catch_up: true,
                 op_names: op_names(),
             }),
             ..ctx.spec(threads, op_names(), fill)

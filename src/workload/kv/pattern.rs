@@ -346,6 +346,7 @@ impl Workload for Pattern {
         let spec = StepSpec {
             background: writer.then(|| Background {
                 per_sec: self.writer_rate,
+                catch_up: true,
                 op_names: op_names(),
             }),
             ..ctx.spec(threads, op_names(), step.loads())

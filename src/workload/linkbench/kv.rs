@@ -559,34 +559,54 @@ impl LinkStore for KvLinks<'_> {
 
     fn check(&mut self) -> Result<Check> {
         let mut visible: HashMap<(u64, u64), u64> = HashMap::new();
-        self.s.scan(
-            LINK,
-            KeyRange::all(),
-            Order::Forward,
-            usize::MAX,
-            &mut |k, v| {
-                if v.first() == Some(&1) {
-                    *visible.entry((u64_at(k, 8), u64_at(k, 0))).or_default() += 1;
-                }
-            },
-        )?;
+        scan_all(&mut *self.s, LINK, &mut |k, v| {
+            if v.first() == Some(&1) {
+                *visible.entry((u64_at(k, 8), u64_at(k, 0))).or_default() += 1;
+            }
+        })?;
         let mut c = Check::default();
-        self.s.scan(
-            COUNT,
-            KeyRange::all(),
-            Order::Forward,
-            usize::MAX,
-            &mut |k, v| {
-                c.pairs += 1;
-                if visible.remove(&(u64_at(k, 0), u64_at(k, 8))).unwrap_or(0) != u64_at(v, 0) {
-                    c.mismatches += 1;
-                }
-            },
-        )?;
+        scan_all(&mut *self.s, COUNT, &mut |k, v| {
+            c.pairs += 1;
+            if visible.remove(&(u64_at(k, 0), u64_at(k, 8))).unwrap_or(0) != u64_at(v, 0) {
+                c.mismatches += 1;
+            }
+        })?;
         // Visible links whose pair has no count row.
         c.mismatches += visible.values().filter(|n| **n > 0).count() as u64;
         c.pairs += visible.len() as u64;
         Ok(c)
+    }
+}
+
+/// Every row of `table`, in chunks, looking at Ctrl-C between them: the
+/// consistency check reads whole tables, which takes minutes at scale.
+fn scan_all(
+    s: &mut dyn KvSession,
+    table: Table,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> Result<()> {
+    const CHUNK: usize = 1 << 16;
+    let mut last: Option<Vec<u8>> = None;
+    loop {
+        if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(anyhow!("linkbench: the consistency check was interrupted"));
+        }
+        let range = match &last {
+            Some(k) => KeyRange {
+                start: std::ops::Bound::Excluded(k.as_slice()),
+                end: std::ops::Bound::Unbounded,
+            },
+            None => KeyRange::all(),
+        };
+        let mut next = None;
+        let n = s.scan(table, range, Order::Forward, CHUNK, &mut |k, v| {
+            visit(k, v);
+            next = Some(k.to_vec());
+        })?;
+        if n < CHUNK || next.is_none() {
+            return Ok(());
+        }
+        last = next;
     }
 }
 

@@ -443,13 +443,23 @@ impl LinkStore for SqlLinks {
 
     fn check(&mut self) -> Result<Check> {
         let c = &mut self.c.ac;
+        let interrupted = || {
+            if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(anyhow::anyhow!(
+                    "linkbench: the consistency check was interrupted"
+                ));
+            }
+            Ok(())
+        };
         let pairs = c.query("SELECT count(*) FROM counttable", &[])?;
+        interrupted()?;
         let bad_counts = c.query(
             "SELECT count(*) FROM counttable c LEFT JOIN (SELECT id1, link_type, COUNT(*) AS n FROM linktable \
              WHERE visibility = 1 GROUP BY id1, link_type) l ON c.id = l.id1 AND c.link_type = l.link_type \
              WHERE COALESCE(l.n, 0) <> c.count",
             &[],
         )?;
+        interrupted()?;
         let missing = c.query(
             "SELECT count(*) FROM (SELECT id1, link_type FROM linktable WHERE visibility = 1 GROUP BY id1, link_type) l \
              LEFT JOIN counttable c ON c.id = l.id1 AND c.link_type = l.link_type WHERE c.id IS NULL",
