@@ -23,6 +23,7 @@ pub mod results;
 pub mod rng;
 pub mod runner;
 pub mod setup;
+pub mod testing;
 pub mod workload;
 
 /// Bad input from the user (a flag, key, path or value): exit code 2, one

@@ -22,7 +22,7 @@ fn no_memory_cgroup() -> Option<String> {
 #[test]
 fn both_corners_in_one_command() {
     if let Some(why) = no_memory_cgroup() {
-        eprintln!("skipped: {why}");
+        ampbench::testing::skip("corners", &why);
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -161,7 +161,10 @@ fn the_page_named_by_ampbench_page() {
 #[test]
 fn every_chart_draws_every_engine_in_chromium() {
     if !Path::new(CHROMIUM).exists() {
-        eprintln!("skipped: {CHROMIUM} is not installed (scripts/deps.sh installs it)");
+        ampbench::testing::skip(
+            "html_browser",
+            &format!("{CHROMIUM} is not installed (scripts/deps.sh installs it)"),
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

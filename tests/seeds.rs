@@ -147,7 +147,10 @@ fn verdicts_on_fixed_figures_both_ways() {
 fn a_seed_plan_runs_and_reports_beside_the_post() {
     if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
     {
-        eprintln!("skipped: seed 001 sweeps two throttled devices, and there is none here: {why}");
+        ampbench::testing::skip(
+            "seeds",
+            &format!("seed 001 sweeps two throttled devices, and there is none here: {why}"),
+        );
         return;
     }
     let d = tempfile::tempdir().unwrap();

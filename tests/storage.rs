@@ -25,7 +25,7 @@ macro_rules! need_device {
     ($guard:ident) => {
         let $guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(why) = no_dedicated_device() {
-            eprintln!("skipped: no dedicated device here: {why}");
+            ampbench::testing::skip("storage", &format!("no dedicated device here: {why}"));
             return;
         }
     };
@@ -446,7 +446,7 @@ fn killed_run_is_cleaned_by_doctor() {
 fn not_root_falls_back_to_native() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to run ampbench as another user");
+        ampbench::testing::skip("storage", "needs root to run ampbench as another user");
         return;
     }
     let d = tempfile::tempdir().unwrap();

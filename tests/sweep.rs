@@ -63,7 +63,7 @@ fn thread_sweep_runs_every_level_and_fits_usl() {
 fn storage_sweep_runs_later_steps_at_every_class() {
     if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
     {
-        eprintln!("skipped: no dedicated device here: {why}");
+        ampbench::testing::skip("sweep", &format!("no dedicated device here: {why}"));
         return;
     }
     let d = tempfile::tempdir().unwrap();
