@@ -184,6 +184,11 @@ fn mariadb_keeps_root_and_files_to_itself(port: u16, c: &mut dyn ampbench::engin
         "bench wrote {out}"
     );
     assert!(!std::path::Path::new(&out).exists());
+    // Nor can it grant itself what it lacks.
+    assert!(
+        c.batch("UPDATE mysql.global_priv SET priv = priv").is_err(),
+        "bench wrote the mysql schema"
+    );
 }
 
 /// `--set` cannot reopen a server to others or inject configuration: each
@@ -284,6 +289,34 @@ fn set_cannot_open_or_inject() {
             "--allow-unsafe-settings",
         ),
         ("rocksdb", "rocksdb.wal_dir=/etc", "--allow-unsafe-settings"),
+        // The review's bypasses: WiredTiger's `:` and a key with a blank,
+        // RocksDB's blanks around a key in an options string, Galera,
+        // directories named `*tmpdir`.
+        (
+            "wiredtiger",
+            "wiredtiger.eviction_target=80,extensions:[/tmp/x.so]",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "wiredtiger",
+            "wiredtiger.extensions =[/tmp/x.so]",
+            "a key is letters",
+        ),
+        (
+            "rocksdb",
+            "rocksdb.max_open_files=1;wal_dir =/x",
+            "--allow-unsafe-settings",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.wsrep_provider=/tmp/x.so",
+            "set by ampbench",
+        ),
+        (
+            "mariadb-innodb",
+            "mariadb-innodb.innodb_tmpdir=/tmp",
+            "--allow-unsafe-settings",
+        ),
     ] {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
             .args(["run", "-e", engine, "--set", set, "--results"])
@@ -297,6 +330,26 @@ fn set_cannot_open_or_inject() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(!results.exists(), "nothing starts");
     }
+    // A plan's unsafe setting is refused even with the flag: the flag
+    // covers the command line's only.
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "workload = \"pattern\"\nengines = [\"rocksdb\"]\n[set.rocksdb]\nwal_dir = \"/etc\"\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+        .arg("run")
+        .arg(&plan)
+        .args(["--allow-unsafe-settings", "--results", "/nonexistent/r.db"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("plan file") && err.contains("wal_dir"),
+        "{err}"
+    );
     // With the flag, an unsafe setting passes the check (the run then
     // stops at the results file, which cannot be made).
     for (engine, set) in [

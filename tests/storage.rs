@@ -644,3 +644,33 @@ fn a_dir_with_a_space_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
 }
+
+/// Issue 31 (review): a --dir below a directory other users may write in
+/// that is not sticky is refused in one line before anything is made: the
+/// device's image or mount point could be swapped there between their
+/// making and their use. A sticky one (/tmp) is fine.
+#[test]
+fn a_dir_others_can_rename_in_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let open = d.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let res = d.path().join("r.db");
+    let o = run(&[
+        "run",
+        "-e",
+        "null",
+        "--storage",
+        "dedicated",
+        "--dir",
+        open.join("data").to_str().unwrap(),
+        "--results",
+        res.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("not sticky"), "{err}");
+    assert!(!res.exists() && !open.join("data").exists(), "nothing made");
+}

@@ -385,12 +385,33 @@ impl RunArgs {
                 &params,
             )?);
         }
+        // --allow-unsafe-settings covers the command line's settings only:
+        // a plan's, which someone else may have written, pass the guard
+        // as they are, whatever the flag.
+        let strict = |kind: EngineKind, pairs: Vec<(String, String)>| {
+            let o = crate::engine::EngineOptions {
+                pairs,
+                allow_unsafe: false,
+            };
+            crate::engine::guard::check(kind, &o)
+                .map_err(|e| UsageError(format!("plan file: {e:#}")))
+        };
+        for (k, o) in options::parse_sets(&plan.set_strings())? {
+            strict(k, o.pairs)?;
+        }
         let mut sets = options::parse_sets(&sets)?;
         for o in sets.values_mut() {
             o.allow_unsafe = self.allow_unsafe_settings;
         }
         let mut sweep = Vec::new();
-        for a in plan.sweep.iter().flatten().chain(self.sweep.iter()) {
+        for a in plan.sweep.iter().flatten() {
+            let axis = crate::runner::sweep::parse(a, &engines)?;
+            for v in &axis.values {
+                strict(axis.engine, vec![(axis.key.clone(), v.clone())])?;
+            }
+            sweep.push(axis);
+        }
+        for a in &self.sweep {
             sweep.push(crate::runner::sweep::parse(a, &engines)?);
         }
         crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;

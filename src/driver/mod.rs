@@ -20,8 +20,8 @@
 //! shares with the collector); this file is the step's types and the
 //! collector.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::Latency;
 use crate::probe::{Probe, Sample};
-use thread::{Shared, Signals, Slot, Snapshot, Thread, merge_into};
+use thread::{Shared, Signals, Slot, Thread, merge_into};
 
 /// Set by the Ctrl-C handler: the running step's collector (which looks
 /// every 50 ms at most) stops its threads, and the step records what it
@@ -259,7 +259,7 @@ pub fn run_step(
     };
     let bg_spec = spec.background.as_ref().filter(|_| bg.is_some());
     let bg_names: Vec<String> = bg_spec.map(|b| b.op_names.clone()).unwrap_or_default();
-    let (tx, rx) = mpsc::channel::<Snapshot>();
+    let pending = Mutex::new(thread::Pending::default());
     let origin = Instant::now();
     let start = origin + spec.warmup;
     let end = match spec.stop {
@@ -276,7 +276,7 @@ pub fn run_step(
         for i in 0..threads {
             let t = Thread {
                 shared: &shared,
-                tx: tx.clone(),
+                pending: &pending,
                 fg: true,
                 slot: &shared.fg[i],
                 kinds: spec.op_names.len().max(1),
@@ -301,7 +301,7 @@ pub fn run_step(
             (Some(b), Some(factory)) => {
                 let t = Thread {
                     shared: &shared,
-                    tx: tx.clone(),
+                    pending: &pending,
                     fg: false,
                     slot: &shared.bg,
                     kinds: b.op_names.len().max(1),
@@ -323,7 +323,6 @@ pub fn run_step(
             }
             _ => None,
         };
-        drop(tx);
 
         // Warm-up: wait for the measured phase, unless the workers finish
         // first or Ctrl-C stops them.
@@ -343,14 +342,20 @@ pub fn run_step(
         let mut timeline: Vec<(f64, u64)> = vec![(0.0, 0)];
         let mut idx = 0usize;
         let mut boundary = t0 + spec.interval;
-        let mut pending: std::collections::BTreeMap<u64, (Vec<Latency>, Vec<Latency>)> =
-            Default::default();
         let mut sink_error: Option<String> = None;
-        let take = |pending: &mut std::collections::BTreeMap<u64, (Vec<Latency>, Vec<Latency>)>| {
-            while let Ok((e, is_fg, h)) = rx.try_recv() {
-                let slot = pending.entry(e).or_default();
-                merge_into(if is_fg { &mut slot.0 } else { &mut slot.1 }, &h);
-            }
+        // Takes the handed-over epochs `keep` selects, by epoch.
+        let take = |keep: &dyn Fn(u64) -> bool| -> Vec<(u64, thread::EpochHists)> {
+            let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+            let done: Vec<u64> = p.by_epoch.keys().copied().filter(|e| keep(*e)).collect();
+            done.into_iter()
+                .filter_map(|e| p.by_epoch.remove(&e).map(|v| (e, v)))
+                .collect()
+        };
+        // Puts an epoch's histograms back, emptied.
+        let recycle = |(f, b): thread::EpochHists| {
+            let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.recycle(f);
+            p.recycle(b);
         };
         let close = |idx: usize,
                      end_s: Sample,
@@ -388,20 +393,13 @@ pub fn run_step(
                     shared.fail(format!("results: {e:#}"));
                 }
                 // The interval before this one is complete now: hand it over.
-                take(&mut pending);
                 if idx > 0 {
-                    let done: Vec<u64> = pending
-                        .keys()
-                        .copied()
-                        .filter(|e| *e < idx as u64)
-                        .collect();
-                    for e in done {
-                        if let Some((f, b)) = pending.remove(&e) {
-                            let l = named(&spec.op_names, &bg_names, &f, &b);
-                            if let Err(err) = sink.interval_latency(e as usize, &l) {
-                                sink_error.get_or_insert(format!("{err:#}"));
-                            }
+                    for (e, (f, b)) in take(&|e| e < idx as u64) {
+                        let l = named(&spec.op_names, &bg_names, &f, &b);
+                        if let Err(err) = sink.interval_latency(e as usize, &l) {
+                            sink_error.get_or_insert(format!("{err:#}"));
                         }
+                        recycle((f, b));
                     }
                 }
                 last = s;
@@ -455,8 +453,7 @@ pub fn run_step(
             }
             idx += 1;
         }
-        take(&mut pending);
-        for (e, (f, b)) in std::mem::take(&mut pending) {
+        for (e, (f, b)) in take(&|_| true) {
             let l = named(&spec.op_names, &bg_names, &f, &b);
             if let Err(err) = sink.interval_latency((e as usize).min(idx.saturating_sub(1)), &l) {
                 sink_error.get_or_insert(format!("{err:#}"));

@@ -2,8 +2,8 @@
 //! the collector. Everything here runs per operation, so it touches as few
 //! cache lines as it can (docs/design.md, driver).
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use super::Worker;
@@ -64,7 +64,37 @@ impl Shared {
 }
 
 /// An interval's histograms from one thread: (epoch, foreground?, per kind).
-pub(super) type Snapshot = (u64, bool, Vec<Latency>);
+/// One epoch's histograms: foreground and background, one per kind.
+pub(super) type EpochHists = (Vec<Latency>, Vec<Latency>);
+
+/// The interval histograms threads hand over, by epoch (foreground, then
+/// background, one per operation kind), and emptied ones for reuse: the
+/// collector writes an epoch once every thread has handed it over, then
+/// puts its histograms back, so a run's intervals allocate nothing after
+/// the first few.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) by_epoch: std::collections::BTreeMap<u64, EpochHists>,
+    pub(super) free: Vec<Vec<Latency>>,
+}
+
+impl Pending {
+    /// Epoch `e`'s histograms (made, or taken from the free list).
+    fn slot(&mut self, e: u64) -> &mut EpochHists {
+        if !self.by_epoch.contains_key(&e) {
+            let f = self.free.pop().unwrap_or_default();
+            let b = self.free.pop().unwrap_or_default();
+            self.by_epoch.insert(e, (f, b));
+        }
+        self.by_epoch.entry(e).or_default()
+    }
+
+    /// Gives emptied histograms back for reuse.
+    pub(super) fn recycle(&mut self, mut v: Vec<Latency>) {
+        v.iter_mut().for_each(Latency::reset);
+        self.free.push(v);
+    }
+}
 
 /// CLOCK_MONOTONIC in ns: the clock `Instant` reads, as a plain integer, so
 /// the measured path subtracts two u64s instead of normalising timespecs
@@ -127,7 +157,7 @@ fn sleep_until(t: u64) {
 /// One worker thread of a step: the measured path.
 pub(super) struct Thread<'s> {
     pub(super) shared: &'s Shared,
-    pub(super) tx: mpsc::Sender<Snapshot>,
+    pub(super) pending: &'s Mutex<Pending>,
     pub(super) fg: bool,
     pub(super) slot: &'s Slot,
     pub(super) kinds: usize,
@@ -148,9 +178,18 @@ impl Thread<'_> {
     /// Sends interval `epoch`'s histograms to the collector and adds them
     /// to the step's; the recorders start empty.
     fn hand_over(&self, epoch: u64, int: &mut [Recorder], step: &mut Vec<Latency>) {
-        let snap: Vec<Latency> = int.iter_mut().map(Recorder::take).collect();
-        merge_into(step, &snap);
-        let _ = self.tx.send((epoch, self.fg, snap));
+        if step.len() < int.len() {
+            step.resize(int.len(), Latency::new());
+        }
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = p.slot(epoch);
+        let acc = if self.fg { &mut slot.0 } else { &mut slot.1 };
+        if acc.len() < int.len() {
+            acc.resize(int.len(), Latency::new());
+        }
+        for ((r, a), s) in int.iter_mut().zip(acc.iter_mut()).zip(step.iter_mut()) {
+            r.drain_into(&mut [a, s]);
+        }
     }
 
     pub(super) fn run<'w>(self, mut w: Box<dyn Worker + 'w>) -> Ran<'w> {

@@ -48,6 +48,18 @@ pub fn check(kind: EngineKind, options: &EngineOptions) -> Result<()> {
     // them, WiredTiger's snappy extension among them).
     let defaults = kind.default_settings(0);
     for (k, v) in &options.pairs {
+        // A key is one word: no blank or quote for a parser to trim or
+        // read as part of the value (`extensions =…`, `"wal_dir"=…`).
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(UsageError(format!(
+                "--set {kind}.{k}: a key is letters, digits, '_', '-' and '.' only"
+            ))
+            .into());
+        }
         if defaults.iter().any(|(dk, dv)| dk == k && dv == v) {
             continue;
         }
@@ -96,21 +108,33 @@ pub fn norm(key: &str, sep: char) -> String {
 }
 
 /// The names in a value that looks like an options string
-/// (`a=1;b={c=2}`, WiredTiger's `log=(path=x)`): every word right before
-/// an `=`, normalised with `sep`.
+/// (`a=1;b={c=2}`, WiredTiger's `log=(path=x)`): every word followed by
+/// `=` or `:` (WiredTiger's parser takes either), with quotes and blanks
+/// between them skipped (`"extensions" : […]`, RocksDB's `wal_dir =x`),
+/// normalised with `sep`. It finds more than the engine would read as
+/// names (`bloomfilter:10` gives `bloomfilter`): it is used to refuse,
+/// so a false name costs nothing and a missed one would.
 pub fn names_in_value(value: &str, sep: char) -> Vec<String> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.';
+    let chars: Vec<char> = value.chars().collect();
     let mut out = Vec::new();
-    let mut word = String::new();
-    for c in value.chars() {
-        if c == '=' {
-            if !word.is_empty() {
-                out.push(norm(&word, sep));
-            }
-            word.clear();
-        } else if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
-            word.push(c);
-        } else {
-            word.clear();
+    let mut i = 0;
+    while i < chars.len() {
+        if !is_word(chars[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && is_word(chars[i]) {
+            i += 1;
+        }
+        let word: String = chars[start..i].iter().collect();
+        let mut j = i;
+        while j < chars.len() && matches!(chars[j], ' ' | '\t' | '"' | '\'') {
+            j += 1;
+        }
+        if j < chars.len() && matches!(chars[j], '=' | ':') {
+            out.push(norm(&word, sep));
         }
     }
     out
@@ -136,6 +160,12 @@ mod tests {
             ["max_open_files", "wal_dir"]
         );
         assert!(names_in_value("/etc/passwd", '_').is_empty());
+        // WiredTiger's `:` and quoted keys, RocksDB's blanks.
+        assert_eq!(
+            names_in_value("eviction_target=80,\"extensions\" : [/x.so]", '_'),
+            ["eviction_target", "extensions"]
+        );
+        assert_eq!(names_in_value("1;wal_dir =/x", '_'), ["wal_dir"]);
     }
 
     #[test]

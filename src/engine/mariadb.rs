@@ -292,8 +292,20 @@ impl MariaDb {
             }
         }
         let cnf_path = root.join("my.cnf");
-        std::fs::write(&cnf_path, cnf)
-            .with_context(|| format!("cannot write {}", cnf_path.display()))?;
+        // Made new and never through a link: the directory is the server
+        // user's by now, and root writes it.
+        {
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&cnf_path)
+                .and_then(|mut f| f.write_all(cnf.as_bytes()))
+                .with_context(|| format!("cannot write {}", cnf_path.display()))?;
+        }
         if let Some((uid, gid)) = owner {
             // The server reads it as its user, and writes its logs beside.
             crate::setup::server::chown_tree(&root, uid, gid)?;
@@ -336,17 +348,23 @@ impl MariaDb {
             root_conn(&socket, spec.timeout).context("connecting as root over the socket")?;
         // The benchmark user needs this run's password (hex: nothing to
         // quote); root@localhost reaches only the socket, as the system's
-        // root. `bench` may do all but touch files (FILE): it sets global
-        // durability (SUPER), but cannot read or write the server's files.
+        // root. `bench` has all of its own database and, server-wide, only
+        // SUPER (workers set global durability) and PROCESS (the insert
+        // benchmark reads InnoDB's metrics): no FILE, and no write to the
+        // `mysql` schema through which it could grant itself more. The
+        // socket account install-db makes for the server's system user
+        // goes.
         let password = crate::setup::server::random_password()?;
-        c.query_drop(format!(
-            "CREATE DATABASE ampbench; \
-             CREATE USER 'bench'@'127.0.0.1' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'127.0.0.1'; \
-             REVOKE FILE ON *.* FROM 'bench'@'127.0.0.1'; \
-             CREATE USER 'bench'@'localhost' IDENTIFIED BY '{password}'; GRANT ALL ON *.* TO 'bench'@'localhost'; \
-             REVOKE FILE ON *.* FROM 'bench'@'localhost'"
-        ))
-        .context("creating the benchmark user and database")?;
+        let mut sql = String::from("CREATE DATABASE ampbench; DROP USER IF EXISTS 'mysql'@'localhost'");
+        for host in ["127.0.0.1", "localhost"] {
+            sql.push_str(&format!(
+                "; CREATE USER 'bench'@'{host}' IDENTIFIED BY '{password}'; \
+                 GRANT ALL ON ampbench.* TO 'bench'@'{host}'; \
+                 GRANT SUPER, PROCESS ON *.* TO 'bench'@'{host}'"
+            ));
+        }
+        c.query_drop(sql)
+            .context("creating the benchmark user and database")?;
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
         let myrocks = is_myrocks(kind);
         if myrocks {

@@ -131,7 +131,8 @@ const UNSAFE: &[&str] = &[
     "rocksdb-wal-dir",
 ];
 
-/// Name endings of settings that name a file or directory.
+/// Name endings of settings that name a file or directory, or run a
+/// command.
 const UNSAFE_ENDINGS: &[&str] = &[
     "-file",
     "-filename",
@@ -139,7 +140,19 @@ const UNSAFE_ENDINGS: &[&str] = &[
     "-directory",
     "-path",
     "-home-dir",
+    "tmpdir",
+    "-cmd",
+    "-command",
 ];
+
+/// Name beginnings of settings kept to ampbench: Galera (`wsrep_*`: a
+/// provider library, a notify command, a cluster listening on every
+/// address).
+const RESERVED_PREFIXES: &[&str] = &["wsrep"];
+
+/// Name beginnings of settings that name files: TLS keys and
+/// certificates, the DDL recovery log.
+const UNSAFE_PREFIXES: &[&str] = &["ssl", "log-ddl-recovery", "log-isam"];
 
 /// Names inside a RocksDB options string (MyRocks' `*_cf_options`) that
 /// put files elsewhere.
@@ -196,11 +209,17 @@ pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
     let mut unsafe_name = None;
     for (spelling, off) in spellings(key) {
         for name in resolve(&spelling, known) {
-            if RESERVED.contains(&name.as_str()) {
+            if RESERVED.contains(&name.as_str())
+                || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p))
+            {
                 return Some(Refusal::Reserved(name));
             }
             // Turning a path off (`skip-log-bin`) names nothing.
-            if !off && unsafe_name.is_none() && matches(&name, UNSAFE, UNSAFE_ENDINGS) {
+            if !off
+                && unsafe_name.is_none()
+                && (matches(&name, UNSAFE, UNSAFE_ENDINGS)
+                    || UNSAFE_PREFIXES.iter().any(|p| name.starts_with(p)))
+            {
                 unsafe_name = Some(name);
             }
         }
@@ -230,6 +249,9 @@ mod tests {
             Some(Refusal::Reserved("bind-address".into()))
         );
         for k in [
+            "wsrep_on",
+            "wsrep-provider",
+            "loose-wsrep_notify_cmd",
             "bind_address",
             "LOOSE-BIND-ADDRESS",
             "loose-skip-grant-tables",
@@ -262,6 +284,13 @@ mod tests {
             "innodb_undo_directory",
             "innodb-buffer-pool-filename",
             "aria_log_dir_path",
+            "innodb_tmpdir",
+            "slave_load_tmpdir",
+            "rocksdb_tmpdir",
+            "ssl_key",
+            "ssl-ca",
+            "log_ddl_recovery",
+            "log-isam",
         ] {
             assert!(
                 matches!(guard(k, "/etc/x"), Some(Refusal::Unsafe(_))),

@@ -100,15 +100,21 @@ pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
         Some(t) => (true, norm(t, '_')),
         None => (false, norm(key, '_')),
     };
-    let named = ["extensions", "builtin_extension_config"].contains(&k.as_str())
-        || (table && ["source", "type"].contains(&k.as_str()));
-    if named {
+    if table && ["source", "type"].contains(&k.as_str()) {
         return Some(Refusal::Unsafe(key.to_string()));
     }
-    names_in_value(value, '_')
-        .into_iter()
-        .find(|n| n == "path" || n == "extensions")
-        .map(|n| Refusal::Unsafe(format!("{key}=({n}=…)")))
+    // The key and every name in the value, as WiredTiger's parser reads
+    // them (`=` or `:`, quoted or not).
+    std::iter::once(k.clone())
+        .chain(names_in_value(value, '_'))
+        .find(|n| ["extensions", "builtin_extension_config", "path"].contains(&n.as_str()))
+        .map(|n| {
+            Refusal::Unsafe(if n == k {
+                key.to_string()
+            } else {
+                format!("{key}=(…{n}…)")
+            })
+        })
 }
 
 /// Checks `--set wiredtiger.*` options with WiredTiger's own validator.

@@ -156,6 +156,24 @@ impl Recorder {
         }
     }
 
+    /// Adds everything recorded since the last drain to each of `into`,
+    /// and starts empty again, keeping its histogram's memory: a thread
+    /// hands its interval over without allocating (a fresh histogram per
+    /// operation kind, thread and interval, freed by another thread, made
+    /// mimalloc's resident memory climb through a long run).
+    pub fn drain_into(&mut self, into: &mut [&mut Latency]) {
+        for (us, n) in self.small.iter_mut().enumerate() {
+            if *n > 0 {
+                self.hist.record_n(us as u64, *n);
+                *n = 0;
+            }
+        }
+        for l in into.iter_mut() {
+            l.merge(&self.hist);
+        }
+        self.hist.reset();
+    }
+
     /// Everything recorded since the last take, as a histogram; the
     /// recorder starts empty again.
     pub fn take(&mut self) -> Latency {
@@ -224,6 +242,20 @@ mod tests {
         assert_eq!(r.take().count(), 0);
         r.record(5);
         assert_eq!(r.take().summary().max, 5);
+        // Draining adds the same values to each target, and empties.
+        r.record(3);
+        r.record(5000);
+        let (mut a, mut b) = (Latency::new(), Latency::new());
+        a.record(7);
+        r.drain_into(&mut [&mut a, &mut b]);
+        assert_eq!((a.count(), b.count()), (3, 2));
+        // 5000 µs at three significant digits.
+        assert!(
+            (5000..=5005).contains(&b.summary().max),
+            "{:?}",
+            b.summary()
+        );
+        assert_eq!(r.take().count(), 0);
     }
 
     #[test]

@@ -64,9 +64,25 @@ pub struct HostArgs {
     /// A sweep setting KEY=VALUE (repeatable).
     #[arg(long = "setting")]
     settings: Vec<String>,
+    /// The configuration the parent checked (see [`fingerprint`]).
+    #[arg(long)]
+    fingerprint: String,
     /// The parent's command line after `run`.
     #[arg(last = true)]
     args: Vec<String>,
+}
+
+/// A digest of a configuration as recorded (SHA-1 of its JSON): the host
+/// parses the command line again, and a plan file changed since the
+/// parent checked it (whose engine settings the parent's guard passed)
+/// gives another digest and is refused.
+fn fingerprint(cfg: &super::RunConfig) -> String {
+    use sha1::Digest;
+    let json = serde_json::to_string(cfg).unwrap_or_default();
+    sha1::Sha1::digest(json.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// What the parent asks.
@@ -152,7 +168,8 @@ impl Hosted {
             .args(["--ordinal", &r.ordinal.to_string()])
             .args(["--rep", &r.rep.to_string(), "--label", &r.label])
             .arg("--cgroup")
-            .arg(cg.dir());
+            .arg(cg.dir())
+            .args(["--fingerprint", &fingerprint(cfg)]);
         for (k, v) in setting {
             cmd.args(["--setting", &format!("{k}={v}")]);
         }
@@ -207,8 +224,8 @@ impl Hosted {
         match h.reply(r, mem)? {
             Some(rep) if rep.opened => Ok(Some(h)),
             Some(_) => {
-                let _ = h.child.wait();
                 crate::setup::server::unregister(h.child.id());
+                let _ = h.child.wait();
                 Ok(None)
             }
             None => {
@@ -280,8 +297,9 @@ impl Hosted {
         what: &str,
         out: &mut dyn Write,
     ) -> Result<After> {
-        let st = self.child.wait().context("waiting for the engine host")?;
+        // Forgotten before it is reaped: its pid may be reused after.
         crate::setup::server::unregister(self.child.id());
+        let st = self.child.wait().context("waiting for the engine host")?;
         let kind = self.kind;
         let oom = mem
             .cg
@@ -343,8 +361,8 @@ impl EngineSide for Hosted {
             None
         };
         drop(self.asks);
-        let _ = self.child.wait();
         crate::setup::server::unregister(self.child.id());
+        let _ = self.child.wait();
         Ok(life)
     }
 }
@@ -365,6 +383,11 @@ pub fn main(a: HostArgs) -> Result<i32> {
     let cfg = cfgs
         .get(a.corner)
         .ok_or_else(|| anyhow!("no corner {} in the command line", a.corner))?;
+    if fingerprint(cfg) != a.fingerprint {
+        bail!(
+            "the engine host read another configuration than ampbench checked (was the plan file changed during the run?)"
+        );
+    }
     crate::driver::catch_interrupts(Some(crate::runner::abort));
     crate::setup::cgroup::harness_memory();
     let kind = EngineKind::parse(&a.engine)?;
@@ -414,11 +437,14 @@ pub fn main(a: HostArgs) -> Result<i32> {
     };
     let mut workload = cfg.workload.build(&r.params)?;
     workload.configure(&r.steps, cfg.threads);
+    let options = engine_options(cfg, kind, &setting);
+    // The parent checked these; checked again where they are used.
+    crate::engine::validate_options(kind, &options)?;
     let spec = OpenSpec {
         dir: a.dir.clone(),
         tables: workload.tables(),
         cache_bytes: cfg.cache_bytes,
-        options: engine_options(cfg, kind, &setting),
+        options,
         transactions: workload.transactions(),
         transport: cfg.transport_of(kind),
         replication_log: cfg.replication_log,

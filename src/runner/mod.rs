@@ -375,6 +375,10 @@ fn begin<'c>(
             setup::server::check_reachable(user, e.name(), &cfg.dir)?;
         }
     }
+    // A device in a directory others could rename things in: said now.
+    if cfg.storage.class != setup::storage::StorageClass::Native {
+        setup::storage::check_parent(&cfg.dir)?;
+    }
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     // Before any device is made: a bad results path fails at once.

@@ -43,16 +43,67 @@ pub fn random_password() -> Result<String> {
 }
 
 /// Gives `p` and everything below it to `uid`:`gid`, never following a
-/// symbolic link: a link is changed itself (`lchown`), and only real
-/// directories are entered, so a link planted in the tree cannot hand
-/// another file on the machine to the server's user.
+/// symbolic link: a link is changed itself, and the walk goes from each
+/// directory's descriptor (opened `O_NOFOLLOW`) to its entries
+/// (`fchownat` without following, `openat` with `O_NOFOLLOW`), so an
+/// entry swapped for a link while the walk runs cannot hand another file
+/// on the machine to the server's user.
 pub fn chown_tree(p: &Path, uid: u32, gid: u32) -> Result<()> {
+    use std::os::fd::{FromRawFd, OwnedFd};
     std::os::unix::fs::lchown(p, Some(uid), Some(gid))
         .with_context(|| format!("cannot chown {}", p.display()))?;
-    let m = std::fs::symlink_metadata(p).with_context(|| format!("cannot stat {}", p.display()))?;
-    if m.file_type().is_dir() {
-        for e in std::fs::read_dir(p).with_context(|| format!("cannot list {}", p.display()))? {
-            chown_tree(&e?.path(), uid, gid)?;
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).context("path")?;
+    // SAFETY: a plain open of a NUL-terminated path; the fd is owned below.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        // Not a directory (or a link): its own owner was all there was.
+        return Ok(());
+    }
+    // SAFETY: a new fd that nothing else owns.
+    let dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    chown_below(&dir, uid, gid).with_context(|| format!("cannot chown below {}", p.display()))?;
+    Ok(())
+}
+
+/// Every entry below the directory `dir` (see [`chown_tree`]).
+fn chown_below(dir: &std::os::fd::OwnedFd, uid: u32, gid: u32) -> Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // The directory's own entries, read through its descriptor.
+    let listed = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd()))?;
+    for e in listed {
+        let e = e?;
+        let name = std::ffi::CString::new(e.file_name().as_encoded_bytes()).context("name")?;
+        // SAFETY: name is NUL-terminated; dir is an open directory.
+        let rc = unsafe {
+            libc::fchownat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                uid,
+                gid,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("chown {}", e.file_name().to_string_lossy()));
+        }
+        // SAFETY: as above; a link or a file is refused by the flags.
+        let fd = unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a new fd that nothing else owns.
+            let sub = unsafe { OwnedFd::from_raw_fd(fd) };
+            chown_below(&sub, uid, gid)?;
         }
     }
     Ok(())
@@ -163,11 +214,13 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
     let out =
         // Appended to: a server started again after a crash keeps the
         // first start's lines.
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
+        // Never through a link (the directory may be the server user's).
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            std::fs::OpenOptions::new().create(true).append(true),
+            libc::O_NOFOLLOW,
+        )
+        .open(log)
+        .with_context(|| format!("cannot create {}", log.display()))?;
     let err = out.try_clone()?;
     cmd.stdin(Stdio::null())
         .stdout(out)
@@ -433,6 +486,10 @@ struct Watch {
     stop: std::sync::atomic::AtomicBool,
     /// Why the watchdog killed the server, once it did.
     hung: std::sync::Mutex<Option<String>>,
+    /// Held by the watchdog from its last look at `stop` and `pid` to its
+    /// kill, and by whoever stops or reaps the server while it changes
+    /// them: a pid is never killed after it was reaped (and reused).
+    kill: std::sync::Mutex<()>,
 }
 
 /// Kills `pid`'s process group and every process descending from it
@@ -482,6 +539,7 @@ impl Server {
                 pid: std::sync::atomic::AtomicU32::new(p.pid()),
                 stop: std::sync::atomic::AtomicBool::new(false),
                 hung: std::sync::Mutex::new(None),
+                kill: std::sync::Mutex::new(()),
             }),
             process: std::sync::Mutex::new(p),
             start,
@@ -514,6 +572,7 @@ impl Server {
                     if pid == 0 || answers(port, hello, timeout).is_ok() {
                         continue;
                     }
+                    let _held = w.kill.lock();
                     if w.stop.load(SeqCst) || w.pid.load(SeqCst) != pid {
                         continue;
                     }
@@ -551,9 +610,12 @@ impl Server {
 
     /// Stops the server cleanly (see [`ServerProcess::stop`]).
     pub fn stop(&self) -> Result<()> {
-        self.watch
-            .stop
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        {
+            let _held = self.watch.kill.lock();
+            self.watch
+                .stop
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         self.process()?.stop()
     }
 
@@ -566,7 +628,10 @@ impl Server {
         if pid == 0 {
             return Ok(());
         }
-        self.watch.pid.store(0, std::sync::atomic::Ordering::SeqCst);
+        {
+            let _held = self.watch.kill.lock();
+            self.watch.pid.store(0, std::sync::atomic::Ordering::SeqCst);
+        }
         // PostgreSQL's backends leave the group (setsid): every
         // descendant is killed by pid, the group besides.
         let victims = kill_family(pid);

@@ -224,6 +224,7 @@ impl Device {
     pub fn create(parent: &Path, size: u64, fs: Fs) -> Result<Device> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         check_abilities(fs).map_err(|e| anyhow!(e))?;
+        check_parent(parent)?;
         let base = parent.join(format!(
             "ampbench-{}-{}-dev",
             std::process::id(),
@@ -279,7 +280,11 @@ impl Device {
             .mode(0o700)
             .create(&mount)
             .with_context(|| format!("cannot create {}", mount.display()))?;
-        run(Command::new("mount").arg(&dev.loopdev).arg(&mount))?;
+        // No set-user-id program or device node on it takes effect.
+        run(Command::new("mount")
+            .args(["-o", "nosuid,nodev"])
+            .arg(&dev.loopdev)
+            .arg(&mount))?;
         Ok(dev)
     }
 
@@ -428,6 +433,32 @@ fn unmount(dir: &Path) -> Result<()> {
             }
         }
     }
+}
+
+/// Refuses a parent directory another user could rename things in: one
+/// (or one above it) that others may write and that is not sticky. There
+/// the image root made could be swapped for another file between its
+/// making and `losetup`, or the mount point for a link. A sticky
+/// directory such as /tmp is fine: nobody renames another's entries.
+pub fn check_parent(parent: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = parent
+        .canonicalize()
+        .unwrap_or_else(|_| parent.to_path_buf());
+    for p in dir.ancestors() {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+            return Err(crate::UsageError(format!(
+                "--dir {}: {} is writable by other users and not sticky, so what ampbench makes there (the device's image and mount point) could be swapped; pass a directory only root can write in, or a sticky one like /tmp",
+                parent.display(),
+                p.display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// True when `dir` is a mount point (by /proc/self/mountinfo).

@@ -315,8 +315,7 @@ pub struct RwTxn<'e>(*mut sys::MDB_txn, PhantomData<&'e Env>);
 /// A write transaction kept by a session between calls, whose session may
 /// move to another thread while none is open. It is used, committed and
 /// aborted only on the thread that began it: elsewhere every access is an
-/// error, and a drop leaves it to the process's end rather than unlock
-/// another thread's mutex.
+/// error, and a drop ends the process (see its `Drop`).
 pub struct HeldTxn<'e> {
     txn: std::mem::ManuallyDrop<RwTxn<'e>>,
     thread: std::thread::ThreadId,
@@ -362,10 +361,19 @@ impl<'e> HeldTxn<'e> {
 
 impl Drop for HeldTxn<'_> {
     fn drop(&mut self) {
-        if self.check().is_ok() {
-            // SAFETY: dropped once, on its own thread.
-            unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) }
+        if self.check().is_err() {
+            // Neither choice is sound: aborting the transaction here would
+            // unlock another thread's writer mutex, and leaving it open
+            // would block every later writer and close the environment
+            // under a live transaction. A session never moves between
+            // threads with a transaction open; if one does, stop.
+            eprintln!(
+                "ampbench: an LMDB write transaction was dropped on a thread that did not begin it"
+            );
+            std::process::abort();
         }
+        // SAFETY: dropped once, on its own thread.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.txn) }
     }
 }
 
