@@ -376,7 +376,10 @@ fn begin<'c>(
         }
     }
     // A device in a directory others could rename things in: said now.
-    if cfg.storage.class != setup::storage::StorageClass::Native {
+    // Only root makes a device; anyone else runs on native storage.
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root && cfg.storage.class != setup::storage::StorageClass::Native {
         setup::storage::check_parent(&cfg.dir)?;
     }
     std::fs::create_dir_all(&cfg.dir)
