@@ -40,6 +40,7 @@ bench: build
 	./bench/seed-003-storage.sh
 	./bench/seed-001-insert.sh
 	./bench/seed-004-compaction-pri.sh
+	./bench/soak.sh
 
 # Fuzzing is apart from bench (an hour at its default of 10 minutes a
 # target): make fuzz, or bench/fuzz.sh SECONDS [TARGET…].
