@@ -191,17 +191,7 @@ impl Hosted {
                 {
                     return Err(std::io::Error::last_os_error());
                 }
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                if n != 1 {
-                    return Err(err);
-                }
-                Ok(())
+                crate::setup::server::enter_cgroup(&procs)
             });
         }
         let oom_before = oom_kills(cg).unwrap_or(0);

@@ -674,22 +674,30 @@ pub fn join_cgroup(cmd: &mut Command, procs: Option<&Path>) -> Result<()> {
         return Ok(());
     };
     let c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).context("cgroup path")?;
-    // SAFETY: open/write/close are async-signal-safe; the path was built
+    // SAFETY: enter_cgroup is async-signal-safe; the path was built
     // before fork, so nothing is allocated in the child.
     unsafe {
-        cmd.pre_exec(move || {
-            let fd = libc::open(c.as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
-            let err = std::io::Error::last_os_error();
-            libc::close(fd);
-            if n != 1 {
-                return Err(err);
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || enter_cgroup(&c));
+    }
+    Ok(())
+}
+
+/// Moves the calling process into the cgroup whose `cgroup.procs` is
+/// `procs`, by writing `0` (itself) to it. Only async-signal-safe calls
+/// (open, write, close) and no allocation: it runs between fork and exec.
+pub fn enter_cgroup(procs: &std::ffi::CStr) -> std::io::Result<()> {
+    // SAFETY: a NUL-terminated path; the descriptor is closed on every path.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        if n != 1 {
+            return Err(err);
+        }
     }
     Ok(())
 }
