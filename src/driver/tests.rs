@@ -149,6 +149,49 @@ fn background_writer_keeps_its_rate_and_is_apart() {
     assert!(o.latencies.iter().any(|(n, _)| n == "bg.write"));
 }
 
+/// A background writer stalled for 200 ms at 200/s: one that catches up
+/// makes the 40 missed calls up (about 100 in 0.5 s); one that does not,
+/// as the insert benchmark's reference writer, loses them (about 60).
+#[test]
+fn a_writer_that_does_not_catch_up_loses_a_stall() {
+    let (_d, p) = probe();
+    let fg = |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: u64::MAX,
+            stall_at: 0,
+            stall: Duration::ZERO,
+        }))
+    };
+    let bg = |_i: usize| -> Result<Box<dyn Worker>> {
+        Ok(Box::new(Counter {
+            n: 0,
+            limit: u64::MAX,
+            stall_at: 5,
+            stall: Duration::from_millis(200),
+        }))
+    };
+    let ops = |catch_up| {
+        let mut s = spec(
+            1,
+            Stop::Duration(Duration::from_millis(500)),
+            Arrival::Fixed {
+                per_sec: 1000.0,
+                poisson: false,
+            },
+        );
+        s.background = Some(Background {
+            per_sec: 200.0,
+            catch_up,
+            op_names: vec!["write".into()],
+        });
+        run_step(&s, &fg, Some(&bg), &p, &mut Collect::default()).bg_ops
+    };
+    let (caught, lost) = (ops(true), ops(false));
+    assert!((85..=115).contains(&caught), "catching up: {caught}");
+    assert!((20..=75).contains(&lost), "not catching up: {lost}");
+}
+
 #[test]
 fn worker_error_fails_the_step_and_keeps_counts() {
     struct Failing(u32);

@@ -338,6 +338,30 @@ impl SqlConn for PgConn {
             .map(|r| (0..r.len()).map(|i| cell(r, i)).collect())
             .collect())
     }
+    /// Rows as the server sends them (`query_raw`), decoded into one
+    /// reused row: a 10,000-row list is never held whole twice (the
+    /// driver's rows and ours), so a thread's memory does not follow
+    /// the longest list it has read.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &[Val<'_>],
+        f: &mut dyn FnMut(&mut Vec<Cell>),
+    ) -> Result<()> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let s = self.stmt(sql)?;
+        let p = pg_params(&s, params);
+        let mut rows = self
+            .c
+            .query_raw(&s, p.iter().map(|b| b.as_ref()))?;
+        let mut row = Vec::new();
+        while let Some(r) = rows.next()? {
+            row.clear();
+            row.extend((0..r.len()).map(|i| cell(&r, i)));
+            f(&mut row);
+        }
+        Ok(())
+    }
     fn batch(&mut self, sql: &str) -> Result<()> {
         Ok(self.c.batch_execute(sql)?)
     }
