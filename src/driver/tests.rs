@@ -310,3 +310,37 @@ fn rates_pick_a_round_width_and_end_at_the_step() {
     assert!((r[30].1 - 3.05).abs() < 1e-9);
     assert!(super::rates(&tl[..1], 3.0).is_empty());
 }
+
+#[test]
+fn a_long_timeline_keeps_its_cap_and_its_rates() {
+    // A day at 1,000 ops/s for the first half and 500 after, sampled
+    // every 50 ms: at most CAP samples, the first and the last kept,
+    // spacing even, and each of the 10 slices exact.
+    let mut tl = super::Timeline::new();
+    let day = 86_400.0;
+    let ops_at = |t: f64| {
+        if t <= day / 2.0 {
+            (t * 1000.0) as u64
+        } else {
+            (day / 2.0 * 1000.0 + (t - day / 2.0) * 500.0) as u64
+        }
+    };
+    for k in 1..(day / 0.05) as u64 {
+        let t = k as f64 * 0.05;
+        tl.push(t, ops_at(t));
+    }
+    let v = tl.finish(day, ops_at(day));
+    assert!(v.len() <= super::Timeline::CAP + 1, "{}", v.len());
+    assert!(v.len() > super::Timeline::CAP / 2, "{}", v.len());
+    assert_eq!(v[0], (0.0, 0));
+    assert_eq!(v.last().copied(), Some((day, ops_at(day))));
+    assert!(v.windows(2).all(|w| w[1].0 > w[0].0));
+    let gaps: Vec<f64> = v.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let max_gap = gaps.iter().copied().fold(0.0, f64::max);
+    assert!(max_gap < day / 2000.0, "largest gap {max_gap} s");
+    let s = super::slices(&v, day, 10).unwrap();
+    for (i, r) in s.iter().enumerate() {
+        let want = if i < 5 { 1000.0 } else { 500.0 };
+        assert!((r - want).abs() < 1.0, "slice {i}: {r}");
+    }
+}

@@ -269,7 +269,7 @@ impl<'a> KvLinks<'a> {
             batch: WriteBatch::new(),
             k: Vec::new(),
             v: Vec::new(),
-            links: Links::default(),
+            links: Links::with_room(),
             node: Node::default(),
         })
     }

@@ -81,7 +81,7 @@ impl SqlLinks {
                 ac,
                 implicit,
                 cost: OpCost::default(),
-                links: Links::default(),
+                links: Links::with_room(),
                 node: Node::default(),
             },
             t: Texts::new(d),
