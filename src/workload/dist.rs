@@ -66,6 +66,15 @@ impl Zipf {
         v.min(self.n - 1)
     }
 
+    /// The probability of item `i` (0 for items past the last): the
+    /// distribution the generator approximates, 1 / ((i+1)^θ ζ(n)).
+    pub fn pmf(&self, i: u64) -> f64 {
+        if i >= self.n {
+            return 0.0;
+        }
+        1.0 / ((i + 1) as f64).powf(self.theta) / self.zetan
+    }
+
     /// θ.
     pub fn theta(&self) -> f64 {
         self.theta

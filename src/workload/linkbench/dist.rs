@@ -6,54 +6,112 @@ pub use super::outdegree::Cdf;
 use crate::rng::Rng;
 use crate::workload::dist::Zipf;
 
+/// `java.util.Random`: a 48-bit linear congruential generator. The
+/// reference seeds one per shuffler and draws each group's rotation with
+/// `nextInt(bound)`, so the same seed gives the same hot ids as the
+/// reference (pinned by `java_random_matches_the_jdk`).
+#[derive(Clone, Debug)]
+pub struct JavaRandom {
+    seed: u64,
+}
+
+impl JavaRandom {
+    const MULT: u64 = 0x5_DEEC_E66D;
+    const MASK: u64 = (1 << 48) - 1;
+
+    /// `new Random(seed)`.
+    pub fn new(seed: u64) -> JavaRandom {
+        JavaRandom {
+            seed: (seed ^ Self::MULT) & Self::MASK,
+        }
+    }
+
+    /// `next(bits)`: the top `bits` of the next state, as Java's int.
+    fn next(&mut self, bits: u32) -> i32 {
+        self.seed = (self.seed.wrapping_mul(Self::MULT).wrapping_add(0xB)) & Self::MASK;
+        (self.seed >> (48 - bits)) as i64 as i32
+    }
+
+    /// `nextInt()`.
+    pub fn next_int(&mut self) -> i32 {
+        self.next(32)
+    }
+
+    /// `nextInt(bound)` for `bound` ≥ 1: uniform in `0..bound`, with
+    /// Java's rejection of the last partial range.
+    pub fn next_int_below(&mut self, bound: i32) -> i32 {
+        let bound = bound.max(1);
+        if bound & (bound - 1) == 0 {
+            return ((i64::from(bound) * i64::from(self.next(31))) >> 31) as i32;
+        }
+        loop {
+            let bits = self.next(31);
+            let val = bits % bound;
+            // Java's overflow test: `bits - val + (bound - 1) < 0` in int.
+            if bits.wrapping_sub(val).wrapping_add(bound - 1) >= 0 {
+                return val;
+            }
+        }
+    }
+}
+
 /// A permutation of `0..n` in 1024 groups (i mod 1024), each rotated within
-/// itself by a seeded number of steps: LinkBench's `InvertibleShuffler`
-/// structure (our seeds and generator, so not bit-identical to Java's).
+/// itself by a seeded number of steps: LinkBench's `InvertibleShuffler`,
+/// with its generator (`java.util.Random`) and seeds, so an id is hot here
+/// exactly where it is hot in the reference.
 #[derive(Clone, Debug)]
 pub struct Shuffler {
     n: u64,
+    groups: u64,
     shifts: Vec<u64>,
 }
 
-/// Groups of the shuffler.
+/// Groups of the shuffler (fewer when there are fewer ids).
 const GROUPS: u64 = 1024;
 
 impl Shuffler {
-    /// A shuffler of `0..n` seeded by `seed`.
+    /// A shuffler of `0..n` seeded by `seed`: `new InvertibleShuffler(seed,
+    /// 1024, n)`, whose group `i` rotates by `nextInt(n / groups)`.
     pub fn new(seed: u64, n: u64) -> Shuffler {
-        let mut r = Rng::new(seed);
-        let per = (n / GROUPS).max(1);
+        let mut r = JavaRandom::new(seed);
+        let groups = GROUPS.min(n).max(1);
+        // The reference computes `(int) n / groups`; ids past 2^31 are
+        // beyond any run (and beyond the reference's int).
+        let per = i32::try_from(n / groups).unwrap_or(i32::MAX);
         Shuffler {
             n,
-            shifts: (0..GROUPS).map(|_| r.below(per)).collect(),
+            groups,
+            shifts: (0..groups)
+                .map(|_| r.next_int_below(per).unsigned_abs() as u64)
+                .collect(),
         }
     }
 
     /// The group's size: how many i < n have i mod 1024 == g.
     fn group_len(&self, g: u64) -> u64 {
-        self.n / GROUPS + u64::from(g < self.n % GROUPS)
+        self.n / self.groups + u64::from(g < self.n % self.groups)
     }
 
     /// Maps `i` to its place in the permutation.
     pub fn permute(&self, i: u64) -> u64 {
-        let g = i % GROUPS;
+        let g = i % self.groups;
         let len = self.group_len(g);
         if len == 0 {
             return i;
         }
-        let j = (i / GROUPS + self.shifts[g as usize]) % len;
-        j * GROUPS + g
+        let j = (i / self.groups + self.shifts[g as usize]) % len;
+        j * self.groups + g
     }
 
     /// The inverse of [`permute`](Shuffler::permute).
     pub fn invert(&self, p: u64) -> u64 {
-        let g = p % GROUPS;
+        let g = p % self.groups;
         let len = self.group_len(g);
         if len == 0 {
             return p;
         }
-        let j = (p / GROUPS + len - self.shifts[g as usize] % len) % len;
-        j * GROUPS + g
+        let j = (p / self.groups + len - self.shifts[g as usize] % len) % len;
+        j * self.groups + g
     }
 }
 
@@ -194,6 +252,15 @@ impl Access {
             n: degrees.n,
         }
     }
+    /// The id at access rank `rank` and its probability (the zipfian
+    /// distribution's; 1/n each when uniform, whose ids are not shuffled).
+    pub fn at_rank(&self, rank: u64) -> (u64, f64) {
+        match &self.zipf {
+            Some(z) => (self.start + self.shuffler.permute(rank), z.pmf(rank)),
+            None => (self.start + rank, 1.0 / self.n as f64),
+        }
+    }
+
     /// Draws an id.
     pub fn pick(&self, r: &mut Rng) -> u64 {
         match &self.zipf {
@@ -335,6 +402,49 @@ mod tests {
         assert_eq!(out, vec![1000, 1001, 1002, 1003, 1004]);
         multiget_id2s(&mut r, Variant::Fork, id1, 1, 5, maxid1, &mut out);
         assert_eq!(out.len(), 5);
+    }
+
+    /// Values printed by OpenJDK 17's `java.util.Random` for these seeds.
+    #[test]
+    fn java_random_matches_the_jdk() {
+        let mut r = JavaRandom::new(0);
+        assert_eq!(r.next_int(), -1_155_484_576);
+        assert_eq!(r.next_int_below(195), 148);
+        assert_eq!(r.next_int_below(1024), 246);
+        assert_eq!(r.next_int_below(7), 2);
+        let mut s = JavaRandom::new(UNCORR_SEED);
+        let v: Vec<i32> = (0..5).map(|_| s.next_int_below(195)).collect();
+        assert_eq!(v, [122, 161, 35, 59, 184]);
+        // A negative seed (as a long), a power-of-two bound, a bound
+        // whose last partial range Java rejects.
+        let mut t = JavaRandom::new((-7i64) as u64);
+        assert_eq!(t.next_int_below(i32::MAX), 577_934_662);
+        assert_eq!(t.next_int_below(1 << 30), 967_975_648);
+        assert_eq!(t.next_int_below(3), 1);
+    }
+
+    /// Values printed by the reference's own `InvertibleShuffler`
+    /// (mdcallag/linkbench 9ef9cc8, compiled and run on OpenJDK 17): the
+    /// same seeds make the same ids hot.
+    #[test]
+    fn shuffler_matches_the_reference() {
+        let u = Shuffler::new(UNCORR_SEED, 200_000);
+        let got: Vec<u64> = [0, 1, 2, 199_999].iter().map(|&i| u.permute(i)).collect();
+        assert_eq!(got, [124_928, 164_865, 35_842, 54_591]);
+        assert_eq!(u.invert(12_345), 140_345);
+        let l = Shuffler::new(NLINKS_SEED, 200_000);
+        let got: Vec<u64> = [0, 1, 2].iter().map(|&i| l.permute(i)).collect();
+        assert_eq!(got, [48_128, 50_177, 18_434]);
+        assert_eq!(l.invert(48_128), 0);
+        let d = Shuffler::new(NODE_SEED, 200_000);
+        let got: Vec<u64> = [0, 1, 777].iter().map(|&i| d.permute(i)).collect();
+        assert_eq!(got, [171_008, 163_841, 101_129]);
+        // Fewer ids than groups: one id per group, no rotation.
+        let s = Shuffler::new(UNCORR_SEED, 1000);
+        assert_eq!((s.permute(0), s.permute(999)), (0, 999));
+        let b = Shuffler::new(UNCORR_SEED, 1_200_000);
+        let got: Vec<u64> = [0, 1, 1_199_999].iter().map(|&i| b.permute(i)).collect();
+        assert_eq!(got, [112_640, 118_785, 2_943]);
     }
 
     #[test]

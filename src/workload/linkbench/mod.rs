@@ -20,6 +20,8 @@ mod load;
 mod notes;
 pub mod outdegree;
 mod payload;
+#[cfg(test)]
+mod pin_tests;
 mod request;
 pub mod sql;
 pub mod store;
@@ -222,6 +224,28 @@ pub(crate) struct Accesses {
     pub(crate) node_read: Access,
     pub(crate) node_update: Access,
     pub(crate) node_delete: Access,
+}
+
+impl Accesses {
+    /// A link read's id1: 99.5% the uncorrelated Zipf(0.8), 0.5% by
+    /// out-degree rank (`read_uncorr_blend`).
+    pub(crate) fn link_read(&self, r: &mut Rng) -> u64 {
+        if r.chance(0.995) {
+            self.uncorr.pick(r)
+        } else {
+            self.read_corr.pick(r)
+        }
+    }
+    /// A link write's id1: the uncorrelated read distribution 99.5% of the
+    /// time (the reference's config key typo, `read_uncorr_` for
+    /// `write_uncorr_`), Zipf(0.741) by out-degree rank otherwise.
+    pub(crate) fn link_write(&self, r: &mut Rng) -> u64 {
+        if r.chance(0.995) {
+            self.uncorr.pick(r)
+        } else {
+            self.write_corr.pick(r)
+        }
+    }
 }
 
 /// The LinkBench workload's state for one engine.
@@ -437,7 +461,7 @@ impl Workload for Linkbench {
                             rng,
                             link_motif,
                             node_motif,
-                            history: Vec::new(),
+                            history: Default::default(),
                             rows: None,
                             measured,
                             found: (0, 0),

@@ -53,13 +53,17 @@ impl OpTotals {
 /// Costs per operation kind, in [`LinkOp`] order.
 pub(crate) type Costs = [OpTotals; LinkOp::ALL.len()];
 
-/// Rows returned by GET_LINKS_LIST in one interval: the exact mean, and
-/// a histogram (2 significant digits: exact below 256, within 1% above)
-/// for percentiles, a few KB whatever the number of calls.
+/// Rows returned by GET_LINKS_LIST in one interval, history queries
+/// included (the reference's RANGE_SIZE): the exact mean, and a histogram
+/// (2 significant digits: exact below 256, within 1% above) for
+/// percentiles, a few KB whatever the number of calls; and the history
+/// queries' own calls and rows.
 #[derive(Clone, Debug)]
 pub(super) struct RowCounts {
     hist: hdrhistogram::Histogram<u64>,
     sum: u64,
+    history_calls: u64,
+    history_rows: u64,
 }
 
 impl RowCounts {
@@ -69,11 +73,17 @@ impl RowCounts {
             // `new` fails only for more than 5 significant digits.
             hist: hdrhistogram::Histogram::new(2).expect("2 significant digits is valid"),
             sum: 0,
+            history_calls: 0,
+            history_rows: 0,
         }
     }
 
-    /// One call that returned `rows`.
-    pub(super) fn record(&mut self, rows: u64) {
+    /// One call that returned `rows` (a history query's when `history`).
+    pub(super) fn record(&mut self, rows: u64, history: bool) {
+        if history {
+            self.history_calls += 1;
+            self.history_rows += rows;
+        }
         // An auto-resizing histogram grows to any value (saturating
         // would clamp at its current top).
         if self.hist.record(rows).is_err() {
@@ -87,6 +97,24 @@ impl RowCounts {
         // An auto-resizing histogram takes any other's values.
         let _ = self.hist.add(&o.hist);
         self.sum += o.sum;
+        self.history_calls += o.history_calls;
+        self.history_rows += o.history_rows;
+    }
+
+    /// History queries: their share of the calls, and the mean rows of
+    /// the other calls (0 when there were none).
+    fn history(&self) -> (f64, f64) {
+        let n = self.hist.len();
+        if n == 0 {
+            return (0.0, 0.0);
+        }
+        let direct = n - self.history_calls;
+        let direct_mean = if direct == 0 {
+            0.0
+        } else {
+            (self.sum - self.history_rows) as f64 / direct as f64
+        };
+        (self.history_calls as f64 / n as f64, direct_mean)
     }
 
     /// Mean, p50, p99 and calls.
@@ -112,6 +140,7 @@ impl Linkbench {
             all.add(r);
         }
         let (mean, p50, p99, _) = all.summary();
+        let (history_share, direct_mean) = all.history();
         let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
         let costs = std::mem::take(&mut *self.costs.lock().unwrap_or_else(|p| p.into_inner()));
         let requests: u64 = costs.iter().map(|c| c.ops).sum();
@@ -133,6 +162,8 @@ impl Linkbench {
             ("getlinkslist_rows_mean".into(), mean),
             ("getlinkslist_rows_p50".into(), p50),
             ("getlinkslist_rows_p99".into(), p99),
+            ("getlinkslist_history_share".into(), history_share),
+            ("getlinkslist_rows_mean_nonhistory".into(), direct_mean),
             ("multiget_found".into(), found as f64),
             ("multiget_not_found".into(), missing as f64),
         ]);
@@ -151,7 +182,12 @@ impl Linkbench {
             notes
                 .extras
                 .push((format!("getlinkslist_rows_p99.interval.{i}"), p9));
-            by_interval.push(format!("{m:.1}/{p5}/{p9}"));
+            // Where the range limit is reached (the reference prints max).
+            let max = r.hist.max();
+            notes
+                .extras
+                .push((format!("getlinkslist_rows_max.interval.{i}"), max as f64));
+            by_interval.push(format!("{m:.1}/{p5}/{p9}/{max}"));
         }
         let mut total = OpTotals::default();
         let (mut said, mut stmts) = (Vec::new(), Vec::new());
@@ -190,11 +226,12 @@ impl Linkbench {
             }
         }
         notes.lines.insert(0, format!(
-            "GET_LINKS_LIST rows: mean {mean:.2}, p50 {p50}, p99 {p99}; MULTIGET found {found}, not found {missing}"
+            "GET_LINKS_LIST rows (history queries included, as the reference counts them): mean {mean:.2}, p50 {p50}, p99 {p99}; history queries {:.2}% of calls, the other calls' mean {direct_mean:.2}; MULTIGET found {found}, not found {missing}",
+            history_share * 100.0
         ));
         if by_interval.len() > 1 {
             notes.lines.push(format!(
-                "GET_LINKS_LIST rows per interval (mean/p50/p99): {}",
+                "GET_LINKS_LIST rows per interval (mean/p50/p99/max): {}",
                 by_interval.join(", ")
             ));
         }
@@ -371,13 +408,25 @@ mod tests {
     fn row_counts_give_exact_small_figures_and_merge() {
         let (mut a, mut b) = (RowCounts::new(), RowCounts::new());
         for rows in 0..=100 {
-            if rows % 2 == 0 { &mut a } else { &mut b }.record(rows);
+            if rows % 2 == 0 { &mut a } else { &mut b }.record(rows, false);
         }
         a.add(&b);
         // 0..=100: mean 50, the 51st value 50, the 100th of 101 values 99.
         assert_eq!(a.summary(), (50.0, 50.0, 99.0, 101));
+        assert_eq!(a.history(), (0.0, 50.0));
+        // Two history queries of 10,000 rows join the mean (the
+        // reference's RANGE_SIZE) and leave the other calls' mean alone:
+        // (5050 + 20000) / 103 = 243.2…, 2 of 103 calls.
+        b = RowCounts::new();
+        b.record(10_000, true);
+        b.record(10_000, true);
+        a.add(&b);
+        let (mean, _, _, n) = a.summary();
+        assert_eq!(n, 103);
+        assert!((mean - 25_050.0 / 103.0).abs() < 1e-9, "{mean}");
+        assert_eq!(a.history(), (2.0 / 103.0, 50.0));
         let mut big = RowCounts::new();
-        big.record(1_000_000);
+        big.record(1_000_000, false);
         let (mean, p50, _, n) = big.summary();
         assert_eq!((mean, n), (1e6, 1));
         assert!((p50 - 1e6).abs() / 1e6 < 1e-2, "{p50}");

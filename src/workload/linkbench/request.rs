@@ -20,10 +20,9 @@ pub(super) struct Requester<'a> {
     pub(super) rng: Rng,
     pub(super) link_motif: Motif,
     pub(super) node_motif: Motif,
-    pub(super) history: Vec<(u64, u64, u64)>,
-    /// Rows of each non-history GET_LINKS_LIST, by interval of the
-    /// measured phase (warm-up dropped).
-    /// This thread's GET_LINKS_LIST rows in the interval it is in (index,
+    pub(super) history: TailCache,
+    /// This thread's GET_LINKS_LIST rows (history queries included, as
+    /// the reference's RANGE_SIZE counts them) in the interval it is in (index,
     /// counts), handed to the workload's per-interval counts when the
     /// interval changes: one histogram per thread, whatever the run's
     /// length.
@@ -41,20 +40,10 @@ pub(super) struct Requester<'a> {
 
 impl Requester<'_> {
     fn link_read_id(&mut self) -> u64 {
-        if self.rng.chance(0.995) {
-            self.acc.uncorr.pick(&mut self.rng)
-        } else {
-            self.acc.read_corr.pick(&mut self.rng)
-        }
+        self.acc.link_read(&mut self.rng)
     }
-    /// Writes use the uncorrelated read distribution 99.5% of the time: the
-    /// reference's config key typo (`read_uncorr_` for `write_uncorr_`).
     fn link_write_id(&mut self) -> u64 {
-        if self.rng.chance(0.995) {
-            self.acc.uncorr.pick(&mut self.rng)
-        } else {
-            self.acc.write_corr.pick(&mut self.rng)
-        }
+        self.acc.link_write(&mut self.rng)
     }
     fn link_type(&mut self) -> (u64, u64) {
         let k = self.rng.below(self.wl.types);
@@ -65,7 +54,7 @@ impl Requester<'_> {
         let n0 = wl.degrees.of_type(id1, k, wl.types);
         dist::choose_id2(&mut self.rng, wl.variant, id1, n0, p_exist, wl.start + wl.n)
     }
-    fn record_rows(&mut self, rows: usize) {
+    fn record_rows(&mut self, rows: usize, history: bool) {
         let (t0, end, every) = self.measured;
         let now = Instant::now();
         let Some(since) = now.checked_duration_since(t0) else {
@@ -81,7 +70,7 @@ impl Requester<'_> {
         self.rows
             .get_or_insert_with(|| (i, RowCounts::new()))
             .1
-            .record(rows as u64);
+            .record(rows as u64, history);
     }
     fn hand_over_rows(&mut self) {
         let Some((i, mine)) = self.rows.take() else {
@@ -192,14 +181,14 @@ impl Worker for Requester<'_> {
             LinkOp::GetLinksList => {
                 if !self.history.is_empty() && self.rng.f64() * 100.0 < wl.history_pct {
                     let i = self.rng.below(self.history.len() as u64) as usize;
-                    let (id1, t, time) = self.history[i];
+                    let (id1, t, time) = self.history.get(i);
                     let rows = self.store.get_links_list(id1, t, time, 1, LIST_LIMIT)?;
-                    match rows.last() {
-                        Some(l) if rows.len() >= LIST_LIMIT => self.history[i].2 = l.time,
-                        _ => {
-                            self.history.swap_remove(i);
-                        }
+                    let (n, last) = (rows.len(), rows.last().map(|l| l.time));
+                    match last {
+                        Some(time) if n >= LIST_LIMIT => self.history.update(i, time),
+                        _ => self.history.remove(i),
                     }
+                    self.record_rows(n, true);
                     LinkOp::GetLinksListHistory
                 } else {
                     let id1 = self.link_read_id();
@@ -208,17 +197,9 @@ impl Worker for Requester<'_> {
                         .store
                         .get_links_list(id1, t, i64::MAX as u64, 0, LIST_LIMIT)?;
                     let (n, last) = (rows.len(), rows.last().map_or(0, |l| l.time));
-                    self.record_rows(n);
+                    self.record_rows(n, false);
                     if n >= LIST_LIMIT {
-                        // One entry per list, kept as it was when present
-                        // (the reference's HistoryKey index).
-                        let known = self.history.iter().any(|h| h.0 == id1 && h.1 == t);
-                        if !known && self.history.len() >= 2048 {
-                            let i = self.rng.below(2048) as usize;
-                            self.history[i] = (id1, t, last);
-                        } else if !known {
-                            self.history.push((id1, t, last));
-                        }
+                        self.history.add(&mut self.rng, (id1, t, last));
                     }
                     LinkOp::GetLinksList
                 }
@@ -254,5 +235,103 @@ impl Worker for Requester<'_> {
             ops: 1,
             written,
         }))
+    }
+}
+
+/// A thread's cache of lists that came back full, to re-read their older
+/// links (GET_LINKS_LIST_HISTORY): the reference's `listTailHistory` (at
+/// most 2,048 entries of (id1, type, time of the last link read)) with its
+/// `listTailHistoryIndex`, quirk included. The index forgets a list only
+/// when it leaves from the last slot; removed from another slot (its
+/// history ran out, or a new list evicted it) it stays in the index, and
+/// that thread never caches it again.
+#[derive(Debug, Default)]
+pub(super) struct TailCache {
+    entries: Vec<(u64, u64, u64)>,
+    index: std::collections::HashSet<(u64, u64)>,
+}
+
+impl TailCache {
+    /// Entries at most.
+    const LIMIT: usize = 2048;
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+    fn get(&self, i: usize) -> (u64, u64, u64) {
+        self.entries[i]
+    }
+    /// The list at `i` has more: its next query starts before `time`.
+    fn update(&mut self, i: usize, time: u64) {
+        self.entries[i].2 = time;
+    }
+    /// Drops entry `i` (the last entry takes its slot).
+    fn remove(&mut self, i: usize) {
+        if i + 1 == self.entries.len() {
+            let (id1, t, _) = self.entries[i];
+            self.index.remove(&(id1, t));
+            self.entries.pop();
+        } else {
+            self.entries.swap_remove(i);
+        }
+    }
+    /// Caches a list that came back full, unless the index has it; when
+    /// full, over a random entry.
+    fn add(&mut self, rng: &mut Rng, e: (u64, u64, u64)) {
+        if !self.index.insert((e.0, e.1)) {
+            return;
+        }
+        if self.entries.len() < Self::LIMIT {
+            self.entries.push(e);
+            return;
+        }
+        let i = rng.below(self.entries.len() as u64) as usize;
+        if i + 1 == self.entries.len() {
+            let (id1, t, _) = self.entries[i];
+            self.index.remove(&(id1, t));
+        }
+        self.entries[i] = e;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TailCache;
+    use crate::rng::Rng;
+
+    #[test]
+    fn the_tail_cache_forgets_a_list_only_from_its_last_slot() {
+        let mut r = Rng::new(1);
+        let mut c = TailCache::default();
+        c.add(&mut r, (1, 7, 100));
+        c.add(&mut r, (2, 7, 200));
+        c.add(&mut r, (1, 7, 50)); // known: kept as it was
+        assert_eq!((c.len(), c.get(0)), (2, (1, 7, 100)));
+        // (1, 7) leaves from the first slot: (2, 7) moves there, and
+        // (1, 7) stays in the index, so it is not cached again.
+        c.remove(0);
+        assert_eq!((c.len(), c.get(0)), (1, (2, 7, 200)));
+        c.add(&mut r, (1, 7, 90));
+        assert_eq!(c.len(), 1);
+        // (2, 7) leaves from the last slot: forgotten, cached again.
+        c.remove(0);
+        assert!(c.is_empty());
+        c.add(&mut r, (2, 7, 150));
+        assert_eq!((c.len(), c.get(0)), (1, (2, 7, 150)));
+        c.update(0, 120);
+        assert_eq!(c.get(0), (2, 7, 120));
+        // Full: a new list takes a random slot.
+        for id in 10..10 + TailCache::LIMIT as u64 {
+            c.add(&mut r, (id, 7, 1));
+        }
+        assert_eq!(c.len(), TailCache::LIMIT);
+        assert!(
+            c.entries
+                .iter()
+                .any(|e| e.0 == 10 + TailCache::LIMIT as u64 - 1)
+        );
     }
 }
