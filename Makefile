@@ -37,6 +37,7 @@ bench: build
 	./bench/insert-null.sh
 	./bench/loopback.sh
 	./bench/io-harness.sh
+	./bench/device-model.sh
 	./bench/seed-003-storage.sh
 	./bench/seed-001-insert.sh
 	./bench/seed-004-compaction-pri.sh

@@ -102,9 +102,9 @@ for c in order:
     m = measured.get(c, {})
     if isinstance(m, dict) and m:
         q1 = m.get("read_qd1", {}).get("ops_per_sec")
-        q8 = m.get("read_qd8", {}).get("ops_per_sec")
+        q8 = m.get("read_qd32", {}).get("ops_per_sec")
         w = m.get("write_sync", {}).get("ops_per_sec")
-        print(f"  {c:<12} reads {f(q1)}/s at QD1, {f(q8)}/s at QD8; write+fdatasync {f(w)}/s")
+        print(f"  {c:<12} reads {f(q1)}/s at QD1, {f(q8)}/s at QD32; write+fdatasync {f(w)}/s")
     else:
         print(f"  {c:<12} {m or 'not measured'}")
 EOF

@@ -151,6 +151,8 @@ pub struct Plan {
     pub iops: Option<String>,
     /// MB/s cap `R[,W]`.
     pub mbps: Option<String>,
+    /// Device model settings over a modelled class's (`["cache=off"]`).
+    pub device_model: Option<Vec<String>>,
     /// Memory limit for the engine's process.
     pub memory: Option<String>,
     /// `cache`, `io`, or both as a list (one run each).
@@ -346,7 +348,7 @@ pub fn template() -> String {
         ),
         (
             "storage = \"dedicated\"",
-            "native | dedicated | fast-ssd | slow-ssd | disk-array | custom; a list sweeps one device (loads at the first)",
+            "native | dedicated | fast-ssd | slow-ssd | disk-array (modelled devices) | fast-ssd-cap | slow-ssd-cap | disk-array-cap (rate caps only) | custom; a list sweeps one device (loads at the first)",
         ),
         ("fs = \"ext4\"", "ext4 | xfs, on the dedicated device"),
         (
@@ -358,6 +360,10 @@ pub fn template() -> String {
             "IOPS cap read[,write] (custom, or replaces the class's)",
         ),
         ("# mbps = \"200\"", "MB/s cap read[,write]"),
+        (
+            "# device_model = [\"cache=off\"]",
+            "device model settings over disk-array's or slow-ssd's (see --device-model)",
+        ),
         (
             "# memory = \"256MB\"",
             "engine process memory limit (IO-bound); default unlimited",

@@ -52,6 +52,9 @@ pub(crate) enum Cmd {
     /// An embedded engine in its memory group (run by `run`).
     #[command(hide = true)]
     EngineHost(crate::runner::host::HostArgs),
+    /// A storage class's device model, serving the run's loop device (run by `run`).
+    #[command(hide = true)]
+    DeviceModel(crate::setup::devmodel::server::ServeArgs),
     /// Measure one TCP round trip on 127.0.0.1 (the floor under a SQL
     /// client's cost per statement), both ends on one CPU and on two, and
     /// print it as JSON.
@@ -205,6 +208,7 @@ pub fn main() -> Result<i32> {
         Cmd::Crashcheck(a) => crate::crashcheck::run(a, &mut out),
         Cmd::CrashcheckChild(a) => crate::crashcheck::child(a),
         Cmd::EngineHost(a) => crate::runner::host::main(a),
+        Cmd::DeviceModel(a) => crate::setup::devmodel::server::main(a),
         Cmd::List => {
             write!(out, "{}", list())?;
             Ok(0)

@@ -151,6 +151,14 @@ pub(crate) struct RunArgs {
     /// unless a class is given, whose cap it replaces).
     #[arg(long)]
     iops: Option<String>,
+    /// A device model setting over a modelled class's (disk-array,
+    /// slow-ssd), repeatable or comma-separated: e.g. `cache=off`,
+    /// `iops=2000`, `read_us=5000`. Keys: units, stripe_kb, read_us,
+    /// read_sigma, write_us, write_sigma, seq_us, unit_mbps, iops, mbps,
+    /// flush_us, cache (off|battery|volatile), cache_mb, destage_iops,
+    /// destage_mbps, hit_us
+    #[arg(long = "device-model", value_name = "KEY=VALUE", value_delimiter = ',')]
+    device_model: Vec<String>,
     /// Bandwidth cap in MB/s READ[,WRITE] on the dedicated device (as --iops).
     #[arg(long)]
     mbps: Option<String>,
@@ -573,13 +581,37 @@ impl RunArgs {
             }
             None => None,
         };
-        Ok(StorageConfig {
+        let given: Vec<String> = if self.device_model.is_empty() {
+            plan.device_model.clone().unwrap_or_default()
+        } else {
+            self.device_model.clone()
+        };
+        let mut model_set = Vec::new();
+        for kv in &given {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| UsageError(format!("--device-model {kv}: expected KEY=VALUE")))?;
+            model_set.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let cfg = StorageConfig {
             class,
             caps,
             sweep: if sweep.len() > 1 { sweep } else { Vec::new() },
             fs: self.fs.or(plan.fs).unwrap_or_default(),
             size,
-        })
+            model_set,
+        };
+        if !cfg.model_set.is_empty() && !cfg.modelled() {
+            return Err(UsageError(format!(
+                "--device-model: {} is not a modelled class (disk-array and slow-ssd are)",
+                cfg.class
+            ))
+            .into());
+        }
+        for c in std::iter::once(cfg.class).chain(cfg.sweep.iter().map(|(c, _)| *c)) {
+            cfg.model_of(c).map_err(UsageError)?;
+        }
+        Ok(cfg)
     }
 }
 
@@ -686,7 +718,7 @@ pub fn check_args(argv: &[String]) -> Result<()> {
                 };
                 for si in 0..cfg.steps.len() {
                     for &l in &levels {
-                        crate::runner::step_ctx(&cfg, si, l)?;
+                        crate::runner::step_ctx(&cfg, si, l, 0)?;
                     }
                 }
             }

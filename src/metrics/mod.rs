@@ -111,6 +111,20 @@ crate::named! {
         SpaceAmp = "space_amp",
         /// Δ device bytes written / logical bytes written in the phase.
         WriteAmp = "write_amp",
+        /// Δ flushes (fsync) the device model served / ops.
+        DevFlushPerOp = "dev_flush_per_op",
+        /// The device model's mean latency per IO, µs: Δ summed latency /
+        /// Δ IOs.
+        DevLatencyUs = "dev_latency_us",
+        /// The device's mean queue depth (Little's law): Δ summed latency /
+        /// the phase's length.
+        DevQueueDepth = "dev_qd",
+        /// Δ IOs that waited for the device's budget or for room in its
+        /// write cache / Δ IOs.
+        DevWaitedShare = "dev_waited_share",
+        /// Δ writes that reached the medium (a write cache's destages
+        /// included) / ops.
+        DevMediumWPerOp = "dev_medium_w_per_op",
     }
 }
 
@@ -164,7 +178,21 @@ pub fn compute(
         ),
     };
     let logical = w.logical_bytes as f64;
-    vec![
+    let not_modelled = "the device is not modelled (disk-array and slow-ssd are)";
+    let model = match (a.model, b.model) {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => None,
+    };
+    let md = |f: fn(&crate::probe::modelstats::ModelCounters) -> u64| {
+        model.map(|(x, y)| f(&y).saturating_sub(f(&x)) as f64)
+    };
+    let dev_ios = md(|m| m.ios).unwrap_or(0.0);
+    let of_ios = |v: Option<f64>, scale: f64| match v {
+        None => Figure::NotMeasured(not_modelled.into()),
+        Some(_) if dev_ios <= 0.0 => Figure::NotMeasured("the device served no IO".into()),
+        Some(v) => Figure::Value(v / dev_ios / scale),
+    };
+    let mut out = vec![
         (Metric::Ops, Figure::Value(ops)),
         (
             Metric::OpsPerSec,
@@ -232,7 +260,28 @@ pub fn compute(
                 "the workload wrote nothing in this phase",
             ),
         ),
-    ]
+    ];
+    out.extend([
+        (
+            Metric::DevFlushPerOp,
+            per_op(md(|m| m.flushes), not_modelled),
+        ),
+        (Metric::DevLatencyUs, of_ios(md(|m| m.latency_ns), 1000.0)),
+        (
+            Metric::DevQueueDepth,
+            match md(|m| m.latency_ns) {
+                None => Figure::NotMeasured(not_modelled.into()),
+                Some(_) if b.t <= a.t => Figure::NotMeasured("phase lasted no time".into()),
+                Some(ns) => Figure::Value(ns / 1e9 / (b.t - a.t)),
+            },
+        ),
+        (Metric::DevWaitedShare, of_ios(md(|m| m.waited), 1.0)),
+        (
+            Metric::DevMediumWPerOp,
+            per_op(md(|m| m.medium_writes), not_modelled),
+        ),
+    ]);
+    out
 }
 
 #[cfg(test)]
@@ -268,6 +317,7 @@ mod tests {
             }),
             client: None,
             backing: None,
+            model: None,
             dir: DirSize {
                 allocated: 0,
                 apparent: 0,
@@ -303,6 +353,7 @@ mod tests {
             }),
             client: None,
             backing: None,
+            model: None,
             dir: DirSize {
                 allocated: 30 << 20,
                 apparent: 25 << 20,
@@ -381,6 +432,43 @@ mod tests {
         assert_eq!(get(&f, "db_apparent_bytes"), Some((25 << 20) as f64));
         assert_eq!(get(&f, "space_amp"), Some(3.0)); // 30 MiB / 10 MiB
         assert_eq!(get(&f, "write_amp"), Some(2.0)); // 10 MiB / 5 MiB
+    }
+
+    #[test]
+    fn device_model_figures_by_hand() {
+        use crate::probe::modelstats::ModelCounters;
+        let (mut a, mut b) = samples();
+        let w = WorkDone {
+            ops: 1000,
+            secs: 10.0,
+            ..Default::default()
+        };
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "dev_latency_us"), None, "not modelled: said, not 0");
+        a.t = 0.0;
+        b.t = 10.0;
+        a.model = Some(ModelCounters {
+            ios: 100,
+            flushes: 10,
+            waited: 5,
+            medium_writes: 50,
+            latency_ns: 1_000_000,
+            ..Default::default()
+        });
+        b.model = Some(ModelCounters {
+            ios: 2100,
+            flushes: 510,
+            waited: 505,
+            medium_writes: 850,
+            latency_ns: 16_001_000_000,
+            ..Default::default()
+        });
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "dev_flush_per_op"), Some(0.5)); // 500 / 1000 ops
+        assert_eq!(get(&f, "dev_latency_us"), Some(8000.0)); // 16 s / 2000 IOs
+        assert_eq!(get(&f, "dev_qd"), Some(1.6)); // 16 s of latency in 10 s
+        assert_eq!(get(&f, "dev_waited_share"), Some(0.25)); // 500 / 2000
+        assert_eq!(get(&f, "dev_medium_w_per_op"), Some(0.8)); // 800 / 1000
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod device;
 pub mod dirsize;
 pub mod diskstats;
 pub mod loopback;
+pub mod modelstats;
 pub mod process;
 pub mod syscalls;
 
@@ -46,6 +47,10 @@ pub struct Sample {
     /// engine's IO as the machine's disk saw it.
     #[serde(default)]
     pub backing: Option<DiskCounters>,
+    /// The device model's own counters, when a model serves the device
+    /// (then `disk` is the model's count of the IOs it served).
+    #[serde(default)]
+    pub model: Option<modelstats::ModelCounters>,
 }
 
 /// What to sample: a data directory (and its device) and a process.
@@ -54,6 +59,7 @@ pub struct Probe {
     paths: Vec<PathBuf>,
     device: Result<Device, String>,
     backing: Option<Device>,
+    model: Option<std::sync::Arc<modelstats::Mapped>>,
     pid: u32,
 }
 
@@ -71,6 +77,11 @@ impl Probe {
         Probe {
             paths,
             backing: device.as_ref().ok().and_then(device::backing_of),
+            model: device
+                .as_ref()
+                .ok()
+                .and_then(|d| modelstats::Mapped::of_loop(&d.name))
+                .map(std::sync::Arc::new),
             device,
             pid,
         }
@@ -83,13 +94,18 @@ impl Probe {
 
     /// Reads every counter now; `t` is stored as given.
     pub fn sample(&self, t: f64) -> Sample {
+        let model = self.model.as_ref().map(|m| m.sample());
         Sample {
             t,
-            disk: self
-                .device
-                .as_ref()
-                .ok()
-                .and_then(|d| diskstats::read(&d.name)),
+            disk: match model {
+                Some((_, d)) => Some(d),
+                None => self
+                    .device
+                    .as_ref()
+                    .ok()
+                    .and_then(|d| diskstats::read(&d.name)),
+            },
+            model: model.map(|m| m.0),
             cpu: cpu::read(),
             process: if self.pid == std::process::id() {
                 process::read(self.pid)

@@ -272,15 +272,15 @@ impl Results {
     /// Marks every step of `run` still `running` as `failed` with `why`
     /// (its process died); returns how many there were.
     pub fn fail_running_steps(&self, run: i64, why: &str) -> Result<usize> {
+        self.end_running_steps(run, Status::Failed, why)
+    }
+
+    /// Ends every step of `run` still running with `status` and `why`;
+    /// how many.
+    pub fn end_running_steps(&self, run: i64, status: Status, why: &str) -> Result<usize> {
         Ok(self.c.execute(
             "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
-            params![
-                now(),
-                Status::Failed.name(),
-                why,
-                run,
-                Status::Running.name()
-            ],
+            params![now(), status.name(), why, run, Status::Running.name()],
         )?)
     }
 

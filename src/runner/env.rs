@@ -140,8 +140,23 @@ fn secs(name: &str, v: f64) -> Result<Duration> {
     })
 }
 
-/// The driver settings of step number `si`.
-pub fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> Result<StepCtx> {
+/// The driver settings of step number `si`. `pass` counts the times this
+/// step has already run on the same database (a storage class or thread
+/// level of a sweep, a `--reuse` repetition): each pass draws a stream of
+/// its own, so a repeated step does not replay the writes its first pass
+/// made (LinkBench's ADD_LINK would find every link it adds already
+/// there). The first pass keeps the step's seed of a run without sweeps.
+pub fn step_ctx(
+    cfg: &RunConfig,
+    si: usize,
+    threads: Option<usize>,
+    pass: usize,
+) -> Result<StepCtx> {
+    let seed = if pass == 0 {
+        derive_seed(cfg.seed, &[si as u64])
+    } else {
+        derive_seed(cfg.seed, &[si as u64, pass as u64])
+    };
     Ok(StepCtx {
         threads: threads.unwrap_or(cfg.threads).max(1),
         warmup: secs("warmup", cfg.warmup)?,
@@ -154,7 +169,7 @@ pub fn step_ctx(cfg: &RunConfig, si: usize, threads: Option<usize>) -> Result<St
             },
             None => Arrival::Closed,
         },
-        seed: derive_seed(cfg.seed, &[si as u64]),
+        seed,
     })
 }
 
@@ -177,6 +192,9 @@ pub(super) fn progress_bar() -> ProgressBar {
 pub(super) struct Level {
     pub(super) class: Option<crate::setup::storage::StorageClass>,
     pub(super) threads: Option<usize>,
+    /// Runs of this step on this database before this one (see
+    /// [`step_ctx`]).
+    pub(super) pass: usize,
 }
 
 impl Level {

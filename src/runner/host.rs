@@ -93,6 +93,7 @@ enum Ask {
         si: usize,
         class: Option<StorageClass>,
         threads: Option<usize>,
+        pass: usize,
         rep: usize,
     },
     /// Close the engine and end.
@@ -304,6 +305,16 @@ impl Hosted {
             (_, _, Some(sig)) => format!("{kind}'s process was ended by signal {sig}"),
             _ => format!("{kind}'s process ended ({st}) in the middle of its work"),
         };
+        // Ctrl-C passed on while the host had no step to stop (it was
+        // opening the engine, say): the run was interrupted, not failed.
+        if self.passed_on && st.signal() == Some(libc::SIGINT) {
+            r.results
+                .end_running_steps(r.id, Status::Interrupted, "interrupted by Ctrl-C")?;
+            r.ordinal = r.results.next_ordinal(r.id)?;
+            r.status = Status::Interrupted;
+            writeln!(out, "  {what}: interrupted")?;
+            return Ok(After::Interrupted);
+        }
         let failed = r.results.fail_running_steps(r.id, &why)?;
         if failed == 0 {
             fail_open(r, &why)?;
@@ -327,6 +338,7 @@ impl EngineSide for Hosted {
             si,
             class: at.class,
             threads: at.threads,
+            pass: at.pass,
             rep: r.rep,
         });
         match self.reply(r, mem)? {
@@ -458,6 +470,7 @@ pub fn main(a: HostArgs) -> Result<i32> {
                 si,
                 class,
                 threads,
+                pass,
                 rep,
             } => {
                 let step = *r
@@ -471,7 +484,15 @@ pub fn main(a: HostArgs) -> Result<i32> {
                     &*workload,
                     &probe,
                     &mem,
-                    (si, step, Level { class, threads }),
+                    (
+                        si,
+                        step,
+                        Level {
+                            class,
+                            threads,
+                            pass,
+                        },
+                    ),
                     &mut out,
                 )?;
                 out.flush()?;

@@ -389,7 +389,12 @@ fn begin<'c>(
     for l in setup::clean_leftovers(None) {
         writeln!(out, "leftover of a killed run: {l}")?;
     }
-    let probe_secs = if cfg.storage.caps.none() { 0.5 } else { 1.0 };
+    // A class that limits the device (caps or a model) is probed longer.
+    let probe_secs = if cfg.storage.caps.none() && !cfg.storage.modelled() {
+        0.5
+    } else {
+        1.0
+    };
     let mut storage = setup::prepare(&cfg.storage, &cfg.dir, probe_secs);
     if cfg.keep {
         if let Some(d) = storage.device.as_mut() {
@@ -514,14 +519,17 @@ fn run_engine(
         } else {
             vec![None]
         };
+        // Each pass of the step on this database draws its own stream.
+        let mut pass = 0;
         for class in classes {
             if !r.storage.sweep.is_empty() {
                 throttle_to(r, &mem, class.unwrap_or(0))?;
             }
             for &level in &levels {
-                let at = Level {
+                let mut at = Level {
                     class: class.map(|i| r.storage.sweep[i].0),
                     threads: level,
+                    pass,
                 };
                 // --reuse: a step that reads or rewrites the data runs
                 // --repeat times in a row; a load runs once.
@@ -534,8 +542,18 @@ fn run_engine(
                     if cfg.reuse {
                         r.rep = rep;
                     }
+                    at.pass = pass;
+                    pass += 1;
                     out.flush()?;
                     after = side.step(r, &mem, (si, step, at), out)?;
+                    // A device model that died or erred makes every later
+                    // figure wrong: the run stops, saying why.
+                    if let Some(why) = r.storage.model_failure() {
+                        writeln!(out, "  storage: FAILED: {why}")?;
+                        r.status = crate::names::Status::Failed;
+                        after = After::Failed;
+                        break 'steps;
+                    }
                     if !matches!(after, After::Next) {
                         break 'steps;
                     }

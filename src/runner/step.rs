@@ -47,7 +47,7 @@ pub(super) fn run_step(
         c.reset_peak();
     }
     let kind = eng.kind();
-    let ctx = step_ctx(cfg, si, level)?;
+    let ctx = step_ctx(cfg, si, level, at.pass)?;
     let planned = match workload.plan(step, eng.face(), &ctx) {
         Ok(p) => p,
         Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),

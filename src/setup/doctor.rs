@@ -86,7 +86,7 @@ pub fn memory_limit() -> String {
 /// Whether a dedicated loop device can be made, and how it is throttled.
 pub fn dedicated(dir: &Path) -> String {
     use super::storage::{Caps, Device, Fs};
-    let made = Device::create(dir, 64 << 20, Fs::Ext4).and_then(|mut d| {
+    let made = Device::create(dir, 64 << 20, Fs::Ext4, None).and_then(|mut d| {
         let how = match super::cgroup::version() {
             Some(super::cgroup::Version::V2) => {
                 "throttled by io.max in the engine's cgroup (cgroup v2)".to_string()

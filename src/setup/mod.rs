@@ -5,14 +5,17 @@
 
 pub mod allocator;
 pub mod cgroup;
+pub mod devmodel;
 pub mod doctor;
 pub mod ioprobe;
+pub mod mounts;
 pub mod oom;
 pub mod server;
 pub mod storage;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use storage::{Caps, Device, Fs, StorageClass};
@@ -36,7 +39,41 @@ pub struct StorageConfig {
     /// Device size in bytes; None: half the free space under `--dir`,
     /// between 1 GiB and 64 GiB.
     pub size: Option<u64>,
+    /// `--device-model KEY=VALUE` settings over the modelled classes'
+    /// parameters, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_set: Vec<(String, String)>,
 }
+
+impl StorageConfig {
+    /// The device model's parameters for `class` (with `--device-model`
+    /// applied), or None for a class the model does not serve.
+    pub fn model_of(&self, class: StorageClass) -> Result<Option<devmodel::Params>, String> {
+        let Some(mut p) = class.model() else {
+            return match self.model_set.first() {
+                Some((k, _)) if self.sweep.is_empty() => Err(format!(
+                    "--device-model {k}: {class} is not a modelled class (disk-array and slow-ssd are)"
+                )),
+                _ => Ok(None),
+            };
+        };
+        for (k, v) in &self.model_set {
+            devmodel::set(&mut p, k, v)?;
+        }
+        p.check()?;
+        Ok(Some(p))
+    }
+
+    /// True when the run's device is served by the model: some class of
+    /// the run is modelled.
+    pub fn modelled(&self) -> bool {
+        self.class.model().is_some() || self.sweep.iter().any(|(c, _)| c.model().is_some())
+    }
+}
+
+/// The seed of the device model's draws (fixed: the device behaves the
+/// same in every run; recorded).
+pub const MODEL_SEED: u64 = 0x6465_7669_6365_0001;
 
 /// The storage a run got: the dedicated device (None: native), what was
 /// set and measured, and why it fell back to native if it did.
@@ -53,6 +90,8 @@ pub struct Prepared {
     pub io_max: Option<String>,
     /// The classes of a `--storage` sweep with their caps (empty: none).
     pub sweep: Vec<(StorageClass, Caps)>,
+    /// The sweep's classes' model parameters (None: not modelled).
+    pub models: Vec<Option<devmodel::Params>>,
 }
 
 impl Prepared {
@@ -66,6 +105,7 @@ impl Prepared {
             lines: Vec::new(),
             io_max: None,
             sweep: Vec::new(),
+            models: Vec::new(),
         }
     }
 
@@ -73,17 +113,35 @@ impl Prepared {
     /// device rule is rewritten here; on v2 the returned `io.max` line is
     /// for the caller to write into the engine's cgroup.
     pub fn switch(&mut self, i: usize) -> anyhow::Result<Option<String>> {
-        let Some(&(_, caps)) = self.sweep.get(i) else {
+        let Some(&(class, caps)) = self.sweep.get(i) else {
             return Ok(None);
         };
         let Some(dev) = self.device.as_mut() else {
             return Ok(None);
         };
+        if let Some(m) = dev.model.as_mut() {
+            let p = self
+                .models
+                .get(i)
+                .copied()
+                .flatten()
+                .unwrap_or_else(devmodel::Params::transparent);
+            m.set_params(&p)
+                .with_context(|| format!("switching the device model to {class}"))?;
+        }
         if cgroup::version() == Some(cgroup::Version::V2) {
             return Ok(Some(storage::io_max_line(&dev.maj_min(), &caps)));
         }
         dev.throttle_v1(&caps)?;
         Ok(None)
+    }
+}
+
+impl Prepared {
+    /// Why the device model serving the run's device failed, if it did
+    /// (None without a model).
+    pub fn model_failure(&mut self) -> Option<String> {
+        self.device.as_mut()?.model.as_mut()?.failure()
     }
 }
 
@@ -97,7 +155,8 @@ pub fn alive(pid: u32) -> bool {
 /// killed; one line per thing removed.
 pub fn clean_leftovers(dead: Option<u32>) -> Vec<String> {
     let owner_alive = |pid: u32| Some(pid) != dead && alive(pid);
-    let mut v = storage::clean_leftovers(owner_alive);
+    let mut v = mounts::clean_leftovers(owner_alive);
+    v.extend(devmodel::clean_leftovers(owner_alive));
     v.extend(cgroup::clean_leftovers(owner_alive));
     v
 }
@@ -128,6 +187,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         lines,
         io_max: None,
         sweep: Vec::new(),
+        models: Vec::new(),
     };
     if cfg.class == StorageClass::Native {
         return native(
@@ -141,7 +201,29 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             .clamp(1 << 30, 64 << 30)
     });
     let v2 = cgroup::version() == Some(cgroup::Version::V2);
-    let made = Device::create(dir, size, cfg.fs).and_then(|mut d| {
+    // A sweep with a modelled class has the model under every class; an
+    // unmodelled one is served without delay (then capped as today).
+    let model = if cfg.modelled() {
+        match cfg.model_of(cfg.class) {
+            Ok(p) => Some(p.unwrap_or_else(devmodel::Params::transparent)),
+            Err(e) => {
+                record["fallback"] = e.clone().into();
+                return native(record, vec![format!("storage: {e}")]);
+            }
+        }
+    } else {
+        None
+    };
+    // The device is made (mkfs) on a model that adds nothing; the class
+    // is set once the path is measured.
+    let transparent = devmodel::Params::transparent();
+    let made = Device::create(
+        dir,
+        size,
+        cfg.fs,
+        model.as_ref().map(|_| (&transparent, MODEL_SEED)),
+    )
+    .and_then(|mut d| {
         if !cfg.caps.none() && !v2 {
             d.throttle_v1(&cfg.caps)?;
         }
@@ -166,6 +248,10 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     record["maj_min"] = dev.maj_min().into();
     record["size_bytes"] = size.into();
     record["image"] = dev.image.display().to_string().into();
+    if let Some(p) = &model {
+        record["model"] = serde_json::to_value(p).unwrap_or_default();
+        record["model_seed"] = MODEL_SEED.into();
+    }
     record["throttle"] = if cfg.caps.none() {
         "none".into()
     } else if v2 {
@@ -184,8 +270,33 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         dev.maj_min(),
         size as f64 / (1u64 << 30) as f64,
         dev.image.display(),
-        cfg.caps.show()
+        match &model {
+            Some(p) if !p.is_transparent() && cfg.caps.none() =>
+                "a device model, no throttle".into(),
+            _ => cfg.caps.show(),
+        }
     )];
+    let mut dev = dev;
+    let mut path_us = 0.0;
+    if let Some(p) = &model {
+        match ioprobe::path_latency_us(&dev.mount, 0.5) {
+            Ok(us) => path_us = us,
+            Err(e) => lines.push(format!("  the path's latency not measured: {e:#}")),
+        }
+        record["model_path_us"] = path_us.into();
+        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
+            lines.push(format!("  {}: {e:#}", cfg.class));
+        }
+        lines.push(format!(
+            "  device model: {}; the path to it (loop device, filesystem, FUSE) takes {path_us:.0} µs per IO, taken off the model's times",
+            p.show()
+        ));
+    }
+    if cfg.class == StorageClass::FastSsd {
+        lines.push(
+            "  fast-ssd is not modelled: the model's server cannot serve 100k IOPS on this machine's cores, so this is the machine's own device under a 100k IOPS cap".into(),
+        );
+    }
     if v2 && !cfg.caps.none() {
         lines.push(
             "  cgroup v2: the throttle holds the engine's cgroup (io.max), not the device".into(),
@@ -194,26 +305,37 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     // On v2 the probe runs unthrottled (it is not in an engine's cgroup);
     // on v1 it sees the class. A sweep probes every class, then throttles
     // to the first.
-    let mut dev = dev;
+    let full = cfg.class != StorageClass::Dedicated || !cfg.sweep.is_empty();
     if probe_secs > 0.0 && cfg.sweep.is_empty() {
-        let (line, value) = probe(&dev, probe_secs);
+        let (line, value) = probe(&dev, probe_secs, full);
         lines.push(format!("  measured: {line}"));
         record["measured"] = value;
+        // The probe's writes are forgotten by a fresh model: the engines
+        // start on an empty write cache.
+        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
+            lines.push(format!("  {}: {e:#}", cfg.class));
+        }
     }
     let mut measured = serde_json::Map::new();
     for (class, caps) in &cfg.sweep {
+        if let Err(e) = switch_model(&mut dev, cfg, *class, path_us) {
+            lines.push(format!("  {class}: {e:#}"));
+        }
         if !v2 {
             if let Err(e) = dev.throttle_v1(caps) {
                 lines.push(format!("  {class}: cannot throttle: {e:#}"));
             }
         }
-        let (line, value) = probe(&dev, probe_secs.max(1.0));
+        let (line, value) = probe(&dev, probe_secs.max(1.0), full);
         lines.push(format!("  {class} ({}): measured {line}", caps.show()));
         measured.insert(class.name().into(), value);
     }
     if !cfg.sweep.is_empty() {
         record["sweep"] = serde_json::to_value(&cfg.sweep).unwrap_or_default();
         record["measured"] = measured.into();
+        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
+            lines.push(format!("  {}: {e:#}", cfg.class));
+        }
         if !v2 {
             if let Err(e) = dev.throttle_v1(&cfg.caps) {
                 lines.push(format!("  cannot throttle to {}: {e:#}", cfg.class));
@@ -232,15 +354,84 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         device: Some(dev),
         record,
         lines,
+        models: cfg
+            .sweep
+            .iter()
+            .map(|(c, _)| {
+                cfg.model_of(*c).ok().flatten().map(|mut p| {
+                    p.path_us = path_us;
+                    p
+                })
+            })
+            .collect(),
         sweep: cfg.sweep.clone(),
     }
 }
 
+/// Points the device's model (if any) at `class`'s parameters.
+fn switch_model(
+    dev: &mut Device,
+    cfg: &StorageConfig,
+    class: StorageClass,
+    path_us: f64,
+) -> anyhow::Result<()> {
+    let Some(m) = dev.model.as_mut() else {
+        return Ok(());
+    };
+    let mut p = cfg
+        .model_of(class)
+        .map_err(|e| anyhow::anyhow!(e))?
+        .unwrap_or_else(devmodel::Params::transparent);
+    if !p.is_transparent() {
+        p.path_us = path_us;
+    }
+    m.set_params(&p)
+}
+
 /// The class probe on the device as it is throttled now: a line for the
 /// console and the value recorded (the figures, or why not measured).
-fn probe(dev: &Device, secs: f64) -> (String, serde_json::Value) {
-    match ioprobe::measure(&dev.mount, &dev.name(), secs) {
-        Ok(m) => (m.show(), serde_json::to_value(m).unwrap_or_default()),
+fn probe(dev: &Device, secs: f64, full: bool) -> (String, serde_json::Value) {
+    let model = dev.model.as_ref();
+    let before = model.map(|m| (m.counters.snapshot(), m.cpu_secs()));
+    match ioprobe::measure(
+        &dev.mount,
+        &dev.name(),
+        secs,
+        full,
+        model.map(|m| &m.counters),
+    ) {
+        Ok(m) => {
+            let mut line = m.show();
+            let mut value = serde_json::to_value(m).unwrap_or_default();
+            if let (Some(model), Some((b, cpu0))) = (model, before) {
+                let d = model.counters.snapshot().since(&b);
+                let cpu = cpu0.zip(model.cpu_secs()).map(|(a, b)| b - a);
+                if let (Some(cpu), true) = (cpu, d.ios() > 0) {
+                    let us = cpu * 1e6 / d.ios() as f64;
+                    line.push_str(&format!(
+                        "; the model's CPU {us:.1} µs per IO over {} IOs",
+                        d.ios()
+                    ));
+                    value["model_cpu_us_per_io"] = us.into();
+                }
+                value["model_counters"] = serde_json::to_value(&d).unwrap_or_default();
+                let p = &model.params;
+                if !p.is_transparent() {
+                    // QD1 random reads: the model means a positioning time
+                    // and a 4 KiB transfer; the path's time is taken off.
+                    let want = p.read.mean_us + 4096.0 / p.unit_mbps;
+                    let got = m.read_qd1.mean_us;
+                    let err = got / want - 1.0;
+                    line.push_str(&format!(
+                        "; QD1 reads took {got:.0} µs against the model's {want:.0} µs ({:+.1}%)",
+                        err * 100.0
+                    ));
+                    value["model_qd1_want_us"] = want.into();
+                    value["model_qd1_error"] = err.into();
+                }
+            }
+            (line, value)
+        }
         Err(e) => (
             format!("not measured: {e:#}"),
             format!("not measured: {e:#}").into(),

@@ -14,12 +14,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-/// A storage class: what the dedicated device is throttled to.
+/// A storage class: what the dedicated device behaves like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum StorageClass {
@@ -28,12 +27,23 @@ pub enum StorageClass {
     /// A dedicated device without a throttle (the machine's own speed).
     #[default]
     Dedicated,
-    /// ≈ 100k IOPS, 2 GB/s: a fast NVMe SSD.
+    /// ≈ 100k IOPS, 2 GB/s: a fast NVMe SSD. Not modelled (the model's
+    /// server cannot serve it on 2 cores): the machine's device under a
+    /// cap, as fast-ssd-cap.
     FastSsd,
-    /// ≈ 10k IOPS, 400 MB/s: a slow SSD.
+    /// A modelled SATA SSD: ≈ 10k IOPS shared by reads and writes, 250 µs
+    /// per random read, a power-safe write cache.
     SlowSsd,
-    /// ≈ 1k IOPS, 200 MB/s: an array of disks.
+    /// A modelled array of ten 7,200 rpm disks: ≈ 133 random reads/s at
+    /// QD1, 1k IOPS shared at depth, a battery-backed write cache.
     DiskArray,
+    /// A cap of 100k IOPS and 2 GB/s each way (no latency of its own).
+    FastSsdCap,
+    /// A cap of 10k IOPS and 400 MB/s each way, reads and writes
+    /// separately (the classes before the device model).
+    SlowSsdCap,
+    /// A cap of 1k IOPS and 200 MB/s each way, reads and writes separately.
+    DiskArrayCap,
     /// `--iops R[,W]` and `--mbps R[,W]`.
     Custom,
 }
@@ -47,11 +57,15 @@ impl StorageClass {
             StorageClass::FastSsd => "fast-ssd",
             StorageClass::SlowSsd => "slow-ssd",
             StorageClass::DiskArray => "disk-array",
+            StorageClass::FastSsdCap => "fast-ssd-cap",
+            StorageClass::SlowSsdCap => "slow-ssd-cap",
+            StorageClass::DiskArrayCap => "disk-array-cap",
             StorageClass::Custom => "custom",
         }
     }
 
-    /// The class's caps (custom: none until `--iops`/`--mbps` fill them).
+    /// The class's caps (custom: none until `--iops`/`--mbps` fill them;
+    /// a modelled class: none, the model is its limit).
     pub fn caps(self) -> Caps {
         let c = |iops: u64, mbps: u64| Caps {
             read_iops: Some(iops),
@@ -60,11 +74,16 @@ impl StorageClass {
             write_mbps: Some(mbps),
         };
         match self {
-            StorageClass::FastSsd => c(100_000, 2_000),
-            StorageClass::SlowSsd => c(10_000, 400),
-            StorageClass::DiskArray => c(1_000, 200),
+            StorageClass::FastSsd | StorageClass::FastSsdCap => c(100_000, 2_000),
+            StorageClass::SlowSsdCap => c(10_000, 400),
+            StorageClass::DiskArrayCap => c(1_000, 200),
             _ => Caps::default(),
         }
+    }
+
+    /// The device model's parameters, for a modelled class.
+    pub fn model(self) -> Option<super::devmodel::Params> {
+        super::devmodel::class_params(self)
     }
 }
 
@@ -168,9 +187,11 @@ pub struct Device {
     throttled: bool,
     closed: bool,
     keep_image: bool,
+    /// The device model serving the image, if the class is modelled.
+    pub model: Option<super::devmodel::Served>,
 }
 
-fn run(cmd: &mut Command) -> Result<String> {
+pub(super) fn run(cmd: &mut Command) -> Result<String> {
     let what = format!("{cmd:?}").replace('"', "");
     let o = cmd.output().with_context(|| format!("cannot run {what}"))?;
     if !o.status.success() {
@@ -216,12 +237,19 @@ pub fn check_abilities(fs: Fs) -> Result<(), String> {
 impl Device {
     /// Makes a `size`-byte sparse image in `parent`, a loop device on it,
     /// a filesystem, and mounts it at `parent/ampbench-PID-RANDOM-dev`.
+    /// With a `model`, the image is the file a device model serves (in
+    /// `parent/ampbench-PID-RANDOM-model`, see [`super::devmodel`]).
     ///
     /// `parent` may be a shared directory (/tmp): the names hold a random
     /// part, the image is made new (never an existing file or a link
     /// someone planted) and only root may read it (0600), the mount point
     /// is made new and root's (0700 until the filesystem covers it).
-    pub fn create(parent: &Path, size: u64, fs: Fs) -> Result<Device> {
+    pub fn create(
+        parent: &Path,
+        size: u64,
+        fs: Fs,
+        model: Option<(&super::devmodel::Params, u64)>,
+    ) -> Result<Device> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         check_abilities(fs).map_err(|e| anyhow!(e))?;
         check_parent(parent)?;
@@ -230,18 +258,31 @@ impl Device {
             std::process::id(),
             super::server::random_password()?.get(..8).unwrap_or("0")
         ));
-        let image = base.with_extension("img");
+        let mut image = base.with_extension("img");
         let mount = base;
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&image)
-            .with_context(|| format!("cannot create {}", image.display()))?;
-        f.set_len(size)
-            .with_context(|| format!("cannot size {}", image.display()))?;
-        drop(f);
+        let served = match model {
+            Some((params, seed)) => {
+                let name = image
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let m = super::devmodel::Served::start(parent, &name, size, params, seed)?;
+                image = m.image.clone();
+                Some(m)
+            }
+            None => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&image)
+                    .with_context(|| format!("cannot create {}", image.display()))?;
+                f.set_len(size)
+                    .with_context(|| format!("cannot size {}", image.display()))?;
+                None
+            }
+        };
         let mut dev = Device {
             loopdev: PathBuf::new(),
             major: 0,
@@ -251,6 +292,7 @@ impl Device {
             throttled: false,
             closed: false,
             keep_image: false,
+            model: served,
         };
         let loopdev = run(Command::new("losetup")
             .args(["-f", "--show", "--direct-io=on"])
@@ -330,7 +372,9 @@ impl Device {
             .file_name()
             .map(|n| n.to_string_lossy().replace("-dev.img", "-kept.img"))
             .unwrap_or_default();
-        self.image.with_file_name(name)
+        // Beside the mount point, in the run's --dir (a modelled device's
+        // image is inside the model's mount).
+        self.mount.with_file_name(name)
     }
 
     /// Removes the throttle, unmounts, detaches and deletes the image
@@ -344,7 +388,13 @@ impl Device {
         if self.throttled {
             unthrottle(&self.maj_min());
         }
-        if let Err(e) = unmount(&self.mount) {
+        // The filesystem's last writes go through at once, not at the
+        // class's speed (a disk array's cache destaging at 600/s would
+        // hold an unmount, and a Ctrl-C, for minutes).
+        if let Some(m) = self.model.as_mut() {
+            let _ = m.set_params(&super::devmodel::Params::transparent());
+        }
+        if let Err(e) = super::mounts::unmount(&self.mount) {
             errs.push(format!("{e:#}"));
         }
         if !self.loopdev.as_os_str().is_empty() {
@@ -353,7 +403,19 @@ impl Device {
             }
         }
         let _ = std::fs::remove_dir(&self.mount);
-        if !self.keep_image {
+        if let Some(mut m) = self.model.take() {
+            // The data is the model's host file; a kept image is that
+            // file, moved beside the model's directory before it goes.
+            if self.keep_image {
+                let kept = self.kept_image();
+                if let Err(e) = std::fs::rename(m.dir.join("data"), &kept) {
+                    errs.push(format!("cannot keep the image as {}: {e}", kept.display()));
+                }
+            }
+            if let Err(e) = m.close() {
+                errs.push(format!("{e:#}"));
+            }
+        } else if !self.keep_image {
             let _ = std::fs::remove_file(&self.image);
         } else if let Err(e) = std::fs::rename(&self.image, self.kept_image()) {
             errs.push(format!(
@@ -406,31 +468,10 @@ pub fn io_max_line(maj_min: &str, caps: &Caps) -> String {
 }
 
 /// Removes every v1 throttle rule for a device (0 = no limit).
-fn unthrottle(maj_min: &str) {
+pub(super) fn unthrottle(maj_min: &str) {
     if let Some(root) = blkio_root() {
         for (file, _) in rules(&Caps::default()) {
             let _ = std::fs::write(root.join(file), format!("{maj_min} 0"));
-        }
-    }
-}
-
-/// Unmounts, retrying while busy for up to 10 s, then lazily.
-fn unmount(dir: &Path) -> Result<()> {
-    if !mounted(dir) {
-        return Ok(());
-    }
-    let t0 = Instant::now();
-    loop {
-        match run(Command::new("umount").arg(dir)) {
-            Ok(_) => return Ok(()),
-            Err(_) if t0.elapsed() < Duration::from_secs(10) => {
-                std::thread::sleep(Duration::from_millis(100))
-            }
-            Err(e) => {
-                run(Command::new("umount").arg("-l").arg(dir))
-                    .with_context(|| format!("{e:#}; lazy unmount failed too"))?;
-                return Ok(());
-            }
         }
     }
 }
@@ -459,97 +500,6 @@ pub fn check_parent(parent: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// True when `dir` is a mount point (by /proc/self/mountinfo).
-fn mounted(dir: &Path) -> bool {
-    let Ok(canon) = dir.canonicalize() else {
-        return false;
-    };
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|m| unescape(m) == canon))
-}
-
-/// A path as /proc/self/mountinfo writes it, with its escapes undone:
-/// the kernel writes a space, tab, newline and backslash in a path as
-/// `\040`, `\011`, `\012` and `\134`.
-fn unescape(field: &str) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b.get(i + 1..i + 4).filter(|d| {
-            b[i] == b'\\' && d[0] <= b'3' && d.iter().all(|c| (b'0'..=b'7').contains(c))
-        });
-        match octal {
-            Some(d) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
-}
-
-/// The devices a killed ampbench left: every loop device whose backing
-/// file is `…/ampbench-PID-dev.img` with PID no longer running is
-/// unthrottled, unmounted, detached and its image deleted. One line each.
-pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/sys/block") else {
-        return out;
-    };
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(back) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
-            continue;
-        };
-        let back = back.trim().trim_end_matches(" (deleted)").to_string();
-        let image = PathBuf::from(&back);
-        let Some(pid) = image
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix("-dev.img"))
-            .and_then(|n| super::cgroup::leftover_pid(&format!("{n}-")))
-        else {
-            continue;
-        };
-        if alive(pid) {
-            continue;
-        }
-        let mm = std::fs::read_to_string(e.path().join("dev")).unwrap_or_default();
-        unthrottle(mm.trim());
-        let dev = format!("/dev/{name}");
-        let mounts: Vec<PathBuf> = info
-            .lines()
-            .filter(|l| l.split(" - ").nth(1).and_then(|r| r.split(' ').nth(1)) == Some(&dev))
-            .filter_map(|l| l.split(' ').nth(4).map(unescape))
-            .collect();
-        let mut errs = Vec::new();
-        for m in &mounts {
-            if let Err(err) = unmount(m) {
-                errs.push(format!("{err:#}"));
-            }
-            let _ = std::fs::remove_dir(m);
-        }
-        if let Err(err) = run(Command::new("losetup").arg("-d").arg(&dev)) {
-            errs.push(format!("{err:#}"));
-        }
-        let _ = std::fs::remove_file(&image);
-        out.push(if errs.is_empty() {
-            format!("removed {dev} ({back}) left by ampbench {pid}")
-        } else {
-            format!("{dev} ({back}): {}", errs.join("; "))
-        });
-    }
-    out
 }
 
 /// When the file system holding `path` is full (under 1 MB, or under 1%
@@ -582,22 +532,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mountinfo_paths_are_unescaped() {
-        assert_eq!(
-            unescape(r"/tmp/a\040b/ampbench-1-dev"),
-            PathBuf::from("/tmp/a b/ampbench-1-dev")
-        );
-        assert_eq!(unescape(r"/x\011y\134z\012"), PathBuf::from("/x\ty\\z\n"));
-        assert_eq!(unescape(r"/plain\9"), PathBuf::from(r"/plain\9"));
-    }
-
-    #[test]
     fn pairs_and_lines() {
         assert_eq!(parse_pair("iops", "500").unwrap(), (500, 500));
         assert_eq!(parse_pair("iops", "500,200").unwrap(), (500, 200));
         assert!(parse_pair("iops", "0").is_err());
         assert!(parse_pair("iops", "1,2,3").is_err());
-        let c = StorageClass::DiskArray.caps();
+        let c = StorageClass::DiskArrayCap.caps();
         assert_eq!(
             io_max_line("7:0", &c),
             "7:0 riops=1000 wiops=1000 rbps=200000000 wbps=200000000"
@@ -607,5 +547,12 @@ mod tests {
             ("blkio.throttle.read_bps_device", Some(200_000_000))
         );
         assert!(StorageClass::Dedicated.caps().none());
+        assert!(
+            StorageClass::DiskArray.caps().none(),
+            "modelled, not capped"
+        );
+        assert!(
+            StorageClass::DiskArray.model().is_some() && StorageClass::FastSsd.model().is_none()
+        );
     }
 }

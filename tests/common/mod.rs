@@ -112,3 +112,15 @@ pub fn open(
 pub fn sql(e: &dyn ampbench::engine::Engine) -> &dyn ampbench::engine::SqlEngine {
     e.face().sql().expect("a server engine")
 }
+
+/// Statements per ADD_LINK in each `statements per request:` line a
+/// LinkBench run printed on a SQL engine, in order.
+pub fn add_link_statements(out: &str) -> Vec<f64> {
+    out.lines()
+        .filter(|l| l.trim_start().starts_with("statements per request:"))
+        .filter_map(|l| {
+            let i = l.find("ADD_LINK ")? + "ADD_LINK ".len();
+            l[i..].split_whitespace().next()?.parse().ok()
+        })
+        .collect()
+}

@@ -1,0 +1,664 @@
+//! A device that behaves like a storage class's device, not only like its
+//! rate: latency per IO, parallel units, one budget shared by reads and
+//! writes, a write cache. The engines still see a real filesystem on a
+//! real block device (the run's loop device, see [`super::storage`]); the
+//! loop device's backing file is served by the model's own process over
+//! FUSE ([`server`]), which holds every IO until the [`model`] says the
+//! device would have finished it.
+//!
+//! The classes' figures and where they come from: [`class_params`] and
+//! docs/storage.md.
+
+pub mod model;
+pub mod server;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::probe::modelstats::Mapped;
+pub use model::{Params, Service, WriteCache};
+
+/// The modelled parameters of a class, or None for a class the model
+/// does not serve.
+pub fn class_params(class: super::storage::StorageClass) -> Option<Params> {
+    use super::storage::StorageClass as C;
+    match class {
+        // About ten 7,200 rpm disks in RAID 0 behind a controller with a
+        // battery-backed cache. A random IO positions the head: a short
+        // seek over the database's part of the disk plus half a turn
+        // (4.17 ms at 7,200 rpm), 7.5 ms for a read, 8.5 for a write, so
+        // 133 random reads/s at QD1. At depth the ten disks could give
+        // about 1,250/s; the array's budget is 1,000 IOPS (seed 003:
+        // "approximately 1k for the disk array") and 1,000 MB/s (ten disks
+        // at 150 MB/s, less the controller's share). The cache: 512 MB,
+        // destaging 600 random writes/s (ten disks, mirrored writes
+        // sorted by the controller), so a synced write is acknowledged
+        // from it (seed 001's 4,649 synced overwrites/s on its array).
+        C::DiskArray => Some(Params {
+            units: 10,
+            stripe: 256 << 10,
+            read: Service {
+                mean_us: 7_500.0,
+                sigma: 0.35,
+            },
+            write: Service {
+                mean_us: 8_500.0,
+                sigma: 0.35,
+            },
+            seq_us: 100.0,
+            unit_mbps: 150.0,
+            iops: 1_000.0,
+            mbps: 1_000.0,
+            flush_us: 200.0,
+            cache: Some(WriteCache {
+                bytes: 512 << 20,
+                destage_iops: 600.0,
+                destage_mbps: 800.0,
+                battery: true,
+                hit_us: 30.0,
+            }),
+            path_us: 0.0,
+        }),
+        // A SATA SSD of the seeds' years: about 10k random IOPS at depth
+        // (seed 003), shared by reads and writes; 4 flash channels at 250
+        // µs per random read (4k/s at QD1), 400 MB/s. Its 256 MB cache is
+        // protected against power loss, as the seeds' enterprise SSDs
+        // were (an Intel S3700 in seed 001), and destages 8,000 writes/s.
+        C::SlowSsd => Some(Params {
+            units: 4,
+            stripe: 64 << 10,
+            read: Service {
+                mean_us: 250.0,
+                sigma: 0.3,
+            },
+            write: Service {
+                mean_us: 400.0,
+                sigma: 0.3,
+            },
+            seq_us: 20.0,
+            unit_mbps: 200.0,
+            iops: 10_000.0,
+            mbps: 400.0,
+            flush_us: 50.0,
+            cache: Some(WriteCache {
+                bytes: 256 << 20,
+                destage_iops: 8_000.0,
+                destage_mbps: 350.0,
+                battery: true,
+                hit_us: 20.0,
+            }),
+            path_us: 0.0,
+        }),
+        _ => None,
+    }
+}
+
+impl Params {
+    /// A device that adds nothing: a class the model does not serve, in a
+    /// sweep with classes it does.
+    pub fn transparent() -> Params {
+        let zero = Service {
+            mean_us: 0.0,
+            sigma: 0.0,
+        };
+        Params {
+            units: 64,
+            stripe: 64 << 10,
+            read: zero,
+            write: zero,
+            seq_us: 0.0,
+            unit_mbps: 1e9,
+            iops: 1e12,
+            mbps: 1e9,
+            flush_us: 0.0,
+            cache: None,
+            path_us: 0.0,
+        }
+    }
+
+    /// True for [`Params::transparent`].
+    pub fn is_transparent(&self) -> bool {
+        Params {
+            path_us: 0.0,
+            ..*self
+        } == Params::transparent()
+    }
+
+    /// `10 units, random read 7.5 ms / write 8.5 ms, 1000 IOPS and 1000 MB/s shared, 512 MB battery-backed cache destaging 600/s`.
+    pub fn show(&self) -> String {
+        if self.is_transparent() {
+            return "not modelled here: served without delay through the model's FUSE path from the host's page cache (not the machine's disk)".into();
+        }
+        let t = |us: f64| {
+            if us >= 1000.0 {
+                format!("{} ms", us / 1000.0)
+            } else {
+                format!("{us} µs")
+            }
+        };
+        let cache = match &self.cache {
+            None => "no write cache".to_string(),
+            Some(c) => format!(
+                "{} MB {} write cache destaging {}/s",
+                c.bytes >> 20,
+                if c.battery {
+                    "battery-backed"
+                } else {
+                    "volatile"
+                },
+                c.destage_iops
+            ),
+        };
+        format!(
+            "{} units, random read {} / write {}, {} IOPS and {} MB/s shared by reads and writes, {cache}",
+            self.units,
+            t(self.read.mean_us),
+            t(self.write.mean_us),
+            self.iops,
+            self.mbps
+        )
+    }
+}
+
+/// A running device model: its process, its FUSE mount with the one
+/// served file, and its counters. Stopped on close and on drop.
+pub struct Served {
+    child: Option<Child>,
+    /// The model's private directory (`ampbench-PID-RAND-model`).
+    pub dir: PathBuf,
+    /// The FUSE mount.
+    pub mount: PathBuf,
+    /// The served file: the loop device's backing file.
+    pub image: PathBuf,
+    /// The counters.
+    pub counters: Mapped,
+    /// The parameters it serves.
+    pub params: Params,
+    closed: bool,
+}
+
+impl Served {
+    /// Starts a model of `params` serving a `size`-byte file named
+    /// `name` in a new private directory under `parent`.
+    pub fn start(
+        parent: &Path,
+        name: &str,
+        size: u64,
+        params: &Params,
+        seed: u64,
+    ) -> Result<Served> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let dir = parent.join(format!(
+            "ampbench-{}-{}-model",
+            std::process::id(),
+            super::server::random_password()?.get(..8).unwrap_or("0")
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        // Removed on every error until the Served below owns it.
+        struct Guard(Option<PathBuf>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                if let Some(d) = self.0.take() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+            }
+        }
+        let mut guard = Guard(Some(dir.clone()));
+        let mount = dir.join("mnt");
+        let backing = dir.join("data");
+        let counters_path = dir.join("counters");
+        std::fs::DirBuilder::new().mode(0o700).create(&mount)?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&backing)
+            .with_context(|| format!("cannot create {}", backing.display()))?;
+        f.set_len(size)?;
+        drop(f);
+        let counters = Mapped::create(&counters_path)?;
+        guard.0 = None;
+        let mut s = Served {
+            child: None,
+            image: mount.join(name),
+            dir: dir.clone(),
+            mount: mount.clone(),
+            counters,
+            params: *params,
+            closed: false,
+        };
+        let mut cmd = Command::new(std::env::current_exe().context("cannot find ampbench itself")?);
+        cmd.arg("device-model")
+            .arg("--mount")
+            .arg(&mount)
+            .arg("--backing")
+            .arg(&backing)
+            .args(["--name", name])
+            .arg("--counters")
+            .arg(&counters_path)
+            .args(["--params", &serde_json::to_string(params)?])
+            .args(["--seed", &seed.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            // Ctrl-C reaches the run, which unmounts in order; the model
+            // must outlive the filesystem above it.
+            .process_group(0);
+        // SAFETY: prctl and getppid are async-signal-safe. The model dies
+        // with the run; a run that died before prctl took effect is seen
+        // by the parent having changed, and the model does not start.
+        let parent_pid = std::process::id() as libc::pid_t;
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent_pid {
+                    return Err(std::io::Error::other("the run ended"));
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().context("cannot start the device model")?;
+        let out = child.stdout.take();
+        s.child = Some(child);
+        // "ready" once mounted; a model that neither says it nor dies in
+        // 30 s is stopped.
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(out) = out {
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = BufReader::new(out).read_line(&mut line);
+                let _ = tx.send(line);
+            });
+        }
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        if line.trim() != "ready" {
+            let _ = s.close();
+            bail!("the device model did not start (see its error above)");
+        }
+        Ok(s)
+    }
+
+    /// Serves `p` from the next IO on (a sweep's next class).
+    pub fn set_params(&mut self, p: &Params) -> Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::Ordering::SeqCst;
+        let g = self.counters.get().params_gen.load(SeqCst) + 1;
+        let path = self.dir.join(format!("params.{g}.json"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|mut f| f.write_all(serde_json::to_string(p)?.as_bytes()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        self.counters.get().params_gen.store(g, SeqCst);
+        self.params = *p;
+        Ok(())
+    }
+
+    /// The model process's CPU time so far, seconds (user + system).
+    pub fn cpu_secs(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()?)).ok()?;
+        let rest = stat.rsplit_once(')')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        Some(ticks / hz)
+    }
+
+    /// Why the model can no longer be trusted, if it cannot: its process
+    /// died, or it counted errors (its host file's, or a class it could
+    /// not read). Checked after every step.
+    pub fn failure(&mut self) -> Option<String> {
+        use std::os::unix::process::ExitStatusExt;
+        use std::sync::atomic::Ordering::Relaxed;
+        let pid = self.pid().unwrap_or(0);
+        if let Some(c) = self.child.as_mut() {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some(match st.signal() {
+                    Some(sig) => format!("the device model (pid {pid}) died by signal {sig}"),
+                    None => format!("the device model (pid {pid}) ended ({st})"),
+                });
+            }
+        }
+        let c = self.counters.get();
+        let errors = c.errors.load(Relaxed);
+        (errors > 0).then(|| {
+            format!(
+                "the device model (pid {pid}) counted {errors} errors (reading or writing its host file {}, or reading a class's parameters)",
+                self.dir.join("data").display()
+            )
+        })
+    }
+
+    /// The model's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// True while the model's process runs.
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Unmounts (the process then ends), waits for it, removes the
+    /// directory. Call after the loop device on the file is detached.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let mut errs = Vec::new();
+        if super::mounts::mounted(&self.mount) {
+            if let Err(e) = super::mounts::unmount(&self.mount) {
+                errs.push(format!("{e:#}"));
+            }
+        }
+        if let Some(mut c) = self.child.take() {
+            let t0 = Instant::now();
+            while matches!(c.try_wait(), Ok(None)) && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            errs.push(format!("cannot remove {}: {e}", self.dir.display()));
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(anyhow!("the device model: {}", errs.join("; ")))
+        }
+    }
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("dir", &self.dir)
+            .field("pid", &self.pid())
+            .finish()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            eprintln!("ampbench: {e:#}");
+        }
+    }
+}
+
+/// The device models a killed ampbench left: every FUSE mount at
+/// `…/ampbench-PID-RAND-model/mnt` with PID no longer running is
+/// unmounted and its directory removed. Run after the loop devices on
+/// them are gone ([`super::mounts::clean_leftovers`]). One line each.
+pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for l in info.lines() {
+        // Only a model's own mount: FUSE, named by us, mounted by root.
+        let mut after = l.split(" - ").nth(1).unwrap_or("").split(' ');
+        let (fstype, source, opts) = (
+            after.next().unwrap_or(""),
+            after.next().unwrap_or(""),
+            after.next().unwrap_or(""),
+        );
+        if !fstype.starts_with("fuse")
+            || source != "ampbench-device-model"
+            || !opts.split(',').any(|o| o == "user_id=0")
+        {
+            continue;
+        }
+        let Some(m) = l.split(' ').nth(4).map(super::mounts::unescape) else {
+            continue;
+        };
+        let Some(dir) = m
+            .parent()
+            .filter(|_| m.file_name().is_some_and(|n| n == "mnt"))
+        else {
+            continue;
+        };
+        let Some(pid) = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix("-model"))
+            .and_then(|n| super::cgroup::leftover_pid(&format!("{n}-")))
+        else {
+            continue;
+        };
+        if alive(pid) {
+            continue;
+        }
+        // Ours: a real directory (not a link), root's, 0700.
+        let ours = std::fs::symlink_metadata(dir)
+            .is_ok_and(|md| md.is_dir() && md.uid() == 0 && md.mode() & 0o777 == 0o700);
+        if !ours {
+            out.push(format!(
+                "{}: looks like a device model's but is not root's own directory; left alone",
+                dir.display()
+            ));
+            continue;
+        }
+        let r = unmount_nofollow(&m).and_then(|_| {
+            std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))
+        });
+        out.push(match r {
+            Ok(()) => format!(
+                "removed the device model {} left by ampbench {pid}",
+                dir.display()
+            ),
+            Err(e) => format!("{}: {e:#}", dir.display()),
+        });
+    }
+    out
+}
+
+/// Unmounts `m` without following a link in its path, lazily if busy.
+fn unmount_nofollow(m: &Path) -> Result<()> {
+    let c = std::ffi::CString::new(m.as_os_str().as_encoded_bytes())?;
+    // SAFETY: c is a valid C string; umount2 reads it only.
+    if unsafe { libc::umount2(c.as_ptr(), libc::UMOUNT_NOFOLLOW) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::umount2(c.as_ptr(), libc::UMOUNT_NOFOLLOW | libc::MNT_DETACH) } == 0 {
+        return Ok(());
+    }
+    Err(std::io::Error::last_os_error()).with_context(|| format!("cannot unmount {}", m.display()))
+}
+
+/// The keys `--device-model KEY=VALUE` sets, with what each means.
+pub const KEYS: &[(&str, &str)] = &[
+    ("units", "parallel units (spindles, flash channels)"),
+    ("stripe_kb", "KiB per stripe chunk"),
+    ("read_us", "mean random read time, µs"),
+    ("read_sigma", "σ of ln(read time)"),
+    ("write_us", "mean random write time at the medium, µs"),
+    ("write_sigma", "σ of ln(write time)"),
+    ("seq_us", "a sequential IO's overhead, µs"),
+    ("unit_mbps", "one unit's transfer rate, MB/s"),
+    ("iops", "the IOPS budget shared by reads and writes"),
+    (
+        "mbps",
+        "the bandwidth budget shared by reads and writes, MB/s",
+    ),
+    ("flush_us", "a flush's time at the medium, µs"),
+    ("cache", "write cache: off, battery or volatile"),
+    ("cache_mb", "write cache size, MB (2^20 bytes)"),
+    ("destage_iops", "writes per second the cache destages"),
+    ("destage_mbps", "MB/s the cache destages"),
+    ("hit_us", "a write into (or read from) the cache, µs"),
+];
+
+/// Each numeric key's range.
+const KEY_RANGE: &[(&str, f64, f64)] = &[
+    ("units", 1.0, 1024.0),
+    ("stripe_kb", 4.0, 1_048_576.0),
+    ("read_us", 1.0, 10_000_000.0),
+    ("read_sigma", 0.0, 3.0),
+    ("write_us", 1.0, 10_000_000.0),
+    ("write_sigma", 0.0, 3.0),
+    ("seq_us", 0.0, 1_000_000.0),
+    ("unit_mbps", 1.0, 100_000.0),
+    ("iops", 1.0, 10_000_000.0),
+    ("mbps", 1.0, 100_000.0),
+    ("flush_us", 0.0, 10_000_000.0),
+    ("cache_mb", 1.0, 1_048_576.0),
+    ("destage_iops", 1.0, 10_000_000.0),
+    ("destage_mbps", 1.0, 100_000.0),
+    ("hit_us", 0.0, 1_000_000.0),
+];
+
+/// Sets `key` to `value` in `p`; the error names the key.
+pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
+    // Every value within what a device could be: out of range is a
+    // one-line error naming the key (and never an overflow in the model).
+    let (lo, hi) = KEY_RANGE
+        .iter()
+        .find(|(k, ..)| *k == key)
+        .map(|(_, lo, hi)| (*lo, *hi))
+        .unwrap_or((0.0, f64::MAX));
+    let num = || -> Result<f64, String> {
+        value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= lo && *v <= hi)
+            .ok_or_else(|| {
+                format!("--device-model {key}={value}: expected a number from {lo} to {hi}")
+            })
+    };
+    let pos = num;
+    let default_cache = WriteCache {
+        bytes: 256 << 20,
+        destage_iops: p.iops / 2.0,
+        destage_mbps: p.mbps / 2.0,
+        battery: true,
+        hit_us: 30.0,
+    };
+    fn cache<'a>(p: &'a mut Params, key: &str) -> Result<&'a mut WriteCache, String> {
+        p.cache.as_mut().ok_or_else(|| {
+            format!("--device-model {key}: the device has no write cache (set cache=battery or cache=volatile first)")
+        })
+    }
+    match key {
+        "units" => p.units = pos()? as u32,
+        "stripe_kb" => p.stripe = (pos()? as u64) << 10,
+        "read_us" => p.read.mean_us = pos()?,
+        "read_sigma" => p.read.sigma = num()?,
+        "write_us" => p.write.mean_us = pos()?,
+        "write_sigma" => p.write.sigma = num()?,
+        "seq_us" => p.seq_us = num()?,
+        "unit_mbps" => p.unit_mbps = pos()?,
+        "iops" => p.iops = pos()?,
+        "mbps" => p.mbps = pos()?,
+        "flush_us" => p.flush_us = num()?,
+        "cache" => match value {
+            "off" => p.cache = None,
+            "battery" | "volatile" => {
+                let c = p.cache.get_or_insert(default_cache);
+                c.battery = value == "battery";
+            }
+            _ => {
+                return Err(format!(
+                    "--device-model cache={value}: expected off, battery or volatile"
+                ));
+            }
+        },
+        "cache_mb" => cache(p, key)?.bytes = (pos()? * (1u64 << 20) as f64) as u64,
+        "destage_iops" => cache(p, key)?.destage_iops = pos()?,
+        "destage_mbps" => cache(p, key)?.destage_mbps = pos()?,
+        "hit_us" => cache(p, key)?.hit_us = num()?,
+        _ => {
+            let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+            return Err(format!(
+                "--device-model {key}: unknown key (known: {})",
+                known.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Params {
+    /// What no single key's range catches: a cache that destages faster
+    /// than the device's budget would lend the medium capacity it does
+    /// not have.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(c) = &self.cache {
+            if c.destage_iops > self.iops {
+                return Err(format!(
+                    "--device-model destage_iops={}: above the device's iops={}",
+                    c.destage_iops, self.iops
+                ));
+            }
+            if c.destage_mbps > self.mbps {
+                return Err(format!(
+                    "--device-model destage_mbps={}: above the device's mbps={}",
+                    c.destage_mbps, self.mbps
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::setup::storage::StorageClass;
+
+    #[test]
+    fn settings_are_checked_and_name_their_key() {
+        let mut p = class_params(StorageClass::DiskArray).unwrap();
+        set(&mut p, "iops", "2000").unwrap();
+        assert_eq!(p.iops, 2000.0);
+        set(&mut p, "cache", "off").unwrap();
+        assert!(p.cache.is_none());
+        let e = set(&mut p, "destage_iops", "10").unwrap_err();
+        assert!(
+            e.contains("destage_iops") && e.contains("no write cache"),
+            "{e}"
+        );
+        set(&mut p, "cache", "volatile").unwrap();
+        assert!(p.cache.is_some_and(|c| !c.battery));
+        for (k, v) in [
+            ("iops", "0"),
+            ("iops", "1e-12"),
+            ("stripe_kb", "1e30"),
+            ("units", "5000"),
+            ("read_us", "x"),
+        ] {
+            let e = set(&mut p, k, v).unwrap_err();
+            assert!(
+                e.starts_with(&format!("--device-model {k}={v}: expected")),
+                "{e}"
+            );
+        }
+        assert!(
+            set(&mut p, "colour", "1")
+                .unwrap_err()
+                .contains("unknown key")
+        );
+        set(&mut p, "destage_iops", "5000").unwrap();
+        assert!(p.check().unwrap_err().contains("destage_iops=5000"));
+    }
+}

@@ -1,0 +1,482 @@
+//! What a storage class's device does with each IO, on a clock of its own
+//! (nanoseconds), so one piece of code serves both the FUSE server (the
+//! real clock) and the unit tests (a simulated one).
+//!
+//! - **Units.** An IO goes to one parallel unit (a spindle, a flash
+//!   channel), chosen by its stripe: `(offset / stripe) % units`, as RAID 0
+//!   lays chunks out. A unit serves one IO at a time. A random IO costs a
+//!   positioning time drawn from the class's distribution (lognormal with
+//!   the class's mean); an IO that starts where the unit's last one ended
+//!   costs only a command overhead. Both then pay the transfer at the
+//!   unit's rate.
+//! - **One budget.** Reads and writes draw on one IOPS budget and one
+//!   bandwidth budget (a GCRA token bucket each, with a burst of one IO
+//!   per unit): at depth a device gives its budget whatever the mix.
+//! - **A write cache** (optional). A write lands in the cache and
+//!   completes at the cache's hit time. The cache destages its writes in
+//!   the order they came, at the destage rate; each destaged write is then
+//!   charged to the shared budget, so write-back takes capacity from
+//!   reads. A write to blocks already dirty is absorbed. When the cache is
+//!   full a write waits for room. A flush returns at once with a
+//!   battery-backed cache; with a volatile one it waits for every write
+//!   before it to reach the medium, then pays the medium's flush time.
+//!   A read of blocks dirty in the cache is served from it.
+//!
+//! The model holds every figure it needs in memory allocated when it is
+//! made: nothing on the IO path allocates (the server's threads must not
+//! wait on reclaim, which may be waiting on this device).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::rng::Rng;
+
+/// Nanoseconds on the model's clock.
+pub type Nanos = u64;
+
+/// The cache's block: the unit of "already dirty".
+const BLOCK: u64 = 4096;
+
+/// Blocks the IOs in flight can add beyond a full cache (the server's 64
+/// threads with 1 MiB each): the cache's maps are made this much larger,
+/// so they never grow on the IO path.
+const IN_FLIGHT_BLOCKS: usize = 64 * 256;
+
+/// A service time: lognormal with this mean (µs) and this σ of its log
+/// (0 is a constant).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Service {
+    /// The mean, µs.
+    pub mean_us: f64,
+    /// σ of ln(time); 0.3 spreads the middle half over about ±20%.
+    pub sigma: f64,
+}
+
+impl Service {
+    fn draw(&self, rng: &mut Rng) -> Nanos {
+        if self.sigma <= 0.0 {
+            return (self.mean_us * 1e3) as Nanos;
+        }
+        // mean = exp(μ + σ²/2)
+        let mu = (self.mean_us * 1e3).ln() - self.sigma * self.sigma / 2.0;
+        (mu + self.sigma * rng.normal()).exp() as Nanos
+    }
+}
+
+/// A write cache in front of the medium.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WriteCache {
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Destage rate: writes per second taken to the medium.
+    pub destage_iops: f64,
+    /// Destage bandwidth, MB/s (10⁶ bytes).
+    pub destage_mbps: f64,
+    /// Battery-backed (a flush does not wait) or volatile (it waits).
+    pub battery: bool,
+    /// The time of a write into the cache, or a read from it, µs.
+    pub hit_us: f64,
+}
+
+/// A device's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Parallel units: spindles or flash channels.
+    pub units: u32,
+    /// Bytes per stripe chunk (which unit an offset belongs to).
+    pub stripe: u64,
+    /// A random read's positioning (or flash read) time.
+    pub read: Service,
+    /// A random write's time at the medium.
+    pub write: Service,
+    /// A sequential IO's command overhead, µs.
+    pub seq_us: f64,
+    /// Transfer rate of one unit, MB/s.
+    pub unit_mbps: f64,
+    /// The shared IOPS budget.
+    pub iops: f64,
+    /// The shared bandwidth budget, MB/s.
+    pub mbps: f64,
+    /// A flush's time at the medium, µs (no cache, or a volatile one).
+    pub flush_us: f64,
+    /// The write cache, if any.
+    pub cache: Option<WriteCache>,
+    /// The path's own mean latency, µs: the loop device, the filesystem
+    /// and FUSE between a request and the model, measured with a model
+    /// that adds nothing, and taken off every IO's time (never below
+    /// zero) so a QD1 IO takes the class's time, not the class's plus
+    /// the path's.
+    #[serde(default)]
+    pub path_us: f64,
+}
+
+/// What an IO is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// A read of `len` bytes at `offset`.
+    Read,
+    /// A write.
+    Write,
+    /// A cache flush (fsync).
+    Flush,
+}
+
+/// When an IO completes, and why then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// Completion time (the path's own time taken off).
+    pub at: Nanos,
+    /// The device's own latency as the model has it (before the path's
+    /// time is taken off): what the device figures record.
+    pub own: Nanos,
+    /// It waited for the shared budget (or, a write, for room in the cache).
+    pub waited: bool,
+    /// Served by the write cache without the medium.
+    pub cached: bool,
+}
+
+/// One write waiting in the cache.
+#[derive(Clone, Copy, Debug)]
+struct Dirty {
+    first: u64,
+    blocks: u64,
+    len: u64,
+    /// It followed the write before it (destaged at bandwidth only).
+    seq: bool,
+    /// When it reaches the medium.
+    done: Nanos,
+    /// Bytes pushed into the cache up to and including this one.
+    cum: u64,
+}
+
+struct Cache {
+    p: WriteCache,
+    ring: VecDeque<Dirty>,
+    /// Dirty block → how many queued writes cover it.
+    blocks: HashMap<u64, u32>,
+    /// Bytes destaged so far (compared with `cum`).
+    popped: u64,
+    /// Bytes pushed so far.
+    pushed: u64,
+    /// When the last queued write reaches the medium.
+    tail: Nanos,
+    /// Where the last queued write ended (a following one is sequential).
+    last_end: u64,
+}
+
+/// A unit's state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Unit {
+    free_at: Nanos,
+    head: u64,
+}
+
+/// The device model.
+pub struct Model {
+    p: Params,
+    units: Vec<Unit>,
+    iops_tat: Nanos,
+    bw_tat: Nanos,
+    rng: Rng,
+    cache: Option<Cache>,
+    last: Nanos,
+    /// IOs the medium served: reads, writes (destaged ones included).
+    pub medium_reads: u64,
+    /// Writes that reached the medium.
+    pub medium_writes: u64,
+}
+
+fn ns(secs: f64) -> Nanos {
+    (secs * 1e9).round() as Nanos
+}
+
+impl Model {
+    /// A model of `p`, its draws seeded by `seed`.
+    pub fn new(p: Params, seed: u64) -> Model {
+        let cache = p.cache.map(|c| {
+            let slots = (c.bytes / BLOCK).max(16) as usize + IN_FLIGHT_BLOCKS;
+            Cache {
+                p: c,
+                ring: VecDeque::with_capacity(slots),
+                blocks: HashMap::with_capacity(slots * 2),
+                popped: 0,
+                pushed: 0,
+                tail: 0,
+                last_end: u64::MAX,
+            }
+        });
+        Model {
+            units: vec![
+                Unit {
+                    free_at: 0,
+                    head: u64::MAX,
+                };
+                p.units.max(1) as usize
+            ],
+            p,
+            iops_tat: 0,
+            bw_tat: 0,
+            rng: Rng::new(seed),
+            cache,
+            last: 0,
+            medium_reads: 0,
+            medium_writes: 0,
+        }
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &Params {
+        &self.p
+    }
+
+    /// Bytes waiting in the write cache at the last IO.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.cache.as_ref().map_or(0, |c| c.pushed - c.popped)
+    }
+
+    /// The writes still in a volatile cache, as (offset, length): what a
+    /// power cut at the last IO's time loses. Empty with no cache or a
+    /// battery-backed one.
+    pub fn volatile_writes(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.cache
+            .iter()
+            .filter(|c| !c.p.battery)
+            .flat_map(|c| c.ring.iter().map(|d| (d.first * BLOCK, d.blocks * BLOCK)))
+    }
+
+    /// An IO arriving at `t`: when it completes. Times that go backwards
+    /// (threads racing to the model's lock) count as the latest seen.
+    pub fn submit(&mut self, t: Nanos, op: Op, offset: u64, len: u64) -> Done {
+        let t = t.max(self.last);
+        let mut d = self.submit_at(t, op, offset, len);
+        d.own = d.at.saturating_sub(t);
+        d.at = d.at.saturating_sub(ns(self.p.path_us * 1e-6)).max(t);
+        d
+    }
+
+    fn submit_at(&mut self, t: Nanos, op: Op, offset: u64, len: u64) -> Done {
+        self.last = t;
+        self.destage_until(t);
+        let hit = |c: &Cache| t.saturating_add(ns(c.p.hit_us * 1e-6));
+        match op {
+            Op::Read => {
+                if let Some(c) = &self.cache {
+                    if len > 0 && c.all_dirty(offset, len) {
+                        return Done {
+                            own: 0,
+                            at: hit(c),
+                            waited: false,
+                            cached: true,
+                        };
+                    }
+                }
+                self.medium(t, Op::Read, offset, len)
+            }
+            Op::Write => self.cache_write(t, offset, len),
+            Op::Flush => {
+                let flush = ns(self.p.flush_us * 1e-6);
+                match &self.cache {
+                    None => Done {
+                        own: 0,
+                        at: t.saturating_add(flush),
+                        waited: false,
+                        cached: false,
+                    },
+                    Some(c) if c.p.battery => Done {
+                        own: 0,
+                        at: hit(c),
+                        waited: false,
+                        cached: true,
+                    },
+                    // Waiting for the medium is a flush's work, not a
+                    // wait for budget or room.
+                    Some(c) => Done {
+                        own: 0,
+                        at: c.tail.max(t).saturating_add(flush),
+                        waited: false,
+                        cached: false,
+                    },
+                }
+            }
+        }
+    }
+
+    /// An IO at the medium: budget, then its units. An IO over several
+    /// stripe chunks is split, each piece served by its chunk's unit; it
+    /// completes with its last piece.
+    fn medium(&mut self, t: Nanos, op: Op, offset: u64, len: u64) -> Done {
+        // RAID 0: chunk k is on unit k % n, at chunk k / n of that unit.
+        let (n, stripe) = (self.units.len() as u64, self.p.stripe.max(1));
+        let end = offset + len.max(1);
+        let piece = |c: u64| {
+            let (lo, hi) = (offset.max(c * stripe), end.min((c + 1) * stripe));
+            let local = c / n * stripe + lo % stripe;
+            ((c % n) as usize, local, hi - lo)
+        };
+        let chunks = offset / stripe..=(end - 1) / stripe;
+        let seq = chunks.clone().all(|c| {
+            let (u, local, _) = piece(c);
+            self.units[u].head == local
+        });
+        let start = self.charge(t, len, seq);
+        let mut done = start;
+        for c in chunks {
+            let (ui, local, plen) = piece(c);
+            let pos = if self.units[ui].head == local {
+                ns(self.p.seq_us * 1e-6)
+            } else if op == Op::Read {
+                self.p.read.draw(&mut self.rng)
+            } else {
+                self.p.write.draw(&mut self.rng)
+            };
+            let u = &mut self.units[ui];
+            let d = start
+                .max(u.free_at)
+                .saturating_add(pos)
+                .saturating_add(ns(plen as f64 / (self.p.unit_mbps * 1e6)));
+            u.free_at = d;
+            u.head = local + plen;
+            done = done.max(d);
+        }
+        if op == Op::Read {
+            self.medium_reads += 1;
+        } else {
+            self.medium_writes += 1;
+        }
+        Done {
+            own: 0,
+            at: done,
+            waited: start > t,
+            cached: false,
+        }
+    }
+
+    /// Takes one IO of `len` bytes from the budget at `t`: when it may
+    /// start. The IOPS budget is what positioning costs: a sequential IO
+    /// pays the bandwidth budget only.
+    fn charge(&mut self, t: Nanos, len: u64, seq: bool) -> Nanos {
+        let ci = if seq { 0 } else { ns(1.0 / self.p.iops) };
+        let cb = ns(len as f64 / (self.p.mbps * 1e6));
+        // A burst of one IO per unit: of 4 KiB for the bandwidth budget.
+        let burst = self.units.len() as u64;
+        let start = t
+            .max(
+                self.iops_tat
+                    .saturating_sub(ns(1.0 / self.p.iops).saturating_mul(burst)),
+            )
+            .max(
+                self.bw_tat
+                    .saturating_sub(ns(BLOCK as f64 / (self.p.mbps * 1e6)).saturating_mul(burst)),
+            );
+        // Each budget is taken from when the IO may start (a shaper, not
+        // a policer): a wait on one budget is no credit on the other.
+        self.iops_tat = self.iops_tat.max(start).saturating_add(ci);
+        self.bw_tat = self.bw_tat.max(start).saturating_add(cb);
+        start
+    }
+
+    /// Takes every cached write that reached the medium by `t` off the
+    /// cache, charging each to the budget at its own time.
+    fn destage_until(&mut self, t: Nanos) {
+        let Some(c) = &mut self.cache else {
+            return;
+        };
+        while let Some(d) = c.ring.front().copied().filter(|d| d.done <= t) {
+            c.ring.pop_front();
+            c.popped += d.len;
+            for b in d.first..d.first + d.blocks {
+                if let Some(n) = c.blocks.get_mut(&b) {
+                    *n -= 1;
+                    if *n == 0 {
+                        c.blocks.remove(&b);
+                    }
+                }
+            }
+            self.medium_writes += 1;
+            // Charged at its start on the medium; a write that followed
+            // the one before it costs bandwidth only, as at the medium.
+            let ci = if d.seq { 0 } else { ns(1.0 / self.p.iops) };
+            let cb = ns(d.len as f64 / (self.p.mbps * 1e6));
+            let at = d.done.saturating_sub(ci.max(cb));
+            self.iops_tat = self.iops_tat.max(at).saturating_add(ci);
+            self.bw_tat = self.bw_tat.max(at).saturating_add(cb);
+        }
+    }
+
+    fn cache_write(&mut self, t: Nanos, offset: u64, len: u64) -> Done {
+        let Some(c) = &mut self.cache else {
+            return self.medium(t, Op::Write, offset, len);
+        };
+        let hit = ns(c.p.hit_us * 1e-6);
+        if len > 0 && c.all_dirty(offset, len) {
+            return Done {
+                own: 0,
+                at: t.saturating_add(hit),
+                waited: false,
+                cached: true,
+            };
+        }
+        // Room by bytes: the oldest writes leave until this one fits.
+        let mut accept = t;
+        let over = (c.pushed - c.popped + len).saturating_sub(c.p.bytes);
+        if over > 0 {
+            let target = c.popped + over;
+            let i = c.ring.partition_point(|d| d.cum < target);
+            if let Some(d) = c.ring.get(i).or(c.ring.back()) {
+                accept = accept.max(d.done);
+            }
+        }
+        // Room by count (the ring was sized for 4 KiB writes; smaller
+        // ones can fill it first): the oldest leaves, and is taken off
+        // now so the ring never grows.
+        if c.ring.len() == c.ring.capacity() {
+            if let Some(d) = c.ring.front() {
+                accept = accept.max(d.done);
+            }
+            self.destage_until(accept);
+        }
+        let Some(c) = &mut self.cache else {
+            return self.medium(t, Op::Write, offset, len);
+        };
+        let seq = offset == c.last_end;
+        let bw = len as f64 / (c.p.destage_mbps * 1e6);
+        let cost = if seq {
+            ns(bw)
+        } else {
+            ns(bw.max(1.0 / c.p.destage_iops))
+        };
+        let done = c.tail.max(accept).saturating_add(cost);
+        c.tail = done;
+        c.last_end = offset + len;
+        c.pushed += len;
+        let (first, end) = (offset / BLOCK, (offset + len).div_ceil(BLOCK));
+        for b in first..end {
+            *c.blocks.entry(b).or_insert(0) += 1;
+        }
+        c.ring.push_back(Dirty {
+            first,
+            blocks: end - first,
+            len,
+            seq,
+            done,
+            cum: c.pushed,
+        });
+        Done {
+            own: 0,
+            at: accept.saturating_add(hit),
+            waited: accept > t,
+            cached: true,
+        }
+    }
+}
+
+impl Cache {
+    fn all_dirty(&self, offset: u64, len: u64) -> bool {
+        (offset / BLOCK..(offset + len).div_ceil(BLOCK)).all(|b| self.blocks.contains_key(&b))
+    }
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;
