@@ -305,7 +305,10 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     // On v2 the probe runs unthrottled (it is not in an engine's cgroup);
     // on v1 it sees the class. A sweep probes every class, then throttles
     // to the first.
-    let full = cfg.class != StorageClass::Dedicated || !cfg.sweep.is_empty();
+    // The full probe (depths, writes, the mix) where a model serves the
+    // device; a cap or the bare device gets the short one (QD1, QD32,
+    // synced writes), which keeps the default run under 5 minutes.
+    let full = cfg.modelled();
     if probe_secs > 0.0 && cfg.sweep.is_empty() {
         let (line, value) = probe(&dev, probe_secs, full);
         lines.push(format!("  measured: {line}"));
