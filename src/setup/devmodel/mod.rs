@@ -11,6 +11,7 @@
 
 pub mod model;
 pub mod server;
+mod settings;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -22,6 +23,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::probe::modelstats::Mapped;
 pub use model::{Params, Service, WriteCache};
+pub use settings::{KEYS, set};
 
 /// The modelled parameters of a class, or None for a class the model
 /// does not serve.
@@ -484,181 +486,4 @@ fn unmount_nofollow(m: &Path) -> Result<()> {
         return Ok(());
     }
     Err(std::io::Error::last_os_error()).with_context(|| format!("cannot unmount {}", m.display()))
-}
-
-/// The keys `--device-model KEY=VALUE` sets, with what each means.
-pub const KEYS: &[(&str, &str)] = &[
-    ("units", "parallel units (spindles, flash channels)"),
-    ("stripe_kb", "KiB per stripe chunk"),
-    ("read_us", "mean random read time, µs"),
-    ("read_sigma", "σ of ln(read time)"),
-    ("write_us", "mean random write time at the medium, µs"),
-    ("write_sigma", "σ of ln(write time)"),
-    ("seq_us", "a sequential IO's overhead, µs"),
-    ("unit_mbps", "one unit's transfer rate, MB/s"),
-    ("iops", "the IOPS budget shared by reads and writes"),
-    (
-        "mbps",
-        "the bandwidth budget shared by reads and writes, MB/s",
-    ),
-    ("flush_us", "a flush's time at the medium, µs"),
-    ("cache", "write cache: off, battery or volatile"),
-    ("cache_mb", "write cache size, MB (2^20 bytes)"),
-    ("destage_iops", "writes per second the cache destages"),
-    ("destage_mbps", "MB/s the cache destages"),
-    ("hit_us", "a write into (or read from) the cache, µs"),
-];
-
-/// Each numeric key's range.
-const KEY_RANGE: &[(&str, f64, f64)] = &[
-    ("units", 1.0, 1024.0),
-    ("stripe_kb", 4.0, 1_048_576.0),
-    ("read_us", 1.0, 10_000_000.0),
-    ("read_sigma", 0.0, 3.0),
-    ("write_us", 1.0, 10_000_000.0),
-    ("write_sigma", 0.0, 3.0),
-    ("seq_us", 0.0, 1_000_000.0),
-    ("unit_mbps", 1.0, 100_000.0),
-    ("iops", 1.0, 10_000_000.0),
-    ("mbps", 1.0, 100_000.0),
-    ("flush_us", 0.0, 10_000_000.0),
-    ("cache_mb", 1.0, 1_048_576.0),
-    ("destage_iops", 1.0, 10_000_000.0),
-    ("destage_mbps", 1.0, 100_000.0),
-    ("hit_us", 0.0, 1_000_000.0),
-];
-
-/// Sets `key` to `value` in `p`; the error names the key.
-pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
-    // Every value within what a device could be: out of range is a
-    // one-line error naming the key (and never an overflow in the model).
-    let (lo, hi) = KEY_RANGE
-        .iter()
-        .find(|(k, ..)| *k == key)
-        .map(|(_, lo, hi)| (*lo, *hi))
-        .unwrap_or((0.0, f64::MAX));
-    let num = || -> Result<f64, String> {
-        value
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= lo && *v <= hi)
-            .ok_or_else(|| {
-                format!("--device-model {key}={value}: expected a number from {lo} to {hi}")
-            })
-    };
-    let pos = num;
-    let default_cache = WriteCache {
-        bytes: 256 << 20,
-        destage_iops: p.iops / 2.0,
-        destage_mbps: p.mbps / 2.0,
-        battery: true,
-        hit_us: 30.0,
-    };
-    fn cache<'a>(p: &'a mut Params, key: &str) -> Result<&'a mut WriteCache, String> {
-        p.cache.as_mut().ok_or_else(|| {
-            format!("--device-model {key}: the device has no write cache (set cache=battery or cache=volatile first)")
-        })
-    }
-    match key {
-        "units" => p.units = pos()? as u32,
-        "stripe_kb" => p.stripe = (pos()? as u64) << 10,
-        "read_us" => p.read.mean_us = pos()?,
-        "read_sigma" => p.read.sigma = num()?,
-        "write_us" => p.write.mean_us = pos()?,
-        "write_sigma" => p.write.sigma = num()?,
-        "seq_us" => p.seq_us = num()?,
-        "unit_mbps" => p.unit_mbps = pos()?,
-        "iops" => p.iops = pos()?,
-        "mbps" => p.mbps = pos()?,
-        "flush_us" => p.flush_us = num()?,
-        "cache" => match value {
-            "off" => p.cache = None,
-            "battery" | "volatile" => {
-                let c = p.cache.get_or_insert(default_cache);
-                c.battery = value == "battery";
-            }
-            _ => {
-                return Err(format!(
-                    "--device-model cache={value}: expected off, battery or volatile"
-                ));
-            }
-        },
-        "cache_mb" => cache(p, key)?.bytes = (pos()? * (1u64 << 20) as f64) as u64,
-        "destage_iops" => cache(p, key)?.destage_iops = pos()?,
-        "destage_mbps" => cache(p, key)?.destage_mbps = pos()?,
-        "hit_us" => cache(p, key)?.hit_us = num()?,
-        _ => {
-            let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-            return Err(format!(
-                "--device-model {key}: unknown key (known: {})",
-                known.join(", ")
-            ));
-        }
-    }
-    Ok(())
-}
-
-impl Params {
-    /// What no single key's range catches: a cache that destages faster
-    /// than the device's budget would lend the medium capacity it does
-    /// not have.
-    pub fn check(&self) -> Result<(), String> {
-        if let Some(c) = &self.cache {
-            if c.destage_iops > self.iops {
-                return Err(format!(
-                    "--device-model destage_iops={}: above the device's iops={}",
-                    c.destage_iops, self.iops
-                ));
-            }
-            if c.destage_mbps > self.mbps {
-                return Err(format!(
-                    "--device-model destage_mbps={}: above the device's mbps={}",
-                    c.destage_mbps, self.mbps
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::setup::storage::StorageClass;
-
-    #[test]
-    fn settings_are_checked_and_name_their_key() {
-        let mut p = class_params(StorageClass::DiskArray).unwrap();
-        set(&mut p, "iops", "2000").unwrap();
-        assert_eq!(p.iops, 2000.0);
-        set(&mut p, "cache", "off").unwrap();
-        assert!(p.cache.is_none());
-        let e = set(&mut p, "destage_iops", "10").unwrap_err();
-        assert!(
-            e.contains("destage_iops") && e.contains("no write cache"),
-            "{e}"
-        );
-        set(&mut p, "cache", "volatile").unwrap();
-        assert!(p.cache.is_some_and(|c| !c.battery));
-        for (k, v) in [
-            ("iops", "0"),
-            ("iops", "1e-12"),
-            ("stripe_kb", "1e30"),
-            ("units", "5000"),
-            ("read_us", "x"),
-        ] {
-            let e = set(&mut p, k, v).unwrap_err();
-            assert!(
-                e.starts_with(&format!("--device-model {k}={v}: expected")),
-                "{e}"
-            );
-        }
-        assert!(
-            set(&mut p, "colour", "1")
-                .unwrap_err()
-                .contains("unknown key")
-        );
-        set(&mut p, "destage_iops", "5000").unwrap();
-        assert!(p.check().unwrap_err().contains("destage_iops=5000"));
-    }
 }
