@@ -26,6 +26,21 @@ pub use dirsize::DirSize;
 pub use diskstats::DiskCounters;
 pub use process::ProcCounters;
 
+/// CLOCK_MONOTONIC in ns: the clock `Instant` reads, as a plain integer, so
+/// the measured path subtracts two u64s instead of normalising timespecs
+/// into a checked `Duration` (about 80 instructions per operation less
+/// under callgrind).
+#[inline]
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// One reading of every counter.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 pub struct Sample {

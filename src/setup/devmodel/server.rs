@@ -32,7 +32,9 @@ use fuser::{
 };
 
 use super::model::{Model, Nanos, Op, Params};
+// The model's clock: CLOCK_MONOTONIC in ns, as the driver's.
 use crate::probe::modelstats::{Mapped, bucket};
+use crate::probe::mono_ns as now;
 
 /// Threads serving IOs: the deepest queue the device takes.
 pub const THREADS: usize = 64;
@@ -65,17 +67,6 @@ pub struct ServeArgs {
     /// The seed of the model's draws.
     #[arg(long)]
     pub seed: u64,
-}
-
-/// Now on the model's clock.
-fn now() -> Nanos {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Sleeps until `at` on the model's clock.
