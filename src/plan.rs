@@ -39,19 +39,20 @@ impl Bounds {
     }
 }
 
-/// `storage = "slow-ssd"` or `storage = ["fast-ssd", "disk-array"]`.
+/// `storage = "slow-ssd"` or `storage = ["fast-ssd", "disk-array"]`, as
+/// `--storage` takes them (checked there).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
 pub enum Classes {
     /// One class.
-    One(crate::setup::storage::StorageClass),
+    One(String),
     /// A sweep.
-    Many(Vec<crate::setup::storage::StorageClass>),
+    Many(Vec<String>),
 }
 
 impl Classes {
     /// The classes as a list.
-    pub fn into_vec(self) -> Vec<crate::setup::storage::StorageClass> {
+    pub fn into_vec(self) -> Vec<String> {
         match self {
             Classes::One(c) => vec![c],
             Classes::Many(v) => v,
@@ -153,6 +154,8 @@ pub struct Plan {
     pub mbps: Option<String>,
     /// Device model settings over a modelled class's (`["cache=off"]`).
     pub device_model: Option<Vec<String>>,
+    /// `cores=N`: the storage budgets scaled by this machine's cores over N.
+    pub io_scale: Option<String>,
     /// Memory limit for the engine's process.
     pub memory: Option<String>,
     /// `cache`, `io`, or both as a list (one run each).
@@ -363,6 +366,10 @@ pub fn template() -> String {
         (
             "# device_model = [\"cache=off\"]",
             "device model settings over disk-array's or slow-ssd's (see --device-model)",
+        ),
+        (
+            "# io_scale = \"cores=24\"",
+            "storage budgets x this machine's cores / 24 (see --io-scale)",
         ),
         (
             "# memory = \"256MB\"",

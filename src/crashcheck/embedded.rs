@@ -42,6 +42,20 @@ pub struct ChildArgs {
     /// Engine options, as `--set`.
     #[arg(long = "set")]
     sets: Vec<String>,
+    /// Recover instead: open the engine, read every writer's rows and
+    /// print them as JSON (an engine that aborts on what it finds takes
+    /// this process, not the check, with it).
+    #[arg(long)]
+    recover: bool,
+}
+
+/// What the recovering child prints.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Recovered {
+    version: String,
+    open_ms: f64,
+    found: Vec<super::ledger::Found>,
+    total_links: u64,
 }
 
 /// The engine as the check and its writers open it.
@@ -66,7 +80,27 @@ fn spec(
 pub fn child(a: ChildArgs) -> Result<i32> {
     let kind = EngineKind::parse(&a.engine)?;
     let sets = crate::engine::options::parse_sets(&a.sets)?;
+    let t0 = Instant::now();
     let e = engine::open(kind, &spec(kind, &a.dir, a.cache, &sets))?;
+    if a.recover {
+        let open_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let kve = e
+            .face()
+            .kv()
+            .ok_or_else(|| anyhow!("{kind} is not an embedded engine"))?;
+        let found = (0..a.threads)
+            .map(|t| kv::read(kve, a.round, t))
+            .collect::<Result<Vec<_>>>()?;
+        let r = Recovered {
+            version: e.version(),
+            open_ms,
+            found,
+            total_links: kv::total_links(kve)?,
+        };
+        e.close()?;
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(0);
+    }
     let kve = e
         .face()
         .kv()
@@ -96,6 +130,76 @@ pub fn child(a: ChildArgs) -> Result<i32> {
         stop.store(true, Ordering::SeqCst);
     });
     Ok(3)
+}
+
+/// This binary's hidden `crashcheck-child` for one round of `kind`, its
+/// errors appended to `log`, in a process group of its own that dies
+/// with us.
+fn child_command(
+    check: &Check,
+    kind: EngineKind,
+    dir: &Path,
+    round: u32,
+    log: &Path,
+) -> Result<Command> {
+    let err = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("cannot create {}", log.display()))?;
+    let mut cmd = Command::new(std::env::current_exe().context("cannot find ampbench itself")?);
+    cmd.arg("crashcheck-child")
+        .args(["--engine", kind.name(), "--round", &round.to_string()])
+        .args(["--threads", &check.threads.to_string()])
+        .args(["--cache", &check.cache.to_string()])
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(err)
+        .process_group(0);
+    if check.nosync {
+        cmd.arg("--nosync");
+    }
+    for s in &check.set_args {
+        cmd.args(["--set", s]);
+    }
+    // SAFETY: prctl is async-signal-safe; it only sets the child's
+    // parent-death signal between fork and exec, so it never outlives us.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd)
+}
+
+/// Recovery in a child process: the engine opened on `dir` and every
+/// writer's rows read back. An engine that aborts on what it finds (a
+/// failed assertion on a corrupt page) is an error naming the signal and
+/// the engine's last words, not the end of the check.
+fn recover(check: &Check, kind: EngineKind, dir: &Path, round: u32) -> Result<Recovered> {
+    let log = dir.join("crashcheck-recover.log");
+    let mut cmd = child_command(check, kind, dir, round, &log)?;
+    cmd.arg("--recover");
+    let out = cmd
+        .output()
+        .context("cannot start the recovering process")?;
+    if !out.status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        let how = match out.status.signal() {
+            Some(sig) => format!("died by signal {sig}"),
+            None => format!("failed ({})", out.status),
+        };
+        bail!(
+            "reopening after the kill: the engine {how}: {}",
+            crate::setup::server::tail(&log, 2).replace('\n', " ")
+        );
+    }
+    serde_json::from_slice(&out.stdout).context("reading the recovering process's report")
 }
 
 /// Waits for lines until `until`, feeding events to the ledger; returns
@@ -133,41 +237,14 @@ pub fn round(
     round: u32,
     delay: Duration,
     links_before: u64,
+    mut power: Option<&mut super::power::PowerDevice>,
 ) -> Result<(Round, String)> {
     let log = dir.join("crashcheck-child.log");
-    let err = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .with_context(|| format!("cannot create {}", log.display()))?;
-    let mut cmd = Command::new(std::env::current_exe().context("cannot find ampbench itself")?);
-    cmd.arg("crashcheck-child")
-        .args(["--engine", kind.name(), "--round", &round.to_string()])
-        .args(["--threads", &check.threads.to_string()])
-        .args(["--cache", &check.cache.to_string()])
-        .arg("--dir")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(err)
-        .process_group(0);
-    if check.nosync {
-        cmd.arg("--nosync");
-    }
-    for s in &check.set_args {
-        cmd.args(["--set", s]);
-    }
-    // SAFETY: prctl is async-signal-safe; it only sets the child's
-    // parent-death signal between fork and exec, so it never outlives us.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let mut cmd = child_command(check, kind, dir, round, &log)?;
     let mut child = cmd.spawn().context("cannot start the writer process")?;
+    // The log stays open in the child only (a power cut unmounts its
+    // filesystem).
+    drop(cmd);
     let out = child
         .stdout
         .take()
@@ -206,6 +283,9 @@ pub fn round(
     let ran = first.elapsed();
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    // The power goes with it: the child, killed, acknowledges nothing
+    // more, and its IOs still in flight fail.
+    let dropped = power.as_deref_mut().map(|p| p.cut());
     let status = child.wait()?;
     let _ = reader.join();
     for l in rx.try_iter() {
@@ -228,21 +308,25 @@ pub fn round(
     if ledger.acked() == 0 {
         bail!("no transaction committed within 30 s");
     }
-    // Recovery: open on the same directory, here.
+    let dropped = dropped.transpose()?.unwrap_or(0);
+    // Recovery: the filesystem's (after a power cut), then the engine's
+    // on the same directory, in a process of its own.
     let t1 = Instant::now();
-    let e = engine::open(kind, &spec(kind, dir, check.cache, &check.sets))
-        .context("reopening after the kill")?;
-    let recovery = t1.elapsed();
-    let kve = e
-        .face()
-        .kv()
-        .ok_or_else(|| anyhow!("{kind} is not an embedded engine"))?;
-    let mut r = Round::new(round, recovery, ran, &ledger);
-    for (t, heard) in ledger.threads.iter().enumerate() {
-        r.add(verify(t, *heard, &kv::read(kve, round, t)?));
+    if let Some(p) = power {
+        p.restore()?;
     }
-    r.check_total(links_before, kv::total_links(kve)?);
-    let version = e.version();
-    e.close()?;
-    Ok((r, version))
+    let mounted = t1.elapsed();
+    let rec = recover(check, kind, dir, round)?;
+    let recovery = mounted + Duration::from_secs_f64(rec.open_ms / 1e3);
+    let mut r = Round::new(round, recovery, ran, &ledger);
+    r.dropped = dropped;
+    for (t, heard) in ledger.threads.iter().enumerate() {
+        let found = rec
+            .found
+            .get(t)
+            .ok_or_else(|| anyhow!("the recovering process read {} writers", rec.found.len()))?;
+        r.add(verify(t, *heard, found));
+    }
+    r.check_total(links_before, rec.total_links);
+    Ok((r, rec.version))
 }

@@ -102,7 +102,7 @@ impl Ledger {
 }
 
 /// One writer's state read back after recovery.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Found {
     /// Links as (id1, seq).
     pub links: Vec<(u64, u64)>,

@@ -30,6 +30,7 @@ pub fn round(
     round: u32,
     delay: Duration,
     links_before: u64,
+    mut power: Option<&mut super::power::PowerDevice>,
 ) -> Result<Round> {
     sql::prepare(e, round, check.threads).context("inserting the round's rows")?;
     let d = Durability::from_sync(!check.nosync);
@@ -38,6 +39,7 @@ pub fn round(
     let mut ledger = Ledger::new(check.threads);
     let mut ran = Duration::ZERO;
     let mut crashed = Ok(());
+    let mut dropped = Ok(0);
     std::thread::scope(|sc| {
         for t in 0..check.threads {
             let (stop, tx) = (&stop, tx.clone());
@@ -73,6 +75,11 @@ pub fn round(
         }
         ran = first.elapsed();
         crashed = e.server().crash();
+        // The power goes with it: what the server acknowledged is all
+        // the writers heard before the kill.
+        if let Some(p) = power.as_deref_mut() {
+            dropped = p.cut();
+        }
         stop.store(true, Ordering::SeqCst);
     });
     // The writers stopped on the crash (their errors are expected).
@@ -82,6 +89,7 @@ pub fn round(
         }
     }
     crashed.context("killing the server")?;
+    let dropped = dropped?;
     if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
         bail!("interrupted");
     }
@@ -95,9 +103,13 @@ pub fn round(
         );
     }
     let t1 = Instant::now();
+    if let Some(p) = power {
+        p.restore()?;
+    }
     e.server().restart().context("restarting after the kill")?;
     let recovery = t1.elapsed();
     let mut r = Round::new(round, recovery, ran, &ledger);
+    r.dropped = dropped;
     for (t, heard) in ledger.threads.iter().enumerate() {
         r.add(verify(t, *heard, &sql::read(e, round, t)?));
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const BUCKETS: usize = 8 * 26;
 
 /// What the file holds, to refuse a file of another layout.
-const MAGIC: u64 = 0x616d_7064_6576_0001;
+const MAGIC: u64 = 0x616d_7064_6576_0002;
 
 /// The counters as laid out in the file.
 #[repr(C)]
@@ -51,6 +51,16 @@ pub struct Counters {
     /// The generation the server has applied (at its first IO after the
     /// switch).
     pub params_applied: AtomicU64,
+    /// Power: the run sets an odd number to cut the power, the next
+    /// even one to bring it back (see `Served::power_cut`).
+    pub power_req: AtomicU64,
+    /// The last power request the server carried out.
+    pub power_done: AtomicU64,
+    /// Blocks whose writes power cuts dropped, in all.
+    pub power_dropped: AtomicU64,
+    /// Blocks made dirty whose old content could not be kept (a cut
+    /// cannot drop their writes).
+    pub unkept: AtomicU64,
     /// Latency histogram: see [`bucket`].
     pub hist: [AtomicU64; BUCKETS],
 }

@@ -43,16 +43,62 @@ pub struct StorageConfig {
     /// parameters, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub model_set: Vec<(String, String)>,
+    /// The `custom:` device's parameters (class `custom-model`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_model: Option<devmodel::Params>,
+    /// `--io-scale cores=N`: budgets scaled by this machine's cores over N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_scale: Option<IoScale>,
+}
+
+/// `--io-scale cores=N`: a class's budgets times this machine's cores over
+/// the reference machine's, so the reference's IO:CPU balance holds here.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IoScale {
+    /// The reference machine's cores (N).
+    pub reference_cores: u32,
+    /// This machine's cores.
+    pub cores: u32,
+}
+
+impl IoScale {
+    /// The factor on budgets: cores here over the reference's.
+    pub fn factor(&self) -> f64 {
+        self.cores as f64 / self.reference_cores.max(1) as f64
+    }
+}
+
+/// This machine's online cores (what the engines can run on).
+pub fn machine_cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
 impl StorageConfig {
     /// The device model's parameters for `class` (with `--device-model`
     /// applied), or None for a class the model does not serve.
+    /// Scaled by `--io-scale` when given.
     pub fn model_of(&self, class: StorageClass) -> Result<Option<devmodel::Params>, String> {
-        let Some(mut p) = class.model() else {
+        let Some(mut p) = self.nominal_of(class)? else {
+            return Ok(None);
+        };
+        if let Some(s) = &self.io_scale {
+            p = p.scaled(s.factor());
+        }
+        Ok(Some(p))
+    }
+
+    /// The device model's parameters for `class` as the class (or
+    /// `custom:`) and `--device-model` give them, before `--io-scale`.
+    pub fn nominal_of(&self, class: StorageClass) -> Result<Option<devmodel::Params>, String> {
+        let base = if class == StorageClass::CustomModel {
+            self.custom_model
+        } else {
+            class.model()
+        };
+        let Some(mut p) = base else {
             return match self.model_set.first() {
                 Some((k, _)) if self.sweep.is_empty() => Err(format!(
-                    "--device-model {k}: {class} is not a modelled class (disk-array and slow-ssd are)"
+                    "--device-model {k}: {class} is not a modelled class (disk-array, slow-ssd and custom: are)"
                 )),
                 _ => Ok(None),
             };
@@ -67,7 +113,9 @@ impl StorageConfig {
     /// True when the run's device is served by the model: some class of
     /// the run is modelled.
     pub fn modelled(&self) -> bool {
-        self.class.model().is_some() || self.sweep.iter().any(|(c, _)| c.model().is_some())
+        std::iter::once(self.class)
+            .chain(self.sweep.iter().map(|(c, _)| *c))
+            .any(|c| matches!(self.nominal_of(c), Ok(Some(_))))
     }
 }
 
@@ -292,6 +340,17 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             p.show()
         ));
     }
+    if let Some(s) = &cfg.io_scale {
+        lines.push(scale_line(cfg, s));
+        record["io_scale"] = serde_json::json!({
+            "reference_cores": s.reference_cores,
+            "cores": s.cores,
+            "factor": s.factor(),
+        });
+        if let Ok(Some(n)) = cfg.nominal_of(cfg.class) {
+            record["model_nominal"] = serde_json::to_value(n).unwrap_or_default();
+        }
+    }
     if cfg.class == StorageClass::FastSsd {
         lines.push(
             "  fast-ssd is not modelled: the model's server cannot serve 100k IOPS on this machine's cores, so this is the machine's own device under a 100k IOPS cap".into(),
@@ -371,6 +430,35 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     }
 }
 
+/// `  CPU-scaled: budgets x 2/24 = 0.083 of nominal: 83 IOPS …; nominal 1000 IOPS …`.
+fn scale_line(cfg: &StorageConfig, s: &IoScale) -> String {
+    let head = format!(
+        "  CPU-scaled (--io-scale cores={}): budgets x {}/{} = {:.3} of the class's",
+        s.reference_cores,
+        s.cores,
+        s.reference_cores,
+        s.factor()
+    );
+    let budgets = |p: &devmodel::Params| {
+        let cache = p
+            .cache
+            .map(|c| format!(", destaging {:.0}/s", c.destage_iops))
+            .unwrap_or_default();
+        format!("{:.0} IOPS and {:.0} MB/s{cache}", p.iops, p.mbps)
+    };
+    match (cfg.model_of(cfg.class), cfg.nominal_of(cfg.class)) {
+        (Ok(Some(m)), Ok(Some(n))) => {
+            format!("{head}: scaled {}; nominal {}", budgets(&m), budgets(&n))
+        }
+        _ if !cfg.caps.none() => format!(
+            "{head}: scaled {}; nominal {}",
+            cfg.caps.show(),
+            cfg.class.caps().show()
+        ),
+        _ => format!("{head}: {} has no budget to scale", cfg.class),
+    }
+}
+
 /// Points the device's model (if any) at `class`'s parameters.
 fn switch_model(
     dev: &mut Device,
@@ -421,8 +509,12 @@ fn probe(dev: &Device, secs: f64, full: bool) -> (String, serde_json::Value) {
                 let p = &model.params;
                 if !p.is_transparent() {
                     // QD1 random reads: the model means a positioning time
-                    // and a 4 KiB transfer; the path's time is taken off.
-                    let want = p.read.mean_us + 4096.0 / p.unit_mbps;
+                    // and a 4 KiB transfer, or the budget's gap between
+                    // two IOs when that is longer; the path's time is
+                    // taken off.
+                    let want = (p.read.mean_us + 4096.0 / p.unit_mbps)
+                        .max(1e6 / p.iops)
+                        .max(4096.0 / p.mbps);
                     let got = m.read_qd1.mean_us;
                     let err = got / want - 1.0;
                     line.push_str(&format!(

@@ -12,6 +12,13 @@ use super::storage::{run, unthrottle};
 
 /// Unmounts, retrying while busy for up to 10 s, then lazily.
 pub(super) fn unmount(dir: &Path) -> Result<()> {
+    unmount_or(dir, true)
+}
+
+/// Unmounts, retrying while busy for up to 10 s, then lazily if `lazy`
+/// (else the error: a filesystem about to be mounted again from the same
+/// image must really be gone, or two would write it).
+pub(super) fn unmount_or(dir: &Path, lazy: bool) -> Result<()> {
     if !mounted(dir) {
         return Ok(());
     }
@@ -22,11 +29,12 @@ pub(super) fn unmount(dir: &Path) -> Result<()> {
             Err(_) if t0.elapsed() < Duration::from_secs(10) => {
                 std::thread::sleep(Duration::from_millis(100))
             }
-            Err(e) => {
+            Err(e) if lazy => {
                 run(Command::new("umount").arg("-l").arg(dir))
                     .with_context(|| format!("{e:#}; lazy unmount failed too"))?;
                 return Ok(());
             }
+            Err(e) => return Err(e),
         }
     }
 }

@@ -46,6 +46,10 @@ pub enum StorageClass {
     DiskArrayCap,
     /// `--iops R[,W]` and `--mbps R[,W]`.
     Custom,
+    /// A device model of the user's own: `--storage
+    /// custom:units=4,read_us=300,write_us=500,iops=5000,mbps=300[,KEY=VALUE…]`.
+    #[value(skip)]
+    CustomModel,
 }
 
 impl StorageClass {
@@ -61,6 +65,7 @@ impl StorageClass {
             StorageClass::SlowSsdCap => "slow-ssd-cap",
             StorageClass::DiskArrayCap => "disk-array-cap",
             StorageClass::Custom => "custom",
+            StorageClass::CustomModel => "custom-model",
         }
     }
 
@@ -107,6 +112,17 @@ pub struct Caps {
 }
 
 impl Caps {
+    /// Every cap times `f` (`--io-scale`), at least 1.
+    pub fn scaled(&self, f: f64) -> Caps {
+        let s = |v: Option<u64>| v.map(|v| ((v as f64 * f).round() as u64).max(1));
+        Caps {
+            read_iops: s(self.read_iops),
+            write_iops: s(self.write_iops),
+            read_mbps: s(self.read_mbps),
+            write_mbps: s(self.write_mbps),
+        }
+    }
+
     /// True when nothing is capped.
     pub fn none(&self) -> bool {
         *self == Caps::default()
@@ -189,6 +205,8 @@ pub struct Device {
     keep_image: bool,
     /// The device model serving the image, if the class is modelled.
     pub model: Option<super::devmodel::Served>,
+    /// The filesystem's mount options.
+    mount_options: String,
 }
 
 pub(super) fn run(cmd: &mut Command) -> Result<String> {
@@ -250,6 +268,18 @@ impl Device {
         fs: Fs,
         model: Option<(&super::devmodel::Params, u64)>,
     ) -> Result<Device> {
+        Device::create_with(parent, size, fs, model, false)
+    }
+
+    /// As [`Device::create`]; with `medium`, the model keeps the medium's
+    /// content so [`Device::power_cut`] can be played.
+    pub fn create_with(
+        parent: &Path,
+        size: u64,
+        fs: Fs,
+        model: Option<(&super::devmodel::Params, u64)>,
+        medium: bool,
+    ) -> Result<Device> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         check_abilities(fs).map_err(|e| anyhow!(e))?;
         check_parent(parent)?;
@@ -266,7 +296,7 @@ impl Device {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let m = super::devmodel::Served::start(parent, &name, size, params, seed)?;
+                let m = super::devmodel::Served::start(parent, &name, size, params, seed, medium)?;
                 image = m.image.clone();
                 Some(m)
             }
@@ -293,20 +323,9 @@ impl Device {
             closed: false,
             keep_image: false,
             model: served,
+            mount_options: "nosuid,nodev".into(),
         };
-        let loopdev = run(Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(&image))?;
-        dev.loopdev = PathBuf::from(&loopdev);
-        let name = loopdev.trim_start_matches("/dev/");
-        let mm = std::fs::read_to_string(format!("/sys/block/{name}/dev"))
-            .with_context(|| format!("no /sys/block/{name}/dev"))?;
-        let (ma, mi) = mm
-            .trim()
-            .split_once(':')
-            .ok_or_else(|| anyhow!("bad /sys/block/{name}/dev: {mm}"))?;
-        dev.major = ma.parse()?;
-        dev.minor = mi.parse()?;
+        dev.attach()?;
         match fs {
             // Inode tables and journal written now, not by a background
             // thread during the benchmark; one inode per MB of space.
@@ -322,12 +341,83 @@ impl Device {
             .mode(0o700)
             .create(&mount)
             .with_context(|| format!("cannot create {}", mount.display()))?;
+        dev.mount()?;
+        Ok(dev)
+    }
+
+    fn mount(&self) -> Result<()> {
         // No set-user-id program or device node on it takes effect.
         run(Command::new("mount")
-            .args(["-o", "nosuid,nodev"])
-            .arg(&dev.loopdev)
-            .arg(&mount))?;
-        Ok(dev)
+            .args(["-o", &self.mount_options])
+            .arg(&self.loopdev)
+            .arg(&self.mount))?;
+        Ok(())
+    }
+
+    fn attach(&mut self) -> Result<()> {
+        let loopdev = run(Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&self.image))?;
+        self.loopdev = PathBuf::from(&loopdev);
+        let name = loopdev.trim_start_matches("/dev/");
+        let mm = std::fs::read_to_string(format!("/sys/block/{name}/dev"))
+            .with_context(|| format!("no /sys/block/{name}/dev"))?;
+        let (ma, mi) = mm
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| anyhow!("bad /sys/block/{name}/dev: {mm}"))?;
+        self.major = ma.parse()?;
+        self.minor = mi.parse()?;
+        Ok(())
+    }
+
+    /// Mounts the filesystem again with `extra` options after the
+    /// defaults (`nobarrier`: ext4 sends no cache flushes).
+    pub fn remount_with(&mut self, extra: &str) -> Result<()> {
+        super::mounts::unmount_or(&self.mount, false)?;
+        self.mount_options = format!("nosuid,nodev,{extra}");
+        self.mount()
+    }
+
+    /// Writes everything the filesystem holds to the device and flushes
+    /// its cache (syncfs).
+    pub fn sync(&self) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let d = std::fs::File::open(&self.mount)
+            .with_context(|| format!("cannot open {}", self.mount.display()))?;
+        // SAFETY: syncfs on an open descriptor.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("syncfs {}", self.mount.display()));
+        }
+        Ok(())
+    }
+
+    /// Cuts the power under the filesystem: the device model drops what
+    /// its volatile cache held and fails every IO from now, so what the
+    /// kernel had not written (its page cache) is lost too. Returns the
+    /// blocks dropped. [`Device::power_on`] brings it back.
+    pub fn power_cut(&mut self) -> Result<u64> {
+        self.model
+            .as_mut()
+            .ok_or_else(|| anyhow!("a power cut needs a modelled device"))?
+            .power_cut()
+    }
+
+    /// After [`Device::power_cut`]: the filesystem is unmounted (its
+    /// unwritten pages fail and are gone), the loop device detached, the
+    /// power brought back, and the image attached and mounted again, so
+    /// the filesystem recovers from what reached the medium.
+    pub fn power_on(&mut self) -> Result<()> {
+        super::mounts::unmount_or(&self.mount, false)?;
+        run(Command::new("losetup").arg("-d").arg(&self.loopdev))?;
+        self.loopdev = PathBuf::new();
+        self.model
+            .as_mut()
+            .ok_or_else(|| anyhow!("a power cut needs a modelled device"))?
+            .power_on()?;
+        self.attach()?;
+        self.mount()
     }
 
     /// `MAJ:MIN`.

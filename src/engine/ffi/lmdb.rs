@@ -157,6 +157,17 @@ impl Env {
         Ok(out)
     }
 
+    /// Turns `MDB_NOSYNC` on or off for the commits that follow. Call
+    /// only while no other thread commits (the flag is a plain field).
+    pub fn set_nosync(&self, on: bool) -> Result<()> {
+        // SAFETY: the environment is open; MDB_NOSYNC is a flag LMDB lets
+        // change at run time.
+        check(
+            unsafe { sys::mdb_env_set_flags(self.0, sys::MDB_NOSYNC, on as c_int) },
+            "env_set_flags",
+        )
+    }
+
     /// Writes and syncs every committed page.
     pub fn sync(&self) -> Result<()> {
         // SAFETY: the environment is open.

@@ -9,6 +9,7 @@
 //! The classes' figures and where they come from: [`class_params`] and
 //! docs/storage.md.
 
+pub mod medium;
 pub mod model;
 pub mod server;
 mod settings;
@@ -63,6 +64,7 @@ pub fn class_params(class: super::storage::StorageClass) -> Option<Params> {
                 destage_mbps: 800.0,
                 battery: true,
                 hit_us: 30.0,
+                delay_us: 0.0,
             }),
             path_us: 0.0,
         }),
@@ -93,6 +95,7 @@ pub fn class_params(class: super::storage::StorageClass) -> Option<Params> {
                 destage_mbps: 350.0,
                 battery: true,
                 hit_us: 20.0,
+                delay_us: 0.0,
             }),
             path_us: 0.0,
         }),
@@ -123,6 +126,19 @@ impl Params {
         }
     }
 
+    /// The budgets (IOPS, MB/s, the cache's destage rates) times `f`, the
+    /// latencies as they are (`--io-scale`).
+    pub fn scaled(&self, f: f64) -> Params {
+        let mut p = *self;
+        p.iops *= f;
+        p.mbps *= f;
+        if let Some(c) = p.cache.as_mut() {
+            c.destage_iops *= f;
+            c.destage_mbps *= f;
+        }
+        p
+    }
+
     /// True for [`Params::transparent`].
     pub fn is_transparent(&self) -> bool {
         Params {
@@ -136,24 +152,39 @@ impl Params {
         if self.is_transparent() {
             return "not modelled here: served without delay through the model's FUSE path from the host's page cache (not the machine's disk)".into();
         }
+        // Up to 4 significant digits, no trailing zeros: 7.5 ms, 83.33 IOPS.
+        let n = |v: f64| {
+            let digits = (3 - v.abs().max(1e-9).log10().floor() as i32).clamp(0, 6) as usize;
+            let s = format!("{v:.digits$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        };
         let t = |us: f64| {
             if us >= 1000.0 {
-                format!("{} ms", us / 1000.0)
+                format!("{} ms", n(us / 1000.0))
             } else {
-                format!("{us} µs")
+                format!("{} µs", n(us))
             }
         };
         let cache = match &self.cache {
             None => "no write cache".to_string(),
             Some(c) => format!(
-                "{} MB {} write cache destaging {}/s",
+                "{} MB {} write cache destaging {}/s{}",
                 c.bytes >> 20,
                 if c.battery {
                     "battery-backed"
                 } else {
                     "volatile"
                 },
-                c.destage_iops
+                n(c.destage_iops),
+                if c.delay_us > 0.0 {
+                    format!(" after holding a write {}", t(c.delay_us))
+                } else {
+                    String::new()
+                }
             ),
         };
         format!(
@@ -161,8 +192,8 @@ impl Params {
             self.units,
             t(self.read.mean_us),
             t(self.write.mean_us),
-            self.iops,
-            self.mbps
+            n(self.iops),
+            n(self.mbps)
         )
     }
 }
@@ -186,13 +217,16 @@ pub struct Served {
 
 impl Served {
     /// Starts a model of `params` serving a `size`-byte file named
-    /// `name` in a new private directory under `parent`.
+    /// `name` in a new private directory under `parent`. With `medium`,
+    /// the model keeps what the medium holds under a volatile cache, so
+    /// [`Served::power_cut`] can drop what the cache held.
     pub fn start(
         parent: &Path,
         name: &str,
         size: u64,
         params: &Params,
         seed: u64,
+        medium: bool,
     ) -> Result<Served> {
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
         let dir = parent.join(format!(
@@ -249,6 +283,7 @@ impl Served {
             .arg(&counters_path)
             .args(["--params", &serde_json::to_string(params)?])
             .args(["--seed", &seed.to_string()])
+            .args(medium.then_some("--medium"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -308,6 +343,47 @@ impl Served {
             .with_context(|| format!("cannot write {}", path.display()))?;
         self.counters.get().params_gen.store(g, SeqCst);
         self.params = *p;
+        Ok(())
+    }
+
+    /// Cuts the power: the writes a volatile cache still holds are
+    /// dropped (the host file gets the medium's content back) and every
+    /// IO fails until [`Served::power_on`]. Returns the blocks dropped.
+    /// Needs a model started with `medium`.
+    pub fn power_cut(&mut self) -> Result<u64> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let c = self.counters.get();
+        let (before, done) = (c.power_dropped.load(SeqCst), c.power_done.load(SeqCst));
+        if done % 2 == 1 {
+            bail!("the device model's power is already off");
+        }
+        self.power(done + 1)?;
+        Ok(self.counters.get().power_dropped.load(SeqCst) - before)
+    }
+
+    /// Brings the power back: an empty cache, the same parameters.
+    pub fn power_on(&mut self) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let done = self.counters.get().power_done.load(SeqCst);
+        if done % 2 == 0 {
+            return Ok(());
+        }
+        self.power(done + 1)
+    }
+
+    fn power(&mut self, req: u64) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.counters.get().power_req.store(req, SeqCst);
+        let t0 = Instant::now();
+        while self.counters.get().power_done.load(SeqCst) != req {
+            if !self.alive() {
+                bail!("the device model died while switching its power");
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                bail!("the device model did not switch its power in 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         Ok(())
     }
 

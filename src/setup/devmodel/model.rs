@@ -36,12 +36,12 @@ use crate::rng::Rng;
 pub type Nanos = u64;
 
 /// The cache's block: the unit of "already dirty".
-const BLOCK: u64 = 4096;
+pub const BLOCK: u64 = 4096;
 
 /// Blocks the IOs in flight can add beyond a full cache (the server's 64
 /// threads with 1 MiB each): the cache's maps are made this much larger,
 /// so they never grow on the IO path.
-const IN_FLIGHT_BLOCKS: usize = 64 * 256;
+pub const IN_FLIGHT_BLOCKS: usize = 64 * 256;
 
 /// A service time: lognormal with this mean (µs) and this σ of its log
 /// (0 is a constant).
@@ -77,6 +77,11 @@ pub struct WriteCache {
     pub battery: bool,
     /// The time of a write into the cache, or a read from it, µs.
     pub hit_us: f64,
+    /// How long a write stays in the cache before it destages, unless a
+    /// flush or a full cache sends it sooner, µs (a drive's DRAM cache
+    /// holding writes to combine them; 0: destage at once).
+    #[serde(default)]
+    pub delay_us: f64,
 }
 
 /// A device's parameters.
@@ -146,6 +151,8 @@ struct Dirty {
     seq: bool,
     /// When it reaches the medium.
     done: Nanos,
+    /// When it would, destaged at once (the cache's own pace, no delay).
+    eager: Nanos,
     /// Bytes pushed into the cache up to and including this one.
     cum: u64,
 }
@@ -245,6 +252,22 @@ impl Model {
             .flat_map(|c| c.ring.iter().map(|d| (d.first * BLOCK, d.blocks * BLOCK)))
     }
 
+    /// Brings the cache up to `t` (what reached the medium by then leaves
+    /// it), as an IO arriving at `t` would.
+    pub fn settle(&mut self, t: Nanos) {
+        let t = t.max(self.last);
+        self.last = t;
+        self.destage_until(t);
+    }
+
+    /// True when block `b` (of [`BLOCK`] bytes) is in the write cache, not
+    /// yet on the medium.
+    pub fn is_dirty(&self, b: u64) -> bool {
+        self.cache
+            .as_ref()
+            .is_some_and(|c| c.blocks.contains_key(&b))
+    }
+
     /// An IO arriving at `t`: when it completes. Times that go backwards
     /// (threads racing to the model's lock) count as the latest seen.
     pub fn submit(&mut self, t: Nanos, op: Op, offset: u64, len: u64) -> Done {
@@ -290,13 +313,23 @@ impl Model {
                         cached: true,
                     },
                     // Waiting for the medium is a flush's work, not a
-                    // wait for budget or room.
-                    Some(c) => Done {
-                        own: 0,
-                        at: c.tail.max(t).saturating_add(flush),
-                        waited: false,
-                        cached: false,
-                    },
+                    // wait for budget or room. A flush sends every write
+                    // it covers at the cache's own pace, not after its
+                    // delay.
+                    Some(c) => {
+                        let at = c.tail.max(t).saturating_add(flush);
+                        if let Some(c) = self.cache.as_mut() {
+                            for d in c.ring.iter_mut() {
+                                d.done = d.done.min(d.eager);
+                            }
+                        }
+                        Done {
+                            own: 0,
+                            at,
+                            waited: false,
+                            cached: false,
+                        }
+                    }
                 }
             }
         }
@@ -423,6 +456,10 @@ impl Model {
         if over > 0 {
             let target = c.popped + over;
             let i = c.ring.partition_point(|d| d.cum < target);
+            // A full cache sends what must leave at its own pace.
+            for d in c.ring.iter_mut().take(i + 1) {
+                d.done = d.done.min(d.eager);
+            }
             if let Some(d) = c.ring.get(i).or(c.ring.back()) {
                 accept = accept.max(d.done);
             }
@@ -446,8 +483,9 @@ impl Model {
         } else {
             ns(bw.max(1.0 / c.p.destage_iops))
         };
-        let done = c.tail.max(accept).saturating_add(cost);
-        c.tail = done;
+        let eager = c.tail.max(accept).saturating_add(cost);
+        c.tail = eager;
+        let done = eager.max(t.saturating_add(ns(c.p.delay_us * 1e-6)));
         c.last_end = offset + len;
         c.pushed += len;
         let (first, end) = (offset / BLOCK, (offset + len).div_ceil(BLOCK));
@@ -460,6 +498,7 @@ impl Model {
             len,
             seq,
             done,
+            eager,
             cum: c.pushed,
         });
         Done {

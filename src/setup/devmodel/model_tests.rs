@@ -36,6 +36,7 @@ fn cache(bytes: u64, battery: bool) -> WriteCache {
         destage_mbps: 400.0,
         battery,
         hit_us: 20.0,
+        delay_us: 0.0,
     }
 }
 
@@ -254,4 +255,27 @@ fn the_path_is_taken_off_but_the_device_keeps_its_own_latency() {
     let own = 8_000_000 + (4096.0 / 150e6 * 1e9) as u64;
     assert!(d.own.abs_diff(own) <= 1, "{d:?}");
     assert_eq!(d.at, d.own - 100_000);
+}
+
+#[test]
+fn a_delayed_write_stays_in_the_cache_until_its_delay_or_a_flush() {
+    let mut c = cache(64 << 20, false);
+    c.delay_us = 100_000.0;
+    let ms = 1_000_000;
+    // Unflushed: still in the cache at 50 ms (2 ms at the cache's own
+    // pace), gone at 101 ms.
+    let mut m = Model::new(disks(Some(c)), 8);
+    m.submit(0, Op::Write, 0, 4096);
+    m.settle(50 * ms);
+    assert!(m.is_dirty(0));
+    m.settle(101 * ms);
+    assert!(!m.is_dirty(0));
+    // Flushed at 1 ms: the flush waits for the cache's own pace (2 ms),
+    // not the delay, and the write is on the medium when it returns.
+    let mut m = Model::new(disks(Some(c)), 8);
+    m.submit(0, Op::Write, 0, 4096);
+    let d = m.submit(ms, Op::Flush, 0, 0);
+    assert_eq!(d.at, 2 * ms + 100_000);
+    m.settle(d.at);
+    assert!(!m.is_dirty(0));
 }

@@ -20,8 +20,9 @@
 use std::ffi::OsStr;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -31,6 +32,7 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
 
+use super::medium::Shadow;
 use super::model::{Model, Nanos, Op, Params};
 // The model's clock: CLOCK_MONOTONIC in ns, as the driver's.
 use crate::probe::modelstats::{Mapped, bucket};
@@ -67,6 +69,10 @@ pub struct ServeArgs {
     /// The seed of the model's draws.
     #[arg(long)]
     pub seed: u64,
+    /// Keep the medium's content under a volatile write cache, so the run
+    /// can cut the power (`crashcheck --power-cut`).
+    #[arg(long)]
+    pub medium: bool,
 }
 
 /// Sleeps until `at` on the model's clock.
@@ -104,20 +110,39 @@ fn tight_timers() {
     });
 }
 
-struct Disk {
-    dir: PathBuf,
+/// What the IO threads and the power thread share.
+struct Shared {
     /// The seed of the model's draws (a class after a switch: derived
     /// from it and the generation).
     seed: u64,
-    /// The parameters' generation being served.
-    generation: std::sync::atomic::AtomicU64,
     file: std::fs::File,
     size: u64,
-    name: String,
     model: Mutex<Model>,
+    /// The medium's kept blocks, when power cuts are played (`--medium`).
+    shadow: Option<Mutex<Shadow>>,
+    /// The power is off: every IO fails.
+    off: AtomicBool,
+    /// Power cuts so far: an IO begun before one is not answered as done
+    /// after it.
+    epoch: AtomicU64,
     counters: Mapped,
+}
+
+struct Disk {
+    s: Arc<Shared>,
+    dir: PathBuf,
+    /// The parameters' generation being served.
+    generation: AtomicU64,
+    name: String,
     uid: u32,
     gid: u32,
+}
+
+impl std::ops::Deref for Disk {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.s
+    }
 }
 
 impl Disk {
@@ -168,27 +193,44 @@ impl Disk {
         }
     }
 
-    /// Runs one IO through the model: when it is due, it is answered.
-    fn serve(&self, op: Op, offset: u64, len: u64, t: Nanos) -> Nanos {
+    /// Runs one IO through the model: when it is due (and the power
+    /// epoch it began in), it is answered. `at_medium` runs under the
+    /// model's lock before the IO is submitted (a write's data, when the
+    /// medium is kept). Fails while the power is off.
+    fn serve(
+        &self,
+        op: Op,
+        offset: u64,
+        len: u64,
+        t: Nanos,
+        at_medium: impl FnOnce(&mut Model) -> std::io::Result<()>,
+    ) -> Result<(Nanos, u64), Errno> {
         // Switching class (once per sweep step) is the one time the IO
         // path allocates: the new model is made outside the lock.
         let next = self.next_class();
         let c = self.counters.get();
-        let d = {
+        let (d, epoch) = {
             // A poisoned lock means a thread panicked mid-update; the
             // model's figures are still usable for timing.
             let mut m = self.model.lock().unwrap_or_else(|e| e.into_inner());
+            if self.off.load(SeqCst) {
+                return Err(Errno::EIO);
+            }
             if let Some((g, mut fresh)) = next {
                 // The medium's counts carry on.
                 (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
                 *m = fresh;
                 c.params_applied.store(g, Relaxed);
             }
+            if let Err(e) = at_medium(&mut m) {
+                c.errors.fetch_add(1, Relaxed);
+                return Err(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+            }
             let d = m.submit(t, op, offset, len);
             // Stored under the lock, so they never go backwards.
             c.medium_reads.store(m.medium_reads, Relaxed);
             c.medium_writes.store(m.medium_writes, Relaxed);
-            d
+            (d, self.epoch.load(SeqCst))
         };
         match op {
             Op::Read => {
@@ -212,7 +254,63 @@ impl Disk {
         // The device's latency as the model has it, not less the path's.
         c.latency_ns.fetch_add(d.own, Relaxed);
         c.hist[bucket(d.own)].fetch_add(1, Relaxed);
-        d.at
+        Ok((d.at, epoch))
+    }
+
+    /// Sleeps until an IO is due; an IO the power cut in between fails.
+    fn due(&self, served: Result<(Nanos, u64), Errno>) -> Result<(), Errno> {
+        let (at, epoch) = served?;
+        sleep_until(at);
+        if self.off.load(SeqCst) || self.epoch.load(SeqCst) != epoch {
+            return Err(Errno::EIO);
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Carries out the run's power requests until the process ends: an
+    /// odd request cuts the power (the writes a volatile cache still
+    /// holds are dropped, every IO fails), an even one brings it back
+    /// (an empty cache, the same parameters).
+    fn power_loop(&self) {
+        let c = self.counters.get();
+        loop {
+            std::thread::sleep(Duration::from_millis(1));
+            let req = c.power_req.load(SeqCst);
+            if req == c.power_done.load(SeqCst) {
+                continue;
+            }
+            let mut m = self.model.lock().unwrap_or_else(|e| e.into_inner());
+            if req % 2 == 1 {
+                self.off.store(true, SeqCst);
+                self.epoch.fetch_add(1, SeqCst);
+                m.settle(now());
+                if let Some(sh) = &self.shadow {
+                    let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
+                    match sh.cut(&m, &self.file, self.size) {
+                        Ok(n) => {
+                            c.power_dropped.fetch_add(n, SeqCst);
+                        }
+                        Err(_) => {
+                            c.errors.fetch_add(1, SeqCst);
+                        }
+                    }
+                }
+            } else {
+                let mut fresh = Model::new(
+                    *m.params(),
+                    crate::rng::derive_seed(self.seed, &[u64::MAX, req]),
+                );
+                (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
+                *m = fresh;
+                if let Some(sh) = &self.shadow {
+                    sh.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                }
+                self.off.store(false, SeqCst);
+            }
+            c.power_done.store(req, SeqCst);
+        }
     }
 }
 
@@ -330,9 +428,10 @@ impl Filesystem for Disk {
                 reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
                 return;
             }
-            let at = self.serve(Op::Read, offset, buf.len() as u64, t);
-            sleep_until(at);
-            reply.data(buf);
+            match self.due(self.serve(Op::Read, offset, buf.len() as u64, t, |_| Ok(()))) {
+                Ok(()) => reply.data(buf),
+                Err(e) => reply.error(e),
+            }
         });
     }
 
@@ -354,14 +453,35 @@ impl Filesystem for Disk {
             reply.error(Errno::ENOSPC);
             return;
         }
-        if let Err(e) = self.file.write_all_at(data, offset) {
-            self.counters.get().errors.fetch_add(1, Relaxed);
-            reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
-            return;
+        let len = data.len() as u64;
+        let served = match &self.shadow {
+            // The medium kept: the old content, the data and the model's
+            // record of it change together.
+            Some(sh) => self.serve(Op::Write, offset, len, t, |m| {
+                m.settle(t);
+                let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
+                sh.before_write(m, &self.file, self.size, offset, len);
+                let unkept = sh.unkept;
+                self.counters.get().unkept.store(unkept, Relaxed);
+                self.file.write_all_at(data, offset)
+            }),
+            None => {
+                if self.off.load(SeqCst) {
+                    reply.error(Errno::EIO);
+                    return;
+                }
+                if let Err(e) = self.file.write_all_at(data, offset) {
+                    self.counters.get().errors.fetch_add(1, Relaxed);
+                    reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+                    return;
+                }
+                self.serve(Op::Write, offset, len, t, |_| Ok(()))
+            }
+        };
+        match self.due(served) {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(e),
         }
-        let at = self.serve(Op::Write, offset, data.len() as u64, t);
-        sleep_until(at);
-        reply.written(data.len() as u32);
     }
 
     fn flush(
@@ -386,9 +506,10 @@ impl Filesystem for Disk {
     ) {
         let t = now();
         tight_timers();
-        let at = self.serve(Op::Flush, 0, 0, t);
-        sleep_until(at);
-        reply.ok();
+        match self.due(self.serve(Op::Flush, 0, 0, t, |_| Ok(()))) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn fallocate(
@@ -404,6 +525,10 @@ impl Filesystem for Disk {
         // Discards (punched holes) and zeroed ranges from the loop device:
         // done on the host file, not timed.
         use std::os::fd::AsRawFd;
+        if self.off.load(SeqCst) {
+            reply.error(Errno::EIO);
+            return;
+        }
         // SAFETY: fallocate on an open descriptor with the kernel's own
         // mode bits; the result is checked.
         let r = unsafe {
@@ -448,19 +573,38 @@ pub fn main(a: ServeArgs) -> Result<i32> {
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
         libc::prctl(PR_SET_IO_FLUSHER, 1 as libc::c_ulong, 0, 0, 0);
     }
-    let disk = Disk {
+    // The medium is kept only under a volatile cache: nothing else loses
+    // writes at a power cut.
+    let shadow = match params.cache {
+        Some(c) if a.medium && !c.battery => Some(Mutex::new(Shadow::new(c.bytes))),
+        _ => None,
+    };
+    let shared = Arc::new(Shared {
         seed: a.seed,
+        file,
+        size,
+        model: Mutex::new(Model::new(params, a.seed)),
+        shadow,
+        off: AtomicBool::new(false),
+        epoch: AtomicU64::new(0),
+        counters,
+    });
+    if a.medium {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("power".into())
+            .spawn(move || s.power_loop())
+            .context("cannot start the power thread")?;
+    }
+    let disk = Disk {
+        s: shared,
         dir: a
             .counters
             .parent()
             .map(|p| p.to_path_buf())
             .unwrap_or_default(),
-        generation: std::sync::atomic::AtomicU64::new(0),
-        file,
-        size,
+        generation: AtomicU64::new(0),
         name: a.name.clone(),
-        model: Mutex::new(Model::new(params, a.seed)),
-        counters,
         // SAFETY: no preconditions.
         uid: unsafe { libc::geteuid() },
         // SAFETY: no preconditions.

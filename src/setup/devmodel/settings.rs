@@ -25,6 +25,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("destage_iops", "writes per second the cache destages"),
     ("destage_mbps", "MB/s the cache destages"),
     ("hit_us", "a write into (or read from) the cache, µs"),
+    (
+        "delay_us",
+        "how long a write stays in the cache unless flushed, µs",
+    ),
 ];
 
 /// Each numeric key's range.
@@ -44,6 +48,7 @@ const KEY_RANGE: &[(&str, f64, f64)] = &[
     ("destage_iops", 1.0, 10_000_000.0),
     ("destage_mbps", 1.0, 100_000.0),
     ("hit_us", 0.0, 1_000_000.0),
+    ("delay_us", 0.0, 10_000_000.0),
 ];
 
 /// Sets `key` to `value` in `p`; the error names the key.
@@ -71,6 +76,7 @@ pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
         destage_mbps: p.mbps / 2.0,
         battery: true,
         hit_us: 30.0,
+        delay_us: 0.0,
     };
     fn cache<'a>(p: &'a mut Params, key: &str) -> Result<&'a mut WriteCache, String> {
         p.cache.as_mut().ok_or_else(|| {
@@ -105,6 +111,7 @@ pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
         "destage_iops" => cache(p, key)?.destage_iops = pos()?,
         "destage_mbps" => cache(p, key)?.destage_mbps = pos()?,
         "hit_us" => cache(p, key)?.hit_us = num()?,
+        "delay_us" => cache(p, key)?.delay_us = num()?,
         _ => {
             let known: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
             return Err(format!(
