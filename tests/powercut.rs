@@ -10,8 +10,7 @@ use std::process::Command;
 
 /// Why this machine cannot cut a modelled device's power, if it cannot.
 fn cannot() -> Option<String> {
-    if let Err(why) =
-        ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
+    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
     {
         return Some(why);
     }
@@ -54,7 +53,12 @@ fn power_cut(engines: &[&str], extra: &[&str]) -> (Option<i32>, String) {
     );
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "left behind: {left:?}\n{out}");
-    let dir = d.path().canonicalize().unwrap().to_string_lossy().into_owned();
+    let dir = d
+        .path()
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!mounts.contains(&dir), "a mount left under {dir}\n{out}");
     assert_eq!(working_in(d.path()), Vec::<u32>::new(), "processes left");
@@ -106,7 +110,12 @@ fn a_filesystem_without_barriers_is_seen_losing_commits() {
     // The same with a battery-backed cache: nothing is lost.
     let (code, out) = power_cut(
         &["rocksdb"],
-        &["--mount-options", "nobarrier", "--device-model", "cache=battery"],
+        &[
+            "--mount-options",
+            "nobarrier",
+            "--device-model",
+            "cache=battery",
+        ],
     );
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(figure(line(&out, "rocksdb"), "lost"), 0, "{out}");
@@ -130,10 +139,22 @@ fn unsynced_commits_are_lost_with_the_page_cache() {
 #[test]
 fn power_cut_settings_are_checked() {
     for (args, key) in [
-        (vec!["--device-model", "cache=off"], "--device-model cache=off: needs --power-cut"),
-        (vec!["--mount-options", "nobarrier"], "--mount-options nobarrier: needs --power-cut"),
-        (vec!["--power-cut", "--mount-options", "ro;x"], "--mount-options ro;x"),
-        (vec!["--power-cut", "--device-model", "cache=flaky"], "cache=flaky"),
+        (
+            vec!["--device-model", "cache=off"],
+            "--device-model cache=off: needs --power-cut",
+        ),
+        (
+            vec!["--mount-options", "nobarrier"],
+            "--mount-options nobarrier: needs --power-cut",
+        ),
+        (
+            vec!["--power-cut", "--mount-options", "ro;x"],
+            "--mount-options ro;x",
+        ),
+        (
+            vec!["--power-cut", "--device-model", "cache=flaky"],
+            "cache=flaky",
+        ),
     ] {
         let o = run(&[&["crashcheck"], &args[..]].concat());
         let err = String::from_utf8_lossy(&o.stderr);

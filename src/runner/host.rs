@@ -132,6 +132,8 @@ pub(super) struct Hosted {
     oom_before: u64,
     /// Ctrl-C was passed on to the host.
     passed_on: bool,
+    /// Why the host was killed by us (the device model died under it).
+    killed_for: Option<String>,
 }
 
 impl Hosted {
@@ -211,6 +213,7 @@ impl Hosted {
             kind,
             oom_before,
             passed_on: false,
+            killed_for: None,
         };
         match h.reply(r, mem)? {
             Some(rep) if rep.opened => Ok(Some(h)),
@@ -235,6 +238,15 @@ impl Hosted {
                 // SAFETY: signals our own child.
                 unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
                 self.passed_on = true;
+            }
+            // The device model died under the engine: a cached step may
+            // do no IO to fail on, so the host is stopped now.
+            if self.killed_for.is_none() {
+                if let Some(why) = r.storage.model_failure() {
+                    // SAFETY: signals our own child.
+                    unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+                    self.killed_for = Some(why);
+                }
             }
             if self.replies.buffer().is_empty() {
                 let mut p = libc::pollfd {
@@ -298,6 +310,7 @@ impl Hosted {
             .and_then(oom_kills)
             .is_some_and(|n| n > self.oom_before);
         let why = match (oom, r.cfg.memory, st.signal()) {
+            _ if self.killed_for.is_some() => self.killed_for.take().unwrap_or_default(),
             (true, Some(limit), _) => format!(
                 "killed at the memory limit: the kernel's out-of-memory killer ended {kind}'s process at the --memory limit of {}; give more --memory or a smaller --cache",
                 crate::engine::options::format_size(limit)

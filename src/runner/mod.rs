@@ -341,6 +341,16 @@ fn run_all(r: &mut Run<'_>, out: &mut dyn Write) -> Result<()> {
                 if let After::Interrupted = run_engine(r, kind, &setting, out)? {
                     break 'reps;
                 }
+                // After a step, or an open that failed on the device: a
+                // model that died or erred makes every later figure wrong.
+                if let Some(why) = r.storage.model_failure() {
+                    writeln!(
+                        out,
+                        "storage: FAILED: {why}; the run stops here (every later figure would be wrong)"
+                    )?;
+                    r.status = crate::names::Status::Failed;
+                    break 'reps;
+                }
             }
         }
     }
@@ -547,10 +557,8 @@ fn run_engine(
                     out.flush()?;
                     after = side.step(r, &mem, (si, step, at), out)?;
                     // A device model that died or erred makes every later
-                    // figure wrong: the run stops, saying why.
-                    if let Some(why) = r.storage.model_failure() {
-                        writeln!(out, "  storage: FAILED: {why}")?;
-                        r.status = crate::names::Status::Failed;
+                    // figure wrong: the run stops, saying why (run's loop).
+                    if r.storage.model_failure().is_some() {
                         after = After::Failed;
                         break 'steps;
                     }

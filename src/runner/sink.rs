@@ -25,6 +25,9 @@ pub(super) struct Sink<'r> {
     pub(super) label: String,
     /// Groups intervals into `--slice` slices.
     pub(super) slicer: Option<super::Slicer>,
+    /// The device model, if it serves the device: its death fails the
+    /// step at once (a cached step may do no IO to fail on).
+    pub(super) model: Option<&'r mut crate::setup::devmodel::Served>,
 }
 
 impl Sink<'_> {
@@ -78,6 +81,9 @@ impl StepSink for Sink<'_> {
         self.results.add_latencies(self.step, idx as i64, l)
     }
     fn health(&mut self) -> Option<String> {
+        if let Some(why) = self.model.as_mut().and_then(|m| m.failure()) {
+            return Some(why);
+        }
         let (cg, before, limit) = self.oom?;
         (oom_kills(cg)? > before).then(|| {
             format!(

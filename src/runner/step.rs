@@ -91,6 +91,7 @@ pub(super) fn run_step(
         bar: progress_bar(),
         label: format!("{} {step}", r.label),
         slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
+        model: r.storage.device.as_mut().and_then(|d| d.model.as_mut()),
     };
     let mut o = driver::run_step(
         &planned.spec,

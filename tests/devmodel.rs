@@ -1,0 +1,210 @@
+//! A device of the user's own (`--storage custom:KEY=VALUE,…`) scaled to
+//! this machine's cores (`--io-scale cores=N`): the probe measures the
+//! scaled budget, and the storage line prints both figures.
+
+use std::path::Path;
+
+mod common;
+use common::{ok, run, run_config};
+
+#[test]
+fn a_custom_device_scaled_to_this_machines_cores_gives_the_scaled_budget() {
+    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
+    {
+        ampbench::testing::skip("devmodel", &format!("no dedicated device here: {why}"));
+        return;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        ampbench::testing::skip(
+            "devmodel",
+            "no /dev/fuse: the device model cannot be served",
+        );
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    // One unit at 1 ms a read would give about 960 reads/s; the budget,
+    // 2,400 IOPS scaled by cores/24, is below that on up to 9 cores.
+    let out = ok(&[
+        "run",
+        "-w",
+        "micro",
+        "-e",
+        "null",
+        "--steps",
+        "fillseq",
+        "-p",
+        "num=1000",
+        "--storage",
+        "custom:units=1,read_us=1000,write_us=1000,iops=2400,mbps=240",
+        "--io-scale",
+        "cores=24",
+        "--device-size",
+        "1GB",
+        "--warmup",
+        "0",
+        "--duration",
+        "1",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let cfg = run_config(&res, 1);
+    let eff = &cfg["storage_effective"];
+    let factor = eff["io_scale"]["factor"].as_f64().unwrap();
+    let cores = eff["io_scale"]["cores"].as_f64().unwrap();
+    assert!((factor - cores / 24.0).abs() < 1e-9, "{eff}");
+    let budget = 2400.0 * factor;
+    assert_eq!(eff["model"]["iops"].as_f64().unwrap(), budget, "{eff}");
+    assert_eq!(
+        eff["model_nominal"]["iops"].as_f64().unwrap(),
+        2400.0,
+        "{eff}"
+    );
+    assert!(out.contains("storage: custom-model on /dev/loop"), "{out}");
+    assert!(
+        out.contains(&format!("scaled {budget:.0} IOPS")) && out.contains("nominal 2400 IOPS"),
+        "{out}"
+    );
+    if budget < 900.0 {
+        let qd32 = eff["measured"]["read_qd32"]["ops_per_sec"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (0.8 * budget..=1.15 * budget).contains(&qd32),
+            "QD32 reads {qd32}/s against a budget of {budget}: {eff}"
+        );
+    }
+}
+
+#[test]
+fn a_custom_device_names_what_it_lacks() {
+    let o = run(&["run", "-e", "null", "--storage", "custom:units=1,iops=100"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--storage custom: give read_us, write_us, mbps"),
+        "{err}"
+    );
+    let o = run(&["run", "-e", "null", "--io-scale", "cores=0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--io-scale cores=0"), "{err}");
+}
+
+/// Processes whose command line holds `needle` and `device-model`.
+fn models_naming(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains(needle) && c.contains("device-model")
+            })
+        })
+        .collect()
+}
+
+/// The model's server killed mid-step: the loop device fails every IO,
+/// the run stops with one line naming the device model, and its loop
+/// device, mounts and directories are gone.
+#[test]
+fn a_dead_device_model_stops_the_run_in_one_line_and_leaves_nothing() {
+    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
+    {
+        ampbench::testing::skip("devmodel", &format!("no dedicated device here: {why}"));
+        return;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        ampbench::testing::skip(
+            "devmodel",
+            "no /dev/fuse: the device model cannot be served",
+        );
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let dir = d
+        .path()
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let child = std::process::Command::new(common::BIN)
+        .args(["run", "-e", "rocksdb", "--steps", "load,pq.1"])
+        .args(["-p", "docs=20000", "--warmup", "0", "--duration", "60"])
+        .args([
+            "--storage",
+            "slow-ssd",
+            "--device-size",
+            "1GB",
+            "--dir",
+            &dir,
+        ])
+        // The engine in a process of its own (a memory limit hosts it):
+        // RocksDB asserts on the IO errors that follow, and an abort must
+        // take only the engine's host.
+        .args(["--memory", "256MB"])
+        .arg("--results")
+        .arg(d.path().join("r.db"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Into the load: the model runs, and the engine's directory is on
+    // the device.
+    let engine_dir = || {
+        std::fs::read_dir(d.path()).ok()?.flatten().find_map(|e| {
+            let dev = e.path();
+            dev.to_string_lossy().ends_with("-dev").then_some(())?;
+            std::fs::read_dir(&dev).ok()?.flatten().find(|x| {
+                x.file_name()
+                    .to_string_lossy()
+                    .starts_with("ampbench-rocksdb-")
+            })
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let model = loop {
+        let m = models_naming(&dir);
+        if m.len() == 1 && engine_dir().is_some() {
+            break m[0];
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the run never set up");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: kills the model's server this test's run started.
+    unsafe { libc::kill(model as i32, libc::SIGKILL) };
+    let o = child.wait_with_output().unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(o.status.code(), Some(0), "{out}");
+    let named: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(&format!("the device model (pid {model}) died by signal 9")))
+        .collect();
+    assert!(!named.is_empty(), "{out}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&dir), "a mount left under {dir}\n{out}");
+    let loops: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
+        .filter(|b| b.contains(&dir))
+        .collect();
+    assert!(loops.is_empty(), "loop devices left: {loops:?}");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "r.db")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{out}");
+}
