@@ -303,6 +303,12 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
             "checks a process crash (SIGKILL), not a power cut: this machine's disk may cache writes, so a sync is not tested against power loss (--power-cut tests it)"
         )?,
     }
+    // A killed check's power-cut devices (mounts, loop devices, models).
+    if check.power.is_some() {
+        for l in crate::setup::clean_leftovers(None) {
+            writeln!(out, "leftover of a killed run: {l}")?;
+        }
+    }
     let mut rng = crate::rng::Rng::new(check.seed);
     let mut outcomes = Vec::new();
     for &kind in &check.engines {

@@ -54,28 +54,18 @@ impl Setup {
         ] {
             devmodel::set(&mut params, k, v).map_err(UsageError)?;
         }
+        let mut given = Vec::new();
         for kv in sets {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| UsageError(format!("--device-model {kv}: expected KEY=VALUE")))?;
-            devmodel::set(&mut params, k.trim(), v.trim()).map_err(UsageError)?;
+            given.push((k.trim().to_string(), v.trim().to_string()));
         }
+        devmodel::set_all(&mut params, &given).map_err(UsageError)?;
         params.check().map_err(UsageError)?;
         let mount_options = match mount {
-            // One argument to mount(8), but only option characters: no
-            // way to pass it anything else.
-            Some(m)
-                if m.is_empty()
-                    || !m
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "_=,.".contains(c)) =>
-            {
-                return Err(UsageError(format!(
-                    "--mount-options {m}: expected mount options like nobarrier or data=writeback"
-                ))
-                .into());
-            }
-            m => m.map(str::to_string),
+            Some(m) => Some(check_mount_options(m)?),
+            None => None,
         };
         Ok(Some(Setup {
             params,
@@ -93,11 +83,11 @@ impl Setup {
             None => "has no write cache (nothing it acknowledged is lost)",
         };
         format!(
-            "checks a power cut: at each kill the device ({}) {lose}, and the kernel's unwritten pages are lost; ext4 mounted with nosuid,nodev{}",
+            "checks a power cut: at each kill the device ({}) {lose}, and the kernel's unwritten pages are lost; ext4 mounted with {}nosuid,nodev",
             self.params.show(),
             self.mount_options
                 .as_deref()
-                .map(|m| format!(",{m}"))
+                .map(|m| format!("{m},"))
                 .unwrap_or_default()
         )
     }
@@ -119,6 +109,47 @@ impl Setup {
             .keep();
         Ok(PowerDevice { dev, data })
     }
+}
+
+/// The ext4 options `--mount-options` may set: those that change how
+/// and when the filesystem makes data durable, nothing else (no
+/// `errors=panic`, no `suid`).
+const MOUNT_OPTIONS: &[&str] = &[
+    "barrier",
+    "nobarrier",
+    "barrier=0",
+    "barrier=1",
+    "data=ordered",
+    "data=writeback",
+    "data=journal",
+    "journal_checksum",
+    "nojournal_checksum",
+    "journal_async_commit",
+    "delalloc",
+    "nodelalloc",
+    "auto_da_alloc",
+    "noauto_da_alloc",
+    "dioread_nolock",
+    "dioread_lock",
+];
+
+/// `--mount-options`: each option one of [`MOUNT_OPTIONS`] or
+/// `commit=SECONDS`; the device's own (`errors=remount-ro`, then
+/// nosuid,nodev) come after, so none can be undone.
+fn check_mount_options(m: &str) -> Result<String> {
+    for o in m.split(',') {
+        let commit = o
+            .strip_prefix("commit=")
+            .is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n <= 3600));
+        if !commit && !MOUNT_OPTIONS.contains(&o) {
+            return Err(UsageError(format!(
+                "--mount-options {m}: {o} is not an option this check sets (it takes {}, commit=SECONDS)",
+                MOUNT_OPTIONS.join(", ")
+            ))
+            .into());
+        }
+    }
+    Ok(format!("{m},errors=remount-ro"))
 }
 
 /// An engine's power-cut device.

@@ -103,9 +103,7 @@ impl StorageConfig {
                 _ => Ok(None),
             };
         };
-        for (k, v) in &self.model_set {
-            devmodel::set(&mut p, k, v)?;
-        }
+        devmodel::set_all(&mut p, &self.model_set)?;
         p.check()?;
         Ok(Some(p))
     }

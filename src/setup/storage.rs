@@ -371,11 +371,11 @@ impl Device {
         Ok(())
     }
 
-    /// Mounts the filesystem again with `extra` options after the
-    /// defaults (`nobarrier`: ext4 sends no cache flushes).
+    /// Mounts the filesystem again with `extra` options (`nobarrier`:
+    /// ext4 sends no cache flushes), nosuid,nodev after them.
     pub fn remount_with(&mut self, extra: &str) -> Result<()> {
         super::mounts::unmount_or(&self.mount, false)?;
-        self.mount_options = format!("nosuid,nodev,{extra}");
+        self.mount_options = format!("{extra},nosuid,nodev");
         self.mount()
     }
 

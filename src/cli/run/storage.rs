@@ -145,7 +145,8 @@ pub(crate) fn parse_classes(
     let mut classes = Vec::new();
     let mut custom: Option<Vec<(String, String)>> = None;
     let mut in_custom = false;
-    for item in items {
+    // A plan's `storage = "custom:units=4,read_us=300,…"` is one string.
+    for item in items.iter().flat_map(|s| s.split(',')) {
         let item = item.trim();
         if let Some(first) = item.strip_prefix("custom:") {
             if custom.is_some() {
@@ -230,10 +231,7 @@ pub(crate) fn custom_params(kv: &[(String, String)]) -> Result<Params, String> {
         cache: None,
         path_us: 0.0,
     };
-    for (k, v) in kv {
-        devmodel::set(&mut p, k, v)
-            .map_err(|e| e.replace("--device-model", "--storage custom:"))?;
-    }
+    devmodel::set_all(&mut p, kv).map_err(|e| e.replace("--device-model", "--storage custom:"))?;
     if !kv.iter().any(|(k, _)| k == "unit_mbps") {
         p.unit_mbps = (p.mbps / p.units as f64).max(1.0);
     }
@@ -333,5 +331,16 @@ mod tests {
         for bad in ["24", "cores=0", "cores=x", "threads=24"] {
             assert!(parse_io_scale(bad).unwrap_err().0.contains("--io-scale"));
         }
+    }
+
+    #[test]
+    fn a_custom_cache_takes_its_defaults_from_the_budgets_wherever_they_stand() {
+        // One string, as a plan's `storage = "custom:…"` gives it.
+        let (_, p) = parse_classes(&strs(&[
+            "custom:cache=volatile,units=2,read_us=100,write_us=100,iops=5000,mbps=300",
+        ]))
+        .unwrap();
+        let c = p.unwrap().cache.unwrap();
+        assert_eq!((c.destage_iops, c.destage_mbps), (2500.0, 150.0));
     }
 }

@@ -70,6 +70,21 @@ impl Shadow {
         }
     }
 
+    /// The blocks a destage took to the medium while a later write keeps
+    /// them dirty ([`Model::refresh`]): the medium now holds what the
+    /// file holds for them, so that is the content a cut gives back.
+    pub fn refresh(&mut self, m: &mut Model, file: &File, size: u64) {
+        for b in m.refresh.drain(..) {
+            if let Some(s) = self.slots.get(&b) {
+                let at = *s as usize * BLOCK as usize;
+                let buf = &mut self.pool[at..at + BLOCK as usize];
+                let want = BLOCK.min(size.saturating_sub(b * BLOCK)) as usize;
+                buf.fill(0);
+                let _ = file.read_exact_at(&mut buf[..want], b * BLOCK);
+            }
+        }
+    }
+
     /// A free slot, sweeping out the blocks no longer dirty when none is.
     fn take(&mut self, m: &Model) -> Option<u32> {
         if self.free.is_empty() {
@@ -88,19 +103,28 @@ impl Shadow {
     /// The power cut (the model settled to the cut's time): every block
     /// still dirty gets the medium's content back. Returns the blocks
     /// whose writes were dropped.
+    /// Every block is tried; the first error is returned after.
     pub fn cut(&mut self, m: &Model, file: &File, size: u64) -> std::io::Result<u64> {
         let mut dropped = 0;
+        let mut first_err = None;
         for (b, s) in &self.slots {
             if !m.is_dirty(*b) {
                 continue;
             }
             let at = *s as usize * BLOCK as usize;
             let len = BLOCK.min(size.saturating_sub(b * BLOCK)) as usize;
-            file.write_all_at(&self.pool[at..at + len], b * BLOCK)?;
-            dropped += 1;
+            match file.write_all_at(&self.pool[at..at + len], b * BLOCK) {
+                Ok(()) => dropped += 1,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
         }
         self.clear();
-        Ok(dropped)
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(dropped),
+        }
     }
 
     /// Forgets every kept block (the cache starts empty).
@@ -149,9 +173,18 @@ mod tests {
     /// A write as the server does it: keep, then write, then the model.
     fn write(m: &mut Model, s: &mut Shadow, f: &File, t: u64, off: u64, byte: u8, len: usize) {
         m.settle(t);
+        s.refresh(m, f, 1 << 20);
         s.before_write(m, f, 1 << 20, off, len as u64);
         f.write_all_at(&vec![byte; len], off).unwrap();
         m.submit(t, Op::Write, off, len as u64);
+        s.refresh(m, f, 1 << 20);
+    }
+
+    /// A cut at `t`, as the server does it.
+    fn cut(m: &mut Model, s: &mut Shadow, f: &File, t: u64) -> u64 {
+        m.settle(t);
+        s.refresh(m, f, 1 << 20);
+        s.cut(m, f, 1 << 20).unwrap()
     }
 
     fn block(f: &File, b: u64) -> Vec<u8> {
@@ -165,6 +198,7 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         f.set_len(1 << 20).unwrap();
         let mut m = Model::new(volatile(), 1);
+        m.track_refresh();
         let mut s = Shadow::new(1 << 20);
         let ms = 1_000_000;
         // Block 0 written, then a flush: durable.
@@ -178,8 +212,7 @@ mod tests {
         // Partly overwritten while dirty: the old content kept is still
         // the medium's (zeros), not the first write's.
         write(&mut m, &mut s, &f, flushed + 1, 5 * 4096, 4, 100);
-        m.settle(flushed + ms);
-        let dropped = s.cut(&m, &f, 1 << 20).unwrap();
+        let dropped = cut(&mut m, &mut s, &f, flushed + ms);
         assert_eq!(dropped, 3);
         assert!(block(&f, 0).iter().all(|&b| b == 1), "block 0 as flushed");
         assert!(block(&f, 5).iter().all(|&b| b == 0));
@@ -192,13 +225,42 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         f.set_len(1 << 20).unwrap();
         let mut m = Model::new(volatile(), 1);
+        m.track_refresh();
         let mut s = Shadow::new(1 << 20);
         write(&mut m, &mut s, &f, 0, 8 * 4096, 7, 4096);
         // 10 ms per destage: a cut after a second drops nothing.
-        m.settle(1_000_000_000);
-        assert_eq!(s.cut(&m, &f, 1 << 20).unwrap(), 0);
+        assert_eq!(cut(&mut m, &mut s, &f, 1_000_000_000), 0);
         assert!(block(&f, 8).iter().all(|&b| b == 7));
         // Every slot is free again.
         assert_eq!(s.free.len(), s.pool.len() / BLOCK as usize);
+    }
+
+    /// A flushed write to blocks 0-1, then (before the flush returns) a
+    /// write to blocks 1-2 that the cache holds for its delay: the flush
+    /// took block 1 to the medium, so a cut must not give it back its
+    /// content from before the first write.
+    #[test]
+    fn a_block_a_flush_destaged_keeps_its_flushed_content_when_rewritten() {
+        let f = tempfile::tempfile().unwrap();
+        f.set_len(1 << 20).unwrap();
+        let mut p = volatile();
+        if let Some(c) = p.cache.as_mut() {
+            c.delay_us = 100_000.0;
+        }
+        let mut m = Model::new(p, 1);
+        m.track_refresh();
+        let mut s = Shadow::new(1 << 20);
+        let ms = 1_000_000;
+        write(&mut m, &mut s, &f, 0, 0, 1, 8192);
+        let flushed = m.submit(ms, Op::Flush, 0, 0).at;
+        write(&mut m, &mut s, &f, 2 * ms, 4096, 2, 8192);
+        // The flush returned; the second write is held 100 ms.
+        assert_eq!(cut(&mut m, &mut s, &f, flushed + ms), 2);
+        assert!(block(&f, 0).iter().all(|&b| b == 1), "flushed");
+        assert!(
+            block(&f, 1).iter().all(|&b| b != 0),
+            "flushed, then rewritten"
+        );
+        assert!(block(&f, 2).iter().all(|&b| b == 0), "never flushed");
     }
 }

@@ -24,7 +24,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::probe::modelstats::Mapped;
 pub use model::{Params, Service, WriteCache};
-pub use settings::{KEYS, set};
+pub use settings::{KEYS, set, set_all};
 
 /// The modelled parameters of a class, or None for a class the model
 /// does not serve.
@@ -358,7 +358,14 @@ impl Served {
             bail!("the device model's power is already off");
         }
         self.power(done + 1)?;
-        Ok(self.counters.get().power_dropped.load(SeqCst) - before)
+        let c = self.counters.get();
+        let (unkept, errors) = (c.unkept.load(SeqCst), c.errors.load(SeqCst));
+        if unkept > 0 || errors > 0 {
+            bail!(
+                "the power cut was not exact: {unkept} blocks' old content could not be kept, {errors} errors on the model's host file"
+            );
+        }
+        Ok(c.power_dropped.load(SeqCst) - before)
     }
 
     /// Brings the power back: an empty cache, the same parameters.

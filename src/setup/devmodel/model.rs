@@ -192,6 +192,12 @@ pub struct Model {
     pub medium_reads: u64,
     /// Writes that reached the medium.
     pub medium_writes: u64,
+    /// Blocks a destage took to the medium that stay in the cache for a
+    /// later write (kept only with [`Model::track_refresh`]): the medium
+    /// now holds their content as of the destage, so a power cut must
+    /// not take them back further (see `medium.rs`).
+    pub refresh: Vec<u64>,
+    track: bool,
 }
 
 fn ns(secs: f64) -> Nanos {
@@ -229,6 +235,8 @@ impl Model {
             last: 0,
             medium_reads: 0,
             medium_writes: 0,
+            refresh: Vec::new(),
+            track: false,
         }
     }
 
@@ -250,6 +258,14 @@ impl Model {
             .iter()
             .filter(|c| !c.p.battery)
             .flat_map(|c| c.ring.iter().map(|d| (d.first * BLOCK, d.blocks * BLOCK)))
+    }
+
+    /// Keeps [`Model::refresh`] from now on (the server keeping the
+    /// medium's content; room made now, so the IO path does not grow it
+    /// in the common case).
+    pub fn track_refresh(&mut self) {
+        self.track = true;
+        self.refresh = Vec::with_capacity(IN_FLIGHT_BLOCKS);
     }
 
     /// Brings the cache up to `t` (what reached the medium by then leaves
@@ -423,6 +439,8 @@ impl Model {
                     *n -= 1;
                     if *n == 0 {
                         c.blocks.remove(&b);
+                    } else if self.track {
+                        self.refresh.push(b);
                     }
                 }
             }

@@ -219,6 +219,9 @@ impl Disk {
             if let Some((g, mut fresh)) = next {
                 // The medium's counts carry on.
                 (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
+                if self.shadow.is_some() {
+                    fresh.track_refresh();
+                }
                 *m = fresh;
                 c.params_applied.store(g, Relaxed);
             }
@@ -227,6 +230,11 @@ impl Disk {
                 return Err(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
             }
             let d = m.submit(t, op, offset, len);
+            if let Some(sh) = &self.shadow {
+                sh.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .refresh(&mut m, &self.file, self.size);
+            }
             // Stored under the lock, so they never go backwards.
             c.medium_reads.store(m.medium_reads, Relaxed);
             c.medium_writes.store(m.medium_writes, Relaxed);
@@ -288,6 +296,7 @@ impl Shared {
                 m.settle(now());
                 if let Some(sh) = &self.shadow {
                     let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
+                    sh.refresh(&mut m, &self.file, self.size);
                     match sh.cut(&m, &self.file, self.size) {
                         Ok(n) => {
                             c.power_dropped.fetch_add(n, SeqCst);
@@ -303,6 +312,9 @@ impl Shared {
                     crate::rng::derive_seed(self.seed, &[u64::MAX, req]),
                 );
                 (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
+                if self.shadow.is_some() {
+                    fresh.track_refresh();
+                }
                 *m = fresh;
                 if let Some(sh) = &self.shadow {
                     sh.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -460,6 +472,7 @@ impl Filesystem for Disk {
             Some(sh) => self.serve(Op::Write, offset, len, t, |m| {
                 m.settle(t);
                 let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
+                sh.refresh(m, &self.file, self.size);
                 sh.before_write(m, &self.file, self.size, offset, len);
                 let unkept = sh.unkept;
                 self.counters.get().unkept.store(unkept, Relaxed);
@@ -579,11 +592,15 @@ pub fn main(a: ServeArgs) -> Result<i32> {
         Some(c) if a.medium && !c.battery => Some(Mutex::new(Shadow::new(c.bytes))),
         _ => None,
     };
+    let mut model = Model::new(params, a.seed);
+    if shadow.is_some() {
+        model.track_refresh();
+    }
     let shared = Arc::new(Shared {
         seed: a.seed,
         file,
         size,
-        model: Mutex::new(Model::new(params, a.seed)),
+        model: Mutex::new(model),
         shadow,
         off: AtomicBool::new(false),
         epoch: AtomicU64::new(0),

@@ -51,6 +51,31 @@ const KEY_RANGE: &[(&str, f64, f64)] = &[
     ("delay_us", 0.0, 10_000_000.0),
 ];
 
+/// Sets every `(key, value)` in `p`: the device's own keys first, then
+/// `cache`, then the cache's (so a cache made by `cache=volatile` takes
+/// its defaults from the budgets as given, wherever they stand in the
+/// list). A key given twice: the last wins.
+pub fn set_all(p: &mut Params, kv: &[(String, String)]) -> Result<(), String> {
+    const CACHE: &[&str] = &[
+        "cache_mb",
+        "destage_iops",
+        "destage_mbps",
+        "hit_us",
+        "delay_us",
+    ];
+    let rank = |k: &str| match k {
+        "cache" => 1,
+        k if CACHE.contains(&k) => 2,
+        _ => 0,
+    };
+    let mut ordered: Vec<&(String, String)> = kv.iter().collect();
+    ordered.sort_by_key(|(k, _)| rank(k));
+    for (k, v) in ordered {
+        set(p, k, v)?;
+    }
+    Ok(())
+}
+
 /// Sets `key` to `value` in `p`; the error names the key.
 pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
     // Every value within what a device could be: out of range is a
