@@ -33,6 +33,8 @@ use fuser::{
 };
 
 use super::medium::Shadow;
+
+mod power;
 use super::model::{Model, Nanos, Op, Params};
 // The model's clock: CLOCK_MONOTONIC in ns, as the driver's.
 use crate::probe::modelstats::{Mapped, bucket};
@@ -273,56 +275,6 @@ impl Disk {
             return Err(Errno::EIO);
         }
         Ok(())
-    }
-}
-
-impl Shared {
-    /// Carries out the run's power requests until the process ends: an
-    /// odd request cuts the power (the writes a volatile cache still
-    /// holds are dropped, every IO fails), an even one brings it back
-    /// (an empty cache, the same parameters).
-    fn power_loop(&self) {
-        let c = self.counters.get();
-        loop {
-            std::thread::sleep(Duration::from_millis(1));
-            let req = c.power_req.load(SeqCst);
-            if req == c.power_done.load(SeqCst) {
-                continue;
-            }
-            let mut m = self.model.lock().unwrap_or_else(|e| e.into_inner());
-            if req % 2 == 1 {
-                self.off.store(true, SeqCst);
-                self.epoch.fetch_add(1, SeqCst);
-                m.settle(now());
-                if let Some(sh) = &self.shadow {
-                    let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
-                    sh.refresh(&mut m, &self.file, self.size);
-                    match sh.cut(&m, &self.file, self.size) {
-                        Ok(n) => {
-                            c.power_dropped.fetch_add(n, SeqCst);
-                        }
-                        Err(_) => {
-                            c.errors.fetch_add(1, SeqCst);
-                        }
-                    }
-                }
-            } else {
-                let mut fresh = Model::new(
-                    *m.params(),
-                    crate::rng::derive_seed(self.seed, &[u64::MAX, req]),
-                );
-                (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
-                if self.shadow.is_some() {
-                    fresh.track_refresh();
-                }
-                *m = fresh;
-                if let Some(sh) = &self.shadow {
-                    sh.lock().unwrap_or_else(|e| e.into_inner()).clear();
-                }
-                self.off.store(false, SeqCst);
-            }
-            c.power_done.store(req, SeqCst);
-        }
     }
 }
 
