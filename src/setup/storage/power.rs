@@ -2,10 +2,11 @@
 //! and the power back with the filesystem mounted again; mount options
 //! and syncfs for the check.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use super::{Device, run};
 
@@ -47,9 +48,29 @@ impl Device {
     /// unwritten pages fail and are gone), the loop device detached, the
     /// power brought back, and the image attached and mounted again, so
     /// the filesystem recovers from what reached the medium.
+    ///
+    /// The power comes back only once the old loop device is gone: one
+    /// still open (a probe of udev's, a mount another namespace holds)
+    /// is only marked to clear itself, and a filesystem living on in it
+    /// would write the image while it is mounted again.
     pub fn power_on(&mut self) -> Result<()> {
         crate::setup::mounts::unmount_or(&self.mount, false)?;
+        let name = self.name();
         run(Command::new("losetup").arg("-d").arg(&self.loopdev))?;
+        let bound = Path::new("/sys/block")
+            .join(&name)
+            .join("loop/backing_file");
+        let t0 = Instant::now();
+        while bound.exists() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                bail!(
+                    "{} is still attached to {} 10 s after it was detached (something holds it open): the image is not mounted again",
+                    self.loopdev.display(),
+                    self.image.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.loopdev = PathBuf::new();
         self.model
             .as_mut()
