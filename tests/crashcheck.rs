@@ -3,26 +3,9 @@
 //! is seen losing it, and nothing of the check is left behind.
 
 mod common;
-use common::{BIN, run, working_in};
+use common::{BIN, figure_after as figure, run, summary_line as line, working_in};
 
 use std::process::Command;
-
-/// The summary line of `engine` in the check's output.
-fn line<'a>(out: &'a str, engine: &str) -> &'a str {
-    out.lines()
-        .find(|l| l.starts_with(&format!("{engine} ")))
-        .unwrap_or_else(|| panic!("no line for {engine}: {out}"))
-}
-
-/// The number after `key` in a summary line.
-fn figure(line: &str, key: &str) -> u64 {
-    let at = line.find(key).unwrap_or_else(|| panic!("no {key}: {line}")) + key.len();
-    line[at..]
-        .split_whitespace()
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no figure after {key}: {line}"))
-}
 
 fn check(engines: &[&str], extra: &[&str]) -> (Option<i32>, String, tempfile::TempDir) {
     let d = tempfile::tempdir().unwrap();

@@ -2,23 +2,13 @@
 //! this machine's cores (`--io-scale cores=N`): the probe measures the
 //! scaled budget, and the storage line prints both figures.
 
-use std::path::Path;
-
 mod common;
-use common::{ok, run, run_config};
+use common::{no_device_model, ok, run, run_config};
 
 #[test]
 fn a_custom_device_scaled_to_this_machines_cores_gives_the_scaled_budget() {
-    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
-    {
-        ampbench::testing::skip("devmodel", &format!("no dedicated device here: {why}"));
-        return;
-    }
-    if !Path::new("/dev/fuse").exists() {
-        ampbench::testing::skip(
-            "devmodel",
-            "no /dev/fuse: the device model cannot be served",
-        );
+    if let Some(why) = no_device_model() {
+        ampbench::testing::skip("devmodel", &why);
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -114,16 +104,8 @@ fn models_naming(needle: &str) -> Vec<u32> {
 /// device, mounts and directories are gone.
 #[test]
 fn a_dead_device_model_stops_the_run_in_one_line_and_leaves_nothing() {
-    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
-    {
-        ampbench::testing::skip("devmodel", &format!("no dedicated device here: {why}"));
-        return;
-    }
-    if !Path::new("/dev/fuse").exists() {
-        ampbench::testing::skip(
-            "devmodel",
-            "no /dev/fuse: the device model cannot be served",
-        );
+    if let Some(why) = no_device_model() {
+        ampbench::testing::skip("devmodel", &why);
         return;
     }
     let d = tempfile::tempdir().unwrap();

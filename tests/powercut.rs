@@ -4,36 +4,11 @@
 //! and nothing of the device (loop device, mounts, model) is left.
 
 mod common;
-use common::{BIN, run, working_in};
+use common::{
+    BIN, figure_after as figure, no_device_model as cannot, run, summary_line as line, working_in,
+};
 
 use std::process::Command;
-
-/// Why this machine cannot cut a modelled device's power, if it cannot.
-fn cannot() -> Option<String> {
-    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
-    {
-        return Some(why);
-    }
-    (!std::path::Path::new("/dev/fuse").exists())
-        .then(|| "no /dev/fuse: the device model cannot be served".into())
-}
-
-/// The summary line of `engine`.
-fn line<'a>(out: &'a str, engine: &str) -> &'a str {
-    out.lines()
-        .find(|l| l.starts_with(&format!("{engine} ")))
-        .unwrap_or_else(|| panic!("no line for {engine}: {out}"))
-}
-
-/// The number after `key` in a summary line.
-fn figure(line: &str, key: &str) -> u64 {
-    let at = line.find(key).unwrap_or_else(|| panic!("no {key}: {line}")) + key.len();
-    line[at..]
-        .split_whitespace()
-        .next()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no figure after {key}: {line}"))
-}
 
 /// Runs the check in a fresh directory; asserts that nothing is left in
 /// it: no file, no mount under it, no process working in it.

@@ -124,3 +124,31 @@ pub fn add_link_statements(out: &str) -> Vec<f64> {
         })
         .collect()
 }
+
+/// The summary line of `engine` in a crash check's output.
+pub fn summary_line<'a>(out: &'a str, engine: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(&format!("{engine} ")))
+        .unwrap_or_else(|| panic!("no line for {engine}: {out}"))
+}
+
+/// The number after `key` in a summary line.
+pub fn figure_after(line: &str, key: &str) -> u64 {
+    let at = line.find(key).unwrap_or_else(|| panic!("no {key}: {line}")) + key.len();
+    line[at..]
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no figure after {key}: {line}"))
+}
+
+/// Why this machine cannot serve a modelled device (root, loop devices,
+/// mkfs, /dev/fuse), if it cannot.
+pub fn no_device_model() -> Option<String> {
+    if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
+    {
+        return Some(format!("no dedicated device here: {why}"));
+    }
+    (!std::path::Path::new("/dev/fuse").exists())
+        .then(|| "no /dev/fuse: the device model cannot be served".into())
+}
