@@ -681,8 +681,8 @@ fn a_dir_others_can_rename_in_is_refused() {
 /// at QD32 the array's (800–1,300/s); in the 50/50 mix what reaches the
 /// medium (reads plus the cache's destages) stays within the 1,000 IOPS
 /// budget +10%, while the reads alone get less than at QD16 without
-/// writes; synced writes are acknowledged by the cache (≥ 2,000/s) and
-/// without it wait for a disk (≤ 200/s). Nothing outlives either run.
+/// writes; synced writes are acknowledged by the cache (under a quarter
+/// of a disk's 8.5 ms write) and without it wait for a disk (≤ 200/s). Nothing outlives either run.
 #[test]
 fn disk_array_is_a_modelled_array_of_disks() {
     need_device!(_serial);
@@ -738,7 +738,15 @@ fn disk_array_is_a_modelled_array_of_disks() {
                 mixed < alone * 0.8,
                 "mix reads {mixed}/s, alone {alone}/s: {m}"
             );
-            assert!(sync >= 2000.0, "synced writes {sync}/s with the cache: {m}");
+            // Acknowledged by the cache: well under a disk's 8.5 ms write.
+            // A bound on latency, not on rate: on a loaded CI machine the
+            // model's own CPU (~120 µs an IO there) caps the rate, while a
+            // write that waited for a disk would still take ≥ 8 ms.
+            let sync_us = m["write_sync"]["mean_us"].as_f64().unwrap();
+            assert!(
+                sync_us < 8_500.0 / 4.0 && sync > 400.0,
+                "synced writes {sync}/s, {sync_us} µs with the cache: {m}"
+            );
             assert!(out.contains("battery-backed write cache"), "{out}");
         } else {
             assert!(sync <= 200.0, "synced writes {sync}/s without a cache: {m}");
