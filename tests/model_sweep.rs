@@ -51,8 +51,54 @@ fn predictions_and_column_family_writes() {
         out.contains("measured beside the model's prediction"),
         "{out}"
     );
-    assert!(out.contains("  rocksdb request: write-amp "), "{out}");
-    assert!(out.contains("  lmdb load: write-amp "), "{out}");
+    // Each predicted step stores its two checks, typed; the report lists
+    // only the figures that differ by over 2×, and -v is what prints the
+    // explanation under each step.
+    assert!(!out.contains("  explain: "), "{out}");
+    assert!(
+        out.contains("where measured and predicted differ by more than 2× ("),
+        "{out}"
+    );
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let checks: Vec<(String, String, String, Option<f64>, f64, String)> = c
+        .prepare(
+            "SELECT s.engine, s.step, k.figure, k.measured, k.predicted, k.verdict
+             FROM model_checks k JOIN steps s ON s.id = k.step_id ORDER BY s.id, k.figure",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(checks.len(), 12, "{checks:?}");
+    for (e, st, fig, m, p, v) in &checks {
+        // The verdict is the ratio's: by hand, from the stored figures.
+        let want = match m {
+            None => "not-measured",
+            Some(m) if *m < 0.01 => "nothing-yet",
+            Some(m) if *m > 2.0 * p => "above",
+            Some(m) if *m < p / 2.0 => "below",
+            Some(_) => "agree",
+        };
+        assert_eq!(v, want, "{e} {st} {fig}: {m:?} vs {p}");
+    }
+    let apart = checks
+        .iter()
+        .filter(|k| k.5 == "above" || k.5 == "below")
+        .count();
+    assert!(
+        out.contains(&format!("differ by more than 2× ({apart} of 12 figures;")),
+        "{out}"
+    );
     assert!(
         out.contains("lsm-leveled: write-amp wal 1 + flush"),
         "{out}"

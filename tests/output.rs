@@ -89,3 +89,50 @@ fn a_run_ended_by_an_error_is_failed_in_the_results() {
         .unwrap();
     assert_eq!(running, 0);
 }
+
+/// Issue 33: a step's line is the only line a run prints for it; the
+/// model's explanation appears under each step only with `-v`, and both
+/// ways the closing report has the table of what differs by over 2×.
+#[test]
+fn the_models_explanation_is_behind_verbose() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |verbose: bool| {
+        let res = d.path().join(format!("r{verbose}.db"));
+        let mut args = vec![
+            "run",
+            "-w",
+            "micro",
+            "-e",
+            "lmdb",
+            "--steps",
+            "fillrandom,readrandom",
+            "-p",
+            "num=2000",
+            "--warmup",
+            "0",
+            "--duration",
+            "1",
+            "--storage",
+            "native",
+            "--results",
+            res.to_str().unwrap(),
+            "--dir",
+            d.path().to_str().unwrap(),
+        ];
+        if verbose {
+            args.push("-v");
+        }
+        common::ok(&args)
+    };
+    let quiet = run(false);
+    let loud = run(true);
+    let explains = |o: &str| o.lines().filter(|l| l.starts_with("  explain: ")).count();
+    assert_eq!(explains(&quiet), 0, "{quiet}");
+    assert_eq!(explains(&loud), 2, "{loud}");
+    for o in [&quiet, &loud] {
+        assert!(
+            o.contains("where measured and predicted differ by more than 2× ("),
+            "{o}"
+        );
+    }
+}

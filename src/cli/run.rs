@@ -120,6 +120,9 @@ pub(crate) struct RunArgs {
     /// Wait for the engine's background work (compaction, checkpoint) after load steps.
     #[arg(long)]
     settle: bool,
+    /// Print more while it runs: the model's explanation under each step.
+    #[arg(short, long)]
+    verbose: bool,
     /// How clients reach a server engine [default: tcp, as the reference clients].
     #[arg(long, value_enum)]
     transport: Option<crate::engine::Transport>,
@@ -463,6 +466,7 @@ impl RunArgs {
                 .unwrap_or_else(std::env::temp_dir),
             keep: self.keep || plan.keep.unwrap_or(false),
             settle: self.settle || plan.settle.unwrap_or(false),
+            verbose: self.verbose,
             transport: self.transport.or(plan.transport),
             allocator: self
                 .allocator

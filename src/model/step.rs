@@ -11,6 +11,7 @@
 
 use super::{Figure, Inputs, Structure, predict};
 use crate::engine::Structure as EngineStructure;
+use crate::names::{ModelCheck, ModelFigure, Verdict};
 
 /// What a step knows that the model uses.
 pub struct Facts<'a> {
@@ -203,36 +204,39 @@ pub struct Measured {
     pub pending_compaction: bool,
 }
 
-/// One figure's comparison: `measured 8.1 vs predicted 24 (L1→L2
-/// dominates): within 2×` or the likely reason it is not.
-fn compare(what: &str, m: &Result<f64, String>, p: &Figure, why: (&str, &str)) -> String {
-    let dom = p
-        .dominant()
-        .map_or(String::new(), |t| format!(", {} dominates", t.name));
-    let pv = p.value();
-    match m {
-        Err(e) => format!("{what} predicted {pv:.2}{dom}; not measured: {e}"),
-        Ok(v) if *v < 0.01 => format!(
-            "{what} {v:.2} measured vs {pv:.2} predicted{dom}: nothing reached storage yet ({})",
-            why.0
-        ),
-        Ok(v) => {
-            let verdict = if *v <= 2.0 * pv && *v >= pv / 2.0 {
-                "agree within 2×".to_string()
-            } else if *v < pv / 2.0 {
-                format!("measured {:.1}× below: {}", pv / v, why.0)
-            } else {
-                format!("measured {:.1}× above: {}", v / pv, why.1)
-            };
-            format!("{what} {v:.2} measured vs {pv:.2} predicted{dom}: {verdict}")
+/// One figure's comparison, typed: measured beside predicted, the
+/// dominant term, and within 2× or the likely reason it is not.
+fn compare(
+    what: ModelFigure,
+    m: &Result<f64, String>,
+    p: &Figure,
+    why: (&str, &str),
+) -> ModelCheck {
+    let dominant = p.dominant().map(|t| t.name.to_string());
+    let predicted = p.value();
+    let (measured, verdict, reason) = match m {
+        Err(e) => (None, Verdict::NotMeasured, e.clone()),
+        Ok(v) if *v < 0.01 => (Some(*v), Verdict::NothingYet, why.0.to_string()),
+        Ok(v) if *v <= 2.0 * predicted && *v >= predicted / 2.0 => {
+            (Some(*v), Verdict::Agree, String::new())
         }
+        Ok(v) if *v < predicted / 2.0 => (Some(*v), Verdict::Below, why.0.to_string()),
+        Ok(v) => (Some(*v), Verdict::Above, why.1.to_string()),
+    };
+    ModelCheck {
+        figure: what,
+        measured,
+        predicted,
+        dominant,
+        verdict,
+        reason,
     }
 }
 
-/// The explanation of a step in one line: which term dominates each
-/// prediction, and whether the measurement agrees within 2× (if not, the
-/// likely reason).
-pub fn explain(p: &StepModel, m: &Measured) -> String {
+/// A step's write-amp and space-amp beside the model's: which term
+/// dominates each prediction, and whether the measurement agrees within
+/// 2× (if not, the likely reason).
+pub fn checks(p: &StepModel, m: &Measured) -> [ModelCheck; 2] {
     let short = if m.secs < 60.0 {
         format!("; a {:.0}s step is short of steady state", m.secs)
     } else {
@@ -261,16 +265,26 @@ pub fn explain(p: &StepModel, m: &Measured) -> String {
     let s_above =
         "space not yet reclaimed (old versions, deleted rows, preallocated logs and files)";
     let s_below = "compression or fuller pages than the model assumed";
-    format!(
-        "{}; {}",
+    [
         compare(
-            "write-amp",
+            ModelFigure::WriteAmp,
             &m.write_amp,
             &p.write_amp,
-            (&w_below, &w_above)
+            (&w_below, &w_above),
         ),
-        compare("space-amp", &m.space_amp, &p.space_amp, (s_below, s_above))
-    )
+        compare(
+            ModelFigure::SpaceAmp,
+            &m.space_amp,
+            &p.space_amp,
+            (s_below, s_above),
+        ),
+    ]
+}
+
+/// The explanation of a step in one line: both [`checks`] in words.
+pub fn explain(p: &StepModel, m: &Measured) -> String {
+    let [w, s] = checks(p, m);
+    format!("{}; {}", w.line(), s.line())
 }
 
 #[cfg(test)]

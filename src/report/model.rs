@@ -1,13 +1,15 @@
 //! Theory beside measurement: every step's measured write-amp and
-//! space-amp next to the model's prediction (`pred`), and per step one
-//! `explain` line: which term dominates, and whether the two agree
-//! within 2× (if not, the likely reason). The model's terms and inputs
-//! follow, as recorded with the step.
+//! space-amp next to the model's prediction (`pred`), then only the
+//! figures where the two differ by more than 2×, with the likely reason
+//! (from the step's stored [`ModelCheck`]s; every step's explanation in
+//! words stays in its notes: JSON, `run -v`). The model's terms and
+//! inputs follow, as recorded with the step.
 
 use std::fmt::Write;
 
 use super::text::cell;
 use crate::metrics::Metric;
+use crate::names::{ModelCheck, Verdict};
 use crate::results::{RunView, StepView};
 use crate::runner::{EXPLAIN_NOTE, MODEL_NOTE};
 
@@ -60,11 +62,57 @@ pub fn render(run: &RunView) -> String {
             cell(extra(s, "pred_space_amp"), 2),
         );
     }
-    let _ = writeln!(o, "\nexplain");
-    for s in &with {
-        for n in s.notes.iter().filter(|n| n.starts_with(EXPLAIN_NOTE)) {
-            let _ = writeln!(o, "  {} {}: {}", s.engine, s.step, &n[EXPLAIN_NOTE.len()..]);
-        }
+    let diverging: Vec<(&StepView, &ModelCheck)> = with
+        .iter()
+        .flat_map(|s| s.checks.iter().map(move |k| (*s, k)))
+        .filter(|(_, k)| k.diverges())
+        .collect();
+    let agree = with
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|k| k.verdict == Verdict::Agree)
+        .count();
+    let _ = writeln!(
+        o,
+        "\nwhere measured and predicted differ by more than 2× ({} of {} figures; {agree} agree within 2×, the others wrote nothing or were not measured)",
+        diverging.len(),
+        with.iter().map(|s| s.checks.len()).sum::<usize>(),
+    );
+    if !diverging.is_empty() {
+        let _ = writeln!(
+            o,
+            "{:<w$} {:<22} {:<9} {:>8} {:>8} {:>11}  likely reason",
+            "engine", "steps", "figure", "measured", "pred", "measured/"
+        );
+    }
+    for g in groups(&with) {
+        let k = g.check;
+        let ratio = k.ratio().map_or("-".into(), |r| {
+            if r >= 1.0 {
+                format!("{r:.1}× above")
+            } else {
+                format!("{:.1}× below", 1.0 / r)
+            }
+        });
+        let reason = if k.reason.is_empty() {
+            "(not recorded with this run)"
+        } else {
+            &k.reason
+        };
+        let steps = match g.n {
+            1 => g.first.to_string(),
+            n => format!("{}…{} ({n})", g.first, g.last),
+        };
+        let _ = writeln!(
+            o,
+            "{:<w$} {:<22} {:<9} {:>8} {:>8} {:>11}  {reason}",
+            g.engine,
+            steps,
+            k.figure.name(),
+            cell(k.measured, 2),
+            cell(Some(k.predicted), 2),
+            ratio,
+        );
     }
     let _ = writeln!(
         o,
@@ -83,4 +131,62 @@ pub fn render(run: &RunView) -> String {
         }
     }
     o
+}
+
+/// Consecutive steps of one engine whose check of one figure diverges
+/// the same way, with the same figures and reason (a read-only step
+/// leaves space-amp as the step before left it): one row.
+struct Group<'a> {
+    engine: &'a str,
+    first: &'a str,
+    last: &'a str,
+    n: usize,
+    check: &'a ModelCheck,
+}
+
+fn groups<'a>(steps: &[&'a StepView]) -> Vec<Group<'a>> {
+    let same = |a: &ModelCheck, b: &ModelCheck| {
+        cell(a.measured, 2) == cell(b.measured, 2)
+            && cell(Some(a.predicted), 2) == cell(Some(b.predicted), 2)
+            && a.verdict == b.verdict
+            && a.reason == b.reason
+    };
+    let mut out: Vec<Group> = Vec::new();
+    // Per engine and figure, the group the previous step extended.
+    let mut open: Vec<(&str, crate::names::ModelFigure, Option<usize>)> = Vec::new();
+    for s in steps {
+        for k in &s.checks {
+            let slot = match open
+                .iter()
+                .position(|(e, f, _)| *e == s.engine && *f == k.figure)
+            {
+                Some(i) => i,
+                None => {
+                    open.push((&s.engine, k.figure, None));
+                    open.len() - 1
+                }
+            };
+            if !k.diverges() {
+                open[slot].2 = None;
+                continue;
+            }
+            match open[slot].2 {
+                Some(g) if same(out[g].check, k) => {
+                    out[g].last = &s.step;
+                    out[g].n += 1;
+                }
+                _ => {
+                    out.push(Group {
+                        engine: &s.engine,
+                        first: &s.step,
+                        last: &s.step,
+                        n: 1,
+                        check: k,
+                    });
+                    open[slot].2 = Some(out.len() - 1);
+                }
+            }
+        }
+    }
+    out
 }

@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS engine_stats (
 CREATE TABLE IF NOT EXISTS extras (
   step_id INTEGER NOT NULL REFERENCES steps(id), name TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY (step_id, name));
+CREATE TABLE IF NOT EXISTS model_checks (
+  step_id INTEGER NOT NULL REFERENCES steps(id), figure TEXT NOT NULL, measured REAL,
+  predicted REAL NOT NULL, dominant TEXT, verdict TEXT NOT NULL, reason TEXT NOT NULL,
+  PRIMARY KEY (step_id, figure));
 CREATE TABLE IF NOT EXISTS step_notes (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, line TEXT NOT NULL,
   PRIMARY KEY (step_id, idx));
@@ -440,6 +444,32 @@ impl Results {
             tx.execute(
                 "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
                 params![step, WHOLE_STEP, at, serde_json::to_string(s)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a step's figures beside the model's predictions.
+    pub fn add_model_checks(
+        &mut self,
+        step: i64,
+        checks: &[crate::names::ModelCheck],
+    ) -> Result<()> {
+        let tx = self.c.transaction()?;
+        for k in checks {
+            tx.execute(
+                "INSERT OR REPLACE INTO model_checks (step_id, figure, measured, predicted, dominant, verdict, reason)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    step,
+                    k.figure.name(),
+                    k.measured,
+                    k.predicted,
+                    k.dominant,
+                    k.verdict.name(),
+                    k.reason
+                ],
             )?;
         }
         tx.commit()?;

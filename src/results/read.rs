@@ -87,6 +87,9 @@ pub struct StepView {
     pub extras: Vec<(String, f64)>,
     /// What the workload said of the step (e.g. its consistency check).
     pub notes: Vec<String>,
+    /// Its write-amp and space-amp beside the model's predictions (empty
+    /// when the model has none for its engine).
+    pub checks: Vec<crate::names::ModelCheck>,
     /// The intervals.
     pub intervals: Vec<IntervalView>,
     /// The `--slice` slices (empty without `--slice`).
@@ -128,6 +131,7 @@ impl StepView {
             latencies: Vec::new(),
             extras: Vec::new(),
             notes: Vec::new(),
+            checks: Vec::new(),
             intervals: Vec::new(),
             slices: Vec::new(),
             rates: Vec::new(),
@@ -328,6 +332,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 latencies: Vec::new(),
                 extras: Vec::new(),
                 notes: Vec::new(),
+                checks: Vec::new(),
                 intervals: Vec::new(),
                 slices: Vec::new(),
                 rates: Vec::new(),
@@ -367,6 +372,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         s.notes = nq
             .query_map(params![s.id], |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
+        s.checks = model_checks(c, &s)?;
         let mut iq = c.prepare_cached(
             "SELECT idx, t0, t1, ops, bg_ops FROM intervals WHERE step_id = ?1 ORDER BY idx",
         )?;
@@ -501,4 +507,60 @@ fn status(s: String, col: usize) -> rusqlite::Result<Status> {
     Status::parse(&s).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(col, rusqlite::types::Type::Text, Box::new(e))
     })
+}
+
+/// A step's model checks as stored; for a step recorded before they were
+/// (a results file of an older ampbench), the verdicts from its measured
+/// figures and the `pred_*` extras, without a reason.
+fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::names::ModelCheck>> {
+    use crate::names::{ModelCheck, ModelFigure, Verdict};
+    let mut q = c.prepare_cached(
+        "SELECT figure, measured, predicted, dominant, verdict, reason FROM model_checks
+         WHERE step_id = ?1 ORDER BY figure DESC",
+    )?;
+    let bad = |i: usize, e: crate::UsageError| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
+    let out: Vec<ModelCheck> = q
+        .query_map(params![s.id], |r| {
+            Ok(ModelCheck {
+                figure: ModelFigure::parse(&r.get::<_, String>(0)?).map_err(|e| bad(0, e))?,
+                measured: r.get(1)?,
+                predicted: r.get(2)?,
+                dominant: r.get(3)?,
+                verdict: Verdict::parse(&r.get::<_, String>(4)?).map_err(|e| bad(4, e))?,
+                reason: r.get(5)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    if !out.is_empty() {
+        return Ok(out);
+    }
+    let mut out = out;
+    let extra = |n: &str| s.extras.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    for (figure, metric, pred) in [
+        (ModelFigure::WriteAmp, Metric::WriteAmp, "pred_write_amp"),
+        (ModelFigure::SpaceAmp, Metric::SpaceAmp, "pred_space_amp"),
+    ] {
+        let Some(predicted) = extra(pred) else {
+            continue;
+        };
+        let measured = s.fig(metric);
+        let verdict = match measured {
+            None => Verdict::NotMeasured,
+            Some(v) if v < 0.01 => Verdict::NothingYet,
+            Some(v) if v > 2.0 * predicted => Verdict::Above,
+            Some(v) if v < predicted / 2.0 => Verdict::Below,
+            Some(_) => Verdict::Agree,
+        };
+        out.push(ModelCheck {
+            figure,
+            measured,
+            predicted,
+            dominant: None,
+            verdict,
+            reason: String::new(),
+        });
+    }
+    Ok(out)
 }

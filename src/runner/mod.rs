@@ -94,6 +94,9 @@ pub struct RunConfig {
     pub keep: bool,
     /// Wait for engine background work after each load step.
     pub settle: bool,
+    /// `-v`: print the model's explanation under each step.
+    #[serde(default)]
+    pub verbose: bool,
     /// How clients reach server engines (`--transport`); None: as the
     /// workload's reference client does ([`RunConfig::transport_of`]).
     #[serde(default)]

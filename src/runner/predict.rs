@@ -5,7 +5,8 @@
 
 use crate::engine::EngineStats;
 use crate::metrics::{Figure, Metric};
-use crate::model::step::{Facts, Measured, explain, predict_step};
+use crate::model::step::{Facts, Measured, checks, predict_step};
+use crate::names::ModelCheck;
 use crate::workload::{Step, Workload};
 
 /// Note prefixes of the model's lines (the text report shows them in its
@@ -35,15 +36,22 @@ fn measured(figs: &[(Metric, Figure)], m: Metric) -> Result<f64, String> {
     }
 }
 
-/// The model's extras and note lines for a step; `cf_before` holds the
-/// engine's cumulative column-family writes at the previous step's end
-/// and is updated.
-pub(super) fn notes(
-    d: &Done,
-    cf_before: &mut Vec<(String, f64)>,
-) -> (Vec<(String, f64)>, Vec<String>) {
+/// What the model says of a step: extras, note lines and the typed
+/// checks of measured against predicted.
+#[derive(Default)]
+pub(super) struct Said {
+    pub extras: Vec<(String, f64)>,
+    pub lines: Vec<String>,
+    pub checks: Vec<ModelCheck>,
+}
+
+/// The model's extras, note lines and checks for a step; `cf_before`
+/// holds the engine's cumulative column-family writes at the previous
+/// step's end and is updated.
+pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
     let mut extras = Vec::new();
     let mut lines = Vec::new();
+    let mut said_checks = Vec::new();
     let values: &[(String, f64)] = d.stats.map_or(&[], |s| &s.values);
     let row = match (d.workload.live_rows(), d.workload.live_bytes()) {
         (Some(n), b) if n > 0 => Some(b as f64 / n as f64),
@@ -83,7 +91,9 @@ pub(super) fn notes(
             bytes_per_op: (d.ops > 0).then(|| d.written as f64 / d.ops as f64),
             pending_compaction: pending,
         };
-        lines.push(format!("{EXPLAIN_NOTE}{}", explain(&p, &m)));
+        let [w, s] = checks(&p, &m);
+        lines.push(format!("{EXPLAIN_NOTE}{}; {}", w.line(), s.line()));
+        said_checks = vec![w, s];
     }
     // Column-family writes in this step: the cumulative counts now less
     // those at the previous step's end.
@@ -117,5 +127,9 @@ pub(super) fn notes(
     if !now.is_empty() {
         *cf_before = now;
     }
-    (extras, lines)
+    Said {
+        extras,
+        lines,
+        checks: said_checks,
+    }
 }

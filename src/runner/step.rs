@@ -166,7 +166,7 @@ pub(super) fn run_step(
     let stats = eng.stats().ok();
     let settings = eng.settings();
     let printed = notes.lines.len();
-    let (extras, lines) = predict::notes(
+    let said = predict::notes(
         &predict::Done {
             kind,
             settings: &settings,
@@ -180,10 +180,11 @@ pub(super) fn run_step(
         },
         &mut r.cf_before,
     );
-    notes.extras.extend(extras);
-    notes.lines.extend(lines);
+    notes.extras.extend(said.extras);
+    notes.lines.extend(said.lines);
     r.results
         .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
+    r.results.add_model_checks(step_id, &said.checks)?;
     r.results
         .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
     r.results
@@ -238,11 +239,15 @@ pub(super) fn run_step(
     for l in &notes.lines[..printed] {
         writeln!(out, "  {l}")?;
     }
-    if let Some(l) = notes.lines[printed..]
-        .iter()
-        .find(|l| l.starts_with(EXPLAIN_NOTE))
-    {
-        writeln!(out, "  {l}")?;
+    // The model's explanation only with -v: the closing report lists
+    // the steps where the model and the measurement differ by over 2×.
+    if cfg.verbose {
+        if let Some(l) = notes.lines[printed..]
+            .iter()
+            .find(|l| l.starts_with(EXPLAIN_NOTE))
+        {
+            writeln!(out, "  {l}")?;
+        }
     }
     Ok(match status {
         Status::Failed => {
