@@ -18,9 +18,10 @@ run: build
 
 # Skipped tests (a machine without root, loop devices or a browser) are
 # counted and named at the end; under CI=true a skip fails its test.
+# scripts/test.sh prints each test's time and the ten slowest at the end.
 test: deps lint
 	@rm -f target/test-skips.txt
-	$(CARGO) test --release
+	CARGO=$(CARGO) ./scripts/test.sh
 	@if [ -s target/test-skips.txt ]; then \
 	  echo "== $$(wc -l < target/test-skips.txt) test(s) skipped on this machine:"; \
 	  sed 's/^/   /' target/test-skips.txt; \
