@@ -8,7 +8,8 @@
 
 use std::io::Write as _;
 
-use crate::engine::options::{parse_sets, parse_size};
+use crate::engine::options::parse_sets;
+use crate::units::parse_size;
 use crate::workload::WorkloadKind;
 
 /// A scratch file for one input of the targets that read files, named by
@@ -99,7 +100,7 @@ pub fn units(data: &[u8]) -> Option<String> {
     // A line is refused when it is neither a size nor a duration.
     let mut last = None;
     for l in text.lines() {
-        if let (Err(e), Err(_)) = (parse_size(l), crate::plan::parse_secs(l)) {
+        if let (Err(e), Err(_)) = (parse_size(l), crate::units::parse_secs(l)) {
             last = Some(e);
         }
     }

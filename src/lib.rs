@@ -23,7 +23,9 @@ pub mod results;
 pub mod rng;
 pub mod runner;
 pub mod setup;
+pub mod signals;
 pub mod testing;
+pub mod units;
 pub mod workload;
 
 /// Bad input from the user (a flag, key, path or value): exit code 2, one

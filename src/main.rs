@@ -24,7 +24,7 @@ fn main() {
             if usage { 2 } else { 1 }
         }
     };
-    ampbench::driver::exit(code);
+    ampbench::signals::exit(code);
 }
 
 /// The error is a broken pipe and standard output is a pipe whose reader

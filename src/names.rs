@@ -84,6 +84,52 @@ crate::named! {
     }
 }
 
+// What producers and reports agree on by name: the extras and notes a
+// step stores.
+
+/// Equal slices of each step whose throughput is recorded (the insert
+/// benchmark's "rate in 10 time slices").
+pub const SLICES: usize = 10;
+
+/// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
+pub const SLICE_PREFIX: &str = "slice.";
+
+/// The extra holding a step's calls per second when a call counts as
+/// several operations.
+pub const CALLS_PER_SEC: &str = "calls_per_sec";
+
+/// Note prefixes of the model's lines (the text report shows them in its
+/// own section).
+pub const MODEL_NOTE: &str = "model ";
+/// See [`MODEL_NOTE`].
+pub const EXPLAIN_NOTE: &str = "explain: ";
+
+/// How an engine stores data: what the model predicts for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineStructure {
+    /// A log-structured merge tree with leveled compaction.
+    LeveledLsm,
+    /// A B-Tree updated in place (pages written back after changes).
+    UpdateInPlaceBTree,
+    /// A copy-on-write B-Tree (a changed page is written to a new place).
+    CopyOnWriteBTree,
+    /// Stores nothing.
+    None,
+}
+
+impl EngineStructure {
+    /// How it is shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineStructure::LeveledLsm => "leveled LSM",
+            EngineStructure::UpdateInPlaceBTree => "update-in-place B-Tree",
+            EngineStructure::CopyOnWriteBTree => "copy-on-write B-Tree",
+            EngineStructure::None => "none",
+        }
+    }
+}
+
 crate::named! {
     /// A figure the model predicts.
     pub enum ModelFigure: "model figure" {

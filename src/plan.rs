@@ -4,6 +4,8 @@
 //! lists every key with its default.
 
 use std::collections::BTreeMap;
+
+use crate::units::parse_secs;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -449,46 +451,6 @@ pub fn template() -> String {
     o
 }
 
-/// Parses a duration: seconds (`90`, `1.5`) or a number with a unit
-/// (`500ms`, `90s`, `30m`, `6h`); the error names the value.
-pub fn parse_secs(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .map(|v| v * scale)
-        .filter(|v| v.is_finite())
-        .ok_or_else(|| {
-            format!("'{s}': expected seconds or a number with ms, s, m or h (90s, 30m, 6h)")
-        })
-}
-
-/// A duration as a person writes it: `90s`, `30m`, `6h`, `1.5h`.
-pub fn show_secs(v: f64) -> String {
-    let trim = |x: f64| {
-        let t = format!("{x:.2}");
-        t.trim_end_matches('0').trim_end_matches('.').to_string()
-    };
-    if v >= 3600.0 && (v / 3600.0 * 100.0).fract() == 0.0 {
-        format!("{}h", trim(v / 3600.0))
-    } else if v >= 60.0 && (v / 60.0 * 100.0).fract() == 0.0 {
-        format!("{}m", trim(v / 60.0))
-    } else {
-        format!("{}s", trim(v))
-    }
-}
-
 /// A plan's duration: a number of seconds or a string with a unit.
 fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     #[derive(serde::Deserialize)]
@@ -502,31 +464,4 @@ fn secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error>
         Some(Secs::N(v)) => Some(v),
         Some(Secs::S(s)) => Some(parse_secs(&s).map_err(serde::de::Error::custom)?),
     })
-}
-
-#[cfg(test)]
-mod secs_tests {
-    use super::{parse_secs, show_secs};
-
-    #[test]
-    fn durations_take_units() {
-        assert_eq!(parse_secs("90"), Ok(90.0));
-        assert_eq!(parse_secs("1.5"), Ok(1.5));
-        assert_eq!(parse_secs("500ms"), Ok(0.5));
-        assert_eq!(parse_secs("90s"), Ok(90.0));
-        assert_eq!(parse_secs("30m"), Ok(1800.0));
-        assert_eq!(parse_secs("6h"), Ok(21600.0));
-        assert!(parse_secs("6d").unwrap_err().contains("'6d'"));
-        assert!(parse_secs("h").is_err());
-    }
-
-    #[test]
-    fn durations_show_with_their_unit() {
-        assert_eq!(show_secs(3600.0), "1h");
-        assert_eq!(show_secs(5400.0), "1.5h");
-        assert_eq!(show_secs(60.0), "1m");
-        assert_eq!(show_secs(90.0), "1.5m");
-        assert_eq!(show_secs(45.0), "45s");
-        assert_eq!(show_secs(0.5), "0.5s");
-    }
 }

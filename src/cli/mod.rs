@@ -16,8 +16,9 @@ use crate::results::{Results, read};
 use crate::runner;
 use crate::workload::WorkloadKind;
 
+pub use crate::units::MAX_SECS;
 use run::RunArgs;
-pub use run::{Bound, MAX_SECS, MAX_THREADS, check_args, check_plan};
+pub use run::{Bound, MAX_THREADS, check_args, check_plan};
 
 /// ampbench: benchmark storage engines for performance and efficiency
 /// (read, write and space amplification per operation).
@@ -113,7 +114,7 @@ pub fn main() -> Result<i32> {
             for (i, c) in cfgs.iter_mut().enumerate() {
                 c.origin = Some((after_run.clone(), i));
             }
-            crate::driver::catch_interrupts(Some(crate::runner::abort));
+            crate::signals::catch_interrupts(Some(crate::runner::abort));
             // `--allocator`: the run happens in a child with it preloaded.
             if let Some(a) = cfgs.first().map(|c| c.allocator) {
                 if let Some(code) = crate::setup::allocator::run_under(a)? {
@@ -142,7 +143,7 @@ pub fn main() -> Result<i32> {
                 let id = runner::run(cfg, &command, first, &mut out)?;
                 let results = Results::open_existing(&cfg.results)?;
                 views.push(read::load(&results, read::RunSel::Id(id))?);
-                if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                     break;
                 }
             }

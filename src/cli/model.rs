@@ -35,10 +35,10 @@ pub struct ModelArgs {
     levels: Option<u32>,
     /// Database size (e.g. 1TB), with --memtable: sets --levels to
     /// 1 + ceil(log_fanout(db / memtable)).
-    #[arg(long, value_parser = crate::engine::options::parse_size)]
+    #[arg(long, value_parser = crate::units::parse_size)]
     db_size: Option<u64>,
     /// Memtable size (e.g. 64MB), with --db-size.
-    #[arg(long, value_parser = crate::engine::options::parse_size)]
+    #[arg(long, value_parser = crate::units::parse_size)]
     memtable: Option<u64>,
     /// Size ratio between adjacent levels or runs per tier [default: 10].
     #[arg(long)]

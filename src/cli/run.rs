@@ -11,6 +11,7 @@ use crate::engine::{EngineKind, options};
 use crate::plan::Plan;
 use crate::runner::RunConfig;
 use crate::setup::storage::Fs;
+use crate::units::MAX_SECS;
 use crate::workload::WorkloadKind;
 
 mod storage;
@@ -51,7 +52,7 @@ pub(crate) struct RunArgs {
     /// How long a server may take to answer: every read and write of a
     /// client gives up after it, and a server that stops answering new
     /// connections for it is killed and its step failed [default: 600s].
-    #[arg(long, value_parser = crate::plan::parse_secs)]
+    #[arg(long, value_parser = crate::units::parse_secs)]
     server_timeout: Option<f64>,
     /// Let engine settings that name files or directories or load code
     /// through (MariaDB's init_file, log_error, plugin_load_add;
@@ -80,21 +81,21 @@ pub(crate) struct RunArgs {
     threads: Option<Vec<usize>>,
     /// Unrecorded warm-up before each timed step: seconds, or with a unit
     /// (500ms, 90s, 30m, 6h) [default: 1].
-    #[arg(long, value_parser = crate::plan::parse_secs)]
+    #[arg(long, value_parser = crate::units::parse_secs)]
     warmup: Option<f64>,
     /// Measured time of each timed step: seconds, or with a unit (90s,
     /// 30m, 6h) [default: 3].
-    #[arg(long, value_parser = crate::plan::parse_secs)]
+    #[arg(long, value_parser = crate::units::parse_secs)]
     duration: Option<f64>,
     /// Time between probe samples (figures per interval): seconds, or with
     /// a unit [default: 10].
-    #[arg(long, value_parser = crate::plan::parse_secs)]
+    #[arg(long, value_parser = crate::units::parse_secs)]
     interval: Option<f64>,
     /// Report every step as consecutive slices of this length, each with
     /// the full set of figures and a last-against-first line (e.g.
     /// --duration 6h --slice 1h); built from whole intervals, so
     /// --interval defaults to a sixth of it [default: no slices].
-    #[arg(long, value_parser = crate::plan::parse_secs)]
+    #[arg(long, value_parser = crate::units::parse_secs)]
     slice: Option<f64>,
     /// Fixed total arrival rate, ops/s; latency from the intended start [default: closed loop].
     #[arg(long)]
@@ -208,9 +209,6 @@ pub enum Bound {
     Io,
 }
 
-/// The longest any time setting may be: a year (a step is timed in
-/// nanoseconds, and nothing ampbench runs is longer).
-pub const MAX_SECS: f64 = 366.0 * 86400.0;
 /// The shortest probe interval: ten milliseconds (each interval samples
 /// /proc and writes a row).
 pub const MIN_INTERVAL: f64 = 0.01;
@@ -361,7 +359,7 @@ impl RunArgs {
         let mut sets = plan.set_strings();
         sets.extend(self.set.iter().cloned());
         let size = |flag: &str, s: &str| {
-            options::parse_size(s).map_err(|e| UsageError(format!("--{flag}: {e}")))
+            crate::units::parse_size(s).map_err(|e| UsageError(format!("--{flag}: {e}")))
         };
         let given_memory = match self.memory.as_deref().or(plan.memory.as_deref()) {
             Some(m) => {
@@ -555,7 +553,9 @@ fn corner(
         }
     };
     let cache_bytes = match (given_cache, memory) {
-        (Some(c), _) => options::parse_size(c).map_err(|e| UsageError(format!("--cache: {e}")))?,
+        (Some(c), _) => {
+            crate::units::parse_size(c).map_err(|e| UsageError(format!("--cache: {e}")))?
+        }
         (None, Some(m)) => (m / 4) >> 20 << 20,
         (None, None) => 256 << 20,
     };

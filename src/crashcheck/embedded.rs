@@ -212,7 +212,7 @@ fn pump(
 ) -> bool {
     while !done(ledger) {
         let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+        if left.is_zero() || crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
             return true;
         }
         match rx.recv_timeout(left.min(Duration::from_millis(100))) {
@@ -267,7 +267,7 @@ pub fn round(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+        if crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
             break;
         }
     }
@@ -293,7 +293,7 @@ pub fn round(
             ledger.apply(e);
         }
     }
-    if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+    if crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
         bail!("interrupted");
     }
     if !ready || !alive {

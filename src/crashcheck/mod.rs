@@ -172,9 +172,9 @@ impl CrashArgs {
             ))
             .into());
         }
-        let window = crate::plan::parse_secs(&self.window)
+        let window = crate::units::parse_secs(&self.window)
             .map_err(|e| UsageError(format!("--window: {e}")))?;
-        let max = crate::cli::MAX_SECS;
+        let max = crate::units::MAX_SECS;
         if !(0.0..=max).contains(&window) {
             return Err(UsageError(format!(
                 "--window {}: must be 0 to {max} seconds (366 days)",
@@ -186,7 +186,7 @@ impl CrashArgs {
         for (k, o) in &sets {
             engine::validate_options(*k, o)?;
         }
-        let cache = engine::options::parse_size(&self.cache)
+        let cache = crate::units::parse_size(&self.cache)
             .map_err(|e| UsageError(format!("--cache: {e}")))?;
         let power = power::Setup::from_args(
             self.power_cut,
@@ -282,7 +282,7 @@ pub fn check_args(args: CrashArgs) -> Result<()> {
 /// Runs the check; returns the exit code (0: nothing lost or wrong).
 pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let check = args.check()?;
-    crate::driver::catch_interrupts(None);
+    crate::signals::catch_interrupts(None);
     writeln!(
         out,
         "crashcheck: {} rounds per engine, {} writer threads, commits {}, kill within {:.2} s of the first commit, seed {}",
@@ -312,7 +312,7 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let mut rng = crate::rng::Rng::new(check.seed);
     let mut outcomes = Vec::new();
     for &kind in &check.engines {
-        if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+        if crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
             break;
         }
         // A fresh directory with a random name (0700): --dir may be a
@@ -353,7 +353,7 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
         };
         if let Err(e) = done {
             // A round cut by Ctrl-C is not a finding; the summary says so.
-            if !crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+            if !crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
                 o.error = Some(format!("{e:#}").replace('\n', " "));
             }
         }
@@ -363,7 +363,7 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
         line(out, &o, &check)?;
         outcomes.push(o);
     }
-    let interrupted = crate::driver::INTERRUPTED.load(Ordering::SeqCst);
+    let interrupted = crate::signals::INTERRUPTED.load(Ordering::SeqCst);
     let lost = |o: &Outcome| o.rounds.iter().map(|r| r.lost).sum::<u64>();
     let failed = outcomes
         .iter()
@@ -426,7 +426,7 @@ fn engine_rounds(
         d.settle()?;
     }
     for round in 1..=check.rounds {
-        if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+        if crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
             break;
         }
         let delay = check.window.mul_f64(rng.f64());

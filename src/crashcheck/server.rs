@@ -57,7 +57,7 @@ pub fn round(
         let wait = |ledger: &mut Ledger, until: Instant, done: &dyn Fn(&Ledger) -> bool| {
             while !done(ledger)
                 && Instant::now() < until
-                && !crate::driver::INTERRUPTED.load(Ordering::SeqCst)
+                && !crate::signals::INTERRUPTED.load(Ordering::SeqCst)
             {
                 if let Ok(ev) = rx.recv_timeout(Duration::from_millis(20)) {
                     ledger.apply(ev);
@@ -90,7 +90,7 @@ pub fn round(
     }
     crashed.context("killing the server")?;
     let dropped = dropped?;
-    if crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+    if crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
         bail!("interrupted");
     }
     if let Some(err) = ledger.errors.first() {

@@ -31,41 +31,7 @@ use crate::metrics::Latency;
 use crate::probe::{Probe, Sample};
 use thread::{Shared, Signals, Slot, Thread, merge_into};
 
-/// Set by the Ctrl-C handler: the running step's collector (which looks
-/// every 50 ms at most) stops its threads, and the step records what it
-/// measured.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Held while a second interrupt's handler cleans up (see
-/// [`catch_interrupts`]); [`exit`] waits for it.
-static EXITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Ends the process with `code`, unless a second interrupt's handler is
-/// cleaning up: then it waits, and the handler ends the process (130),
-/// so its cleanup is never cut short.
-pub fn exit(code: i32) -> ! {
-    let _held = EXITING.lock();
-    std::process::exit(code)
-}
-
-/// Makes Ctrl-C and SIGTERM set [`INTERRUPTED`]: work stops at its next
-/// look and cleanup runs to its end. A second signal calls `second`
-/// (None: it is ignored, as the first one's cleanup is then short and
-/// sure), for when waiting is no longer wanted: a run's [`second`] kills
-/// what it started, removes what it made and exits.
-///
-/// [`second`]: crate::runner::abort
-pub fn catch_interrupts(second: Option<fn()>) {
-    // Fails only when a handler is already set, which is then ours.
-    let _ = ctrlc::set_handler(move || {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            if let Some(f) = second {
-                let _held = EXITING.lock();
-                f();
-            }
-        }
-    });
-}
+use crate::signals::INTERRUPTED;
 
 /// What one operation did, as told by the worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

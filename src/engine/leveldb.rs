@@ -57,7 +57,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
         ("write_buffer_size".into(), "64MB".into()),
         (
             "cache_size".into(),
-            super::options::format_size(cache_bytes),
+            crate::units::format_size(cache_bytes),
         ),
         ("bloom_bits".into(), "10".into()),
         ("compression".into(), "snappy".into()),
@@ -76,7 +76,7 @@ fn parse(settings: &[(String, String)]) -> Result<Config> {
             .map_or("", |(_, v)| v.as_str())
     };
     let size = |k: &str| {
-        super::options::parse_size(get(k))
+        crate::units::parse_size(get(k))
             .map_err(|e| UsageError(format!("option 'leveldb.{k}': {e}")))
     };
     let int = |k: &str| {

@@ -83,7 +83,7 @@ fn parse(settings: &[(String, String)], tables: usize) -> Result<EnvConfig> {
         ))),
     };
     Ok(EnvConfig {
-        map_size: super::options::parse_size(get("map_size"))
+        map_size: crate::units::parse_size(get("map_size"))
             .map_err(|e| UsageError(format!("option 'lmdb.map_size': {e}")))?,
         max_readers: get("max_readers").parse().map_err(|_| {
             UsageError("option 'lmdb.max_readers': expected a whole number".into())

@@ -125,7 +125,7 @@ pub(super) fn is_myrocks(kind: EngineKind) -> bool {
 
 /// The default my.cnf settings of a profile.
 pub fn default_settings(myrocks: bool, cache_bytes: u64) -> Vec<(String, String)> {
-    let cache = super::options::format_size(cache_bytes);
+    let cache = crate::units::format_size(cache_bytes);
     let mut v: Vec<(String, String)> = vec![
         ("skip-log-bin".into(), String::new()),
         ("max_connections".into(), "500".into()),
@@ -589,7 +589,7 @@ impl Engine for MariaDb {
         let mut dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;
         while dirty > 0.0
             && t.elapsed() < Duration::from_secs(600)
-            && !crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+            && !crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
         {
             std::thread::sleep(Duration::from_millis(200));
             dirty = self.status(&mut c, "Innodb_buffer_pool_pages_dirty")?;

@@ -111,38 +111,6 @@ pub fn parse_sets(sets: &[String]) -> Result<BTreeMap<EngineKind, EngineOptions>
     Ok(out)
 }
 
-/// Parses a size: a number with an optional unit B, KB, MB, GB, TB (powers
-/// of 1024; `K`, `M`, `G`, `KiB`… accepted too).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 256MB)"))?;
-    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        "T" | "TB" | "TIB" => 1 << 40,
-        _ => return Err(format!("'{s}': unknown size unit '{unit}'")),
-    };
-    Ok((n * mult as f64) as u64)
-}
-
-/// Formats bytes as the largest whole unit (`256MB`), for engine configs.
-pub fn format_size(bytes: u64) -> String {
-    for (unit, m) in [("GB", 1u64 << 30), ("MB", 1 << 20), ("KB", 1 << 10)] {
-        if bytes >= m && bytes % m == 0 {
-            return format!("{}{unit}", bytes / m);
-        }
-    }
-    format!("{bytes}B")
-}
-
 /// The memtable budget of an LSM (RocksDB, MyRocks) under a memory
 /// limit: an eighth of it, between 4MB and RocksDB's default memtable,
 /// 64MB.
@@ -153,19 +121,6 @@ pub fn memtables(memory: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("256MB").unwrap(), 256 << 20);
-        assert_eq!(parse_size("1g").unwrap(), 1 << 30);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert_eq!(parse_size("1.5KB").unwrap(), 1536);
-        assert!(parse_size("12XB").is_err());
-        assert!(parse_size("MB").is_err());
-        assert_eq!(format_size(256 << 20), "256MB");
-        assert_eq!(format_size(1 << 30), "1GB");
-        assert_eq!(format_size(1000), "1000B");
-    }
 
     #[test]
     fn sets() {

@@ -60,7 +60,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
     vec![
         (
             "shared_buffers".into(),
-            super::options::format_size(cache_bytes),
+            crate::units::format_size(cache_bytes),
         ),
         ("max_connections".into(), "200".into()),
     ]

@@ -9,31 +9,7 @@ use serde::{Serialize, Serializer};
 use super::{Engine, EngineOptions, OpenSpec};
 use crate::UsageError;
 
-/// How an engine stores data: what the model predicts for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Structure {
-    /// A log-structured merge tree with leveled compaction.
-    LeveledLsm,
-    /// A B-Tree updated in place (pages written back after changes).
-    UpdateInPlaceBTree,
-    /// A copy-on-write B-Tree (a changed page is written to a new place).
-    CopyOnWriteBTree,
-    /// Stores nothing.
-    None,
-}
-
-impl Structure {
-    /// How it is shown.
-    pub fn name(self) -> &'static str {
-        match self {
-            Structure::LeveledLsm => "leveled LSM",
-            Structure::UpdateInPlaceBTree => "update-in-place B-Tree",
-            Structure::CopyOnWriteBTree => "copy-on-write B-Tree",
-            Structure::None => "none",
-        }
-    }
-}
+pub use crate::names::EngineStructure as Structure;
 
 /// One engine: its name and what it is, and the functions that describe,
 /// validate and open it.

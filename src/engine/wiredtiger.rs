@@ -65,7 +65,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = vec![
         (
             "cache_size".into(),
-            super::options::format_size(cache_bytes.max(1 << 20)),
+            crate::units::format_size(cache_bytes.max(1 << 20)),
         ),
         ("log".into(), "(enabled=true)".into()),
         ("checkpoint".into(), "(wait=60)".into()),
@@ -140,7 +140,7 @@ fn load_chunk(settings: &[(String, String)]) -> usize {
         .iter()
         .rev()
         .find(|(k, _)| k == "cache_size")
-        .and_then(|(_, v)| super::options::parse_size(v).ok())
+        .and_then(|(_, v)| crate::units::parse_size(v).ok())
         .unwrap_or(256 << 20);
     ((cache >> 16) as usize).clamp(64, 4096)
 }

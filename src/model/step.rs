@@ -10,7 +10,7 @@
 //! measured is named in [`StepModel::assumed`].
 
 use super::{Figure, Inputs, Structure, predict};
-use crate::engine::Structure as EngineStructure;
+use crate::names::EngineStructure;
 use crate::names::{ModelCheck, ModelFigure, Verdict};
 
 /// What a step knows that the model uses.
@@ -62,9 +62,7 @@ fn knobs(engine: &str) -> (&'static str, f64, f64) {
 
 fn setting(f: &Facts, key: &str) -> Option<f64> {
     let v = f.settings.iter().find(|(k, _)| k == key)?;
-    crate::engine::options::parse_size(&v.1)
-        .ok()
-        .map(|b| b as f64)
+    crate::units::parse_size(&v.1).ok().map(|b| b as f64)
 }
 
 /// Sums `prefix.L<n>.*` statistics per level n.

@@ -9,9 +9,9 @@ use std::fmt::Write;
 
 use super::text::cell;
 use crate::metrics::Metric;
+use crate::names::{EXPLAIN_NOTE, MODEL_NOTE};
 use crate::names::{ModelCheck, Verdict};
 use crate::results::{RunView, StepView};
-use crate::runner::{EXPLAIN_NOTE, MODEL_NOTE};
 
 fn extra(s: &StepView, name: &str) -> Option<f64> {
     s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)

@@ -55,7 +55,7 @@ pub fn render(run: &RunView) -> String {
         "\nper slice{} (--slice): each slice's own figures; last/first: the last full slice over the first",
         len.map_or(String::new(), |l| format!(
             " of {}",
-            crate::plan::show_secs(l)
+            crate::units::show_secs(l)
         ))
     );
     for s in with {

@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use super::text::cell;
 use crate::metrics::Metric;
+use crate::names::{SLICE_PREFIX, SLICES};
 use crate::results::{RunView, StepView};
-use crate::runner::{SLICE_PREFIX, SLICES};
 
 fn extra(s: &StepView, name: &str) -> Option<f64> {
     s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)

@@ -54,7 +54,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         find(run, e, st).and_then(|s| {
             s.extras
                 .iter()
-                .find(|(k, _)| k == crate::runner::CALLS_PER_SEC)
+                .find(|(k, _)| k == crate::names::CALLS_PER_SEC)
                 .map(|(_, v)| *v)
         })
     };
@@ -228,10 +228,10 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     // 5. Workload figures (links per node, consistency check, found rates…);
     // the slices, predictions and column-family writes have their own tables.
     let own = |k: &str| {
-        !k.starts_with(crate::runner::SLICE_PREFIX)
+        !k.starts_with(crate::names::SLICE_PREFIX)
             && !k.starts_with("pred_")
             && !k.starts_with("cf.")
-            && k != crate::runner::CALLS_PER_SEC
+            && k != crate::names::CALLS_PER_SEC
     };
     if run
         .steps

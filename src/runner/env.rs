@@ -93,7 +93,7 @@ pub(super) fn engine_options(
 
 /// The memory configuration as printed at start.
 pub(super) fn memory_line(cfg: &RunConfig) -> String {
-    let size = crate::engine::options::format_size;
+    let size = crate::units::format_size;
     match cfg.memory {
         None => format!(
             "memory: unlimited (cached configuration); engine cache {}{}",

@@ -234,7 +234,7 @@ impl Hosted {
     fn reply(&mut self, r: &mut Run<'_>, _mem: &EngineMem) -> Result<Option<Reply>> {
         let fd = self.replies.get_ref().as_raw_fd();
         loop {
-            if crate::driver::INTERRUPTED.load(Ordering::SeqCst) && !self.passed_on {
+            if crate::signals::INTERRUPTED.load(Ordering::SeqCst) && !self.passed_on {
                 // SAFETY: signals our own child.
                 unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
                 self.passed_on = true;
@@ -313,7 +313,7 @@ impl Hosted {
             _ if self.killed_for.is_some() => self.killed_for.take().unwrap_or_default(),
             (true, Some(limit), _) => format!(
                 "killed at the memory limit: the kernel's out-of-memory killer ended {kind}'s process at the --memory limit of {}; give more --memory or a smaller --cache",
-                crate::engine::options::format_size(limit)
+                crate::units::format_size(limit)
             ),
             (_, _, Some(sig)) => format!("{kind}'s process was ended by signal {sig}"),
             _ => format!("{kind}'s process ended ({st}) in the middle of its work"),
@@ -403,7 +403,7 @@ pub fn main(a: HostArgs) -> Result<i32> {
             "the engine host read another configuration than ampbench checked (was the plan file changed during the run?)"
         );
     }
-    crate::driver::catch_interrupts(Some(crate::runner::abort));
+    crate::signals::catch_interrupts(Some(crate::runner::abort));
     crate::setup::cgroup::harness_memory();
     let kind = EngineKind::parse(&a.engine)?;
     let setting: Vec<(String, String)> = a

@@ -14,14 +14,13 @@ mod slicer;
 mod step;
 pub mod sweep;
 
+pub use crate::names::{CALLS_PER_SEC, EXPLAIN_NOTE, MODEL_NOTE, SLICE_PREFIX, SLICES};
 use env::{
     EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, throttle_to,
 };
 pub use env::{machine_facts, step_ctx};
-pub use predict::{EXPLAIN_NOTE, MODEL_NOTE};
 pub use slicer::{Slice, Slicer};
 use step::run_step;
-pub use step::{CALLS_PER_SEC, SLICE_PREFIX, SLICES};
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -6,14 +6,8 @@
 use crate::engine::EngineStats;
 use crate::metrics::{Figure, Metric};
 use crate::model::step::{Facts, Measured, checks, predict_step};
-use crate::names::ModelCheck;
+use crate::names::{EXPLAIN_NOTE, MODEL_NOTE, ModelCheck};
 use crate::workload::{Step, Workload};
-
-/// Note prefixes of the model's lines (the text report shows them in its
-/// own section).
-pub const MODEL_NOTE: &str = "model ";
-/// See [`MODEL_NOTE`].
-pub const EXPLAIN_NOTE: &str = "explain: ";
 
 /// What a finished step hands to [`notes`].
 pub(super) struct Done<'a> {

@@ -88,7 +88,7 @@ impl StepSink for Sink<'_> {
         (oom_kills(cg)? > before).then(|| {
             format!(
                 "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
-                crate::engine::options::format_size(limit)
+                crate::units::format_size(limit)
             )
         })
     }

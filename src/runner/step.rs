@@ -11,20 +11,10 @@ use crate::driver::{self, StepSink};
 use crate::engine::Engine;
 use crate::metrics::{self, Metric, WorkDone};
 use crate::names::Status;
+use crate::names::{CALLS_PER_SEC, SLICE_PREFIX, SLICES};
 use crate::probe::Probe;
 use crate::setup::oom::oom_kills;
 use crate::workload::{Step, Workload};
-
-/// Equal slices of each step whose throughput is recorded (the insert
-/// benchmark's "rate in 10 time slices").
-pub const SLICES: usize = 10;
-
-/// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
-pub const SLICE_PREFIX: &str = "slice.";
-
-/// The extra holding a step's calls per second when a call counts as
-/// several operations.
-pub const CALLS_PER_SEC: &str = "calls_per_sec";
 
 /// One step: planned by the workload, driven, its figures, notes, latencies
 /// and engine statistics recorded, settled after a load with `--settle`,

@@ -129,7 +129,7 @@ pub fn run_under(a: Allocator) -> Result<Option<i32>> {
         if let Some(st) = child.try_wait()? {
             return Ok(Some(st.code().unwrap_or(1)));
         }
-        if !forwarded && crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        if !forwarded && crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
             forwarded = true;
             // SAFETY: kill(2) on our own child's pid, which try_wait has
             // not reaped yet, so the pid is still ours.

@@ -6,7 +6,6 @@ use anyhow::Result;
 
 use super::RunArgs;
 use crate::UsageError;
-use crate::engine::options;
 use crate::plan::Plan;
 use crate::setup::devmodel::{self, Params, Service};
 use crate::setup::storage::{Caps, StorageClass, parse_pair};
@@ -87,7 +86,7 @@ impl RunArgs {
         let (class, caps) = sweep[0];
         let size = match self.device_size.as_deref().or(plan.device_size.as_deref()) {
             Some(s) => {
-                let b = options::parse_size(s)
+                let b = crate::units::parse_size(s)
                     .map_err(|e| UsageError(format!("--device-size: {e}")))?;
                 if b < 32 << 20 {
                     return Err(UsageError(format!("--device-size {s}: at least 32MB")).into());

@@ -261,7 +261,7 @@ impl Engine for RocksDb {
                     limit.as_secs()
                 );
             }
-            if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                 bail!("rocksdb: settling interrupted");
             }
             std::thread::sleep(Duration::from_millis(100));

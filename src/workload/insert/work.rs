@@ -75,7 +75,7 @@ impl DeleteQueue {
                 self.cv.notify_all();
                 return Some(d);
             }
-            if p.closed || crate::driver::INTERRUPTED.load(Ordering::SeqCst) {
+            if p.closed || crate::signals::INTERRUPTED.load(Ordering::SeqCst) {
                 return None;
             }
             p = self

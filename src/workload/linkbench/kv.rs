@@ -588,7 +588,7 @@ fn scan_all(
     const CHUNK: usize = 1 << 16;
     let mut last: Option<Vec<u8>> = None;
     loop {
-        if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(anyhow!("linkbench: the consistency check was interrupted"));
         }
         let range = match &last {

@@ -444,7 +444,7 @@ impl LinkStore for SqlLinks {
     fn check(&mut self) -> Result<Check> {
         let c = &mut self.c.ac;
         let interrupted = || {
-            if crate::driver::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                 return Err(anyhow::anyhow!(
                     "linkbench: the consistency check was interrupted"
                 ));
