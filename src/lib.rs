@@ -22,6 +22,7 @@ pub mod report;
 pub mod results;
 pub mod rng;
 pub mod runner;
+pub mod seedspec;
 pub mod setup;
 pub mod signals;
 pub mod testing;

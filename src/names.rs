@@ -130,6 +130,37 @@ impl EngineStructure {
     }
 }
 
+/// Cached or IO-bound (`--bound`, a plan's `bound`): the corner a run
+/// measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    /// No memory limit: the data fits in memory.
+    Cache,
+    /// A memory limit well below the data.
+    Io,
+}
+
+/// What a workload says after a step.
+#[derive(Clone, Debug, Default)]
+pub struct StepNotes {
+    /// Named figures, stored with the step.
+    pub extras: Vec<(String, f64)>,
+    /// Lines for the run's output.
+    pub lines: Vec<String>,
+}
+
+/// An engine's own counters, as it reports them.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct EngineStats {
+    /// Numeric counters, by the engine's own names (e.g. RocksDB tickers,
+    /// WiredTiger statistics descriptions) or ours where parsed from text
+    /// (`compaction.w_amp.L1.default`).
+    pub values: Vec<(String, f64)>,
+    /// Text reports (e.g. RocksDB `rocksdb.stats`).
+    pub texts: Vec<(String, String)>,
+}
+
 crate::named! {
     /// A figure the model predicts.
     pub enum ModelFigure: "model figure" {

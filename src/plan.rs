@@ -26,14 +26,14 @@ pub enum Threads {
 #[serde(untagged)]
 pub enum Bounds {
     /// One corner.
-    One(crate::cli::Bound),
+    One(crate::names::Bound),
     /// Several, one run each.
-    Many(Vec<crate::cli::Bound>),
+    Many(Vec<crate::names::Bound>),
 }
 
 impl Bounds {
     /// The corners as a list.
-    pub fn into_vec(self) -> Vec<crate::cli::Bound> {
+    pub fn into_vec(self) -> Vec<crate::names::Bound> {
         match self {
             Bounds::One(b) => vec![b],
             Bounds::Many(v) => v,
@@ -172,7 +172,7 @@ pub struct Plan {
     pub reuse: Option<bool>,
     /// The seed post this plan reproduces (`[post]`): its published
     /// figures and the comparisons it draws (`plans/seeds/`).
-    pub post: Option<crate::report::seed::SeedSpec>,
+    pub post: Option<crate::seedspec::SeedSpec>,
     /// Workload parameters.
     #[serde(default)]
     pub params: BTreeMap<String, toml::Value>,

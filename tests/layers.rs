@@ -14,6 +14,7 @@ const CORE: &[&str] = &[
     "names",
     "named",
     "rng",
+    "seedspec",
     "signals",
     "testing",
     "units",
@@ -24,6 +25,7 @@ const CORE: &[&str] = &[
 const ALLOWED: &[(&str, &[&str])] = &[
     ("names", &[]),
     ("rng", &[]),
+    ("seedspec", &[]),
     ("signals", &[]),
     ("units", &[]),
     ("testing", &[]),
@@ -96,15 +98,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// and goes when its type moves down (to a core of vocabulary) or its
 /// code moves up (e.g. doctor to cli, server lifecycle to engine/).
 const KNOWN: &[&str] = &[
+    // The server engines start their servers with setup::server, which
+    // moves to engine/server/ once its process registry (register,
+    // kill_registered) sits in the core.
     "engine -> setup",
-    "plan -> cli",
-    "plan -> report",
-    "results -> engine",
-    "results -> runner",
-    "results -> workload",
-    "runner -> cli",
-    "runner -> report",
-    "setup -> engine",
 ];
 
 fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

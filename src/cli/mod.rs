@@ -1,6 +1,7 @@
 //! The command line: parsed first into validated plain data, then handed to
 //! the runner, the report or the doctor.
 
+pub mod doctor;
 mod model;
 mod run;
 
@@ -98,6 +99,24 @@ pub(crate) struct DoctorArgs {
     /// while the run may still be a zombie its parent has not reaped).
     #[arg(long, requires = "cleanup", hide = true)]
     dead: Option<u32>,
+}
+
+/// The engine host's configuration: the parent's command line
+/// (`HostArgs::args`), parsed as the parent parsed it, at its corner.
+fn host_config(a: &crate::runner::host::HostArgs) -> Result<crate::runner::RunConfig> {
+    let argv = ["ampbench".to_string(), "run".into()]
+        .into_iter()
+        .chain(a.args.iter().cloned())
+        .chain(["--host".to_string()]);
+    let cli = Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Cmd::Run(args) = cli.cmd else {
+        anyhow::bail!("the engine host runs a run");
+    };
+    let mut cfgs = (*args).into_configs()?;
+    if a.corner >= cfgs.len() {
+        anyhow::bail!("no corner {} in the command line", a.corner);
+    }
+    Ok(cfgs.swap_remove(a.corner))
 }
 
 /// Runs the command line; returns the process exit code.
@@ -208,7 +227,10 @@ pub fn main() -> Result<i32> {
         }
         Cmd::Crashcheck(a) => crate::crashcheck::run(a, &mut out),
         Cmd::CrashcheckChild(a) => crate::crashcheck::child(a),
-        Cmd::EngineHost(a) => crate::runner::host::main(a),
+        Cmd::EngineHost(a) => {
+            let cfg = host_config(&a)?;
+            crate::runner::host::main(a, &cfg)
+        }
         Cmd::DeviceModel(a) => crate::setup::devmodel::server::main(a),
         Cmd::List => {
             write!(out, "{}", list())?;
@@ -239,7 +261,7 @@ pub fn main() -> Result<i32> {
         }
         Cmd::Doctor(a) => {
             let dir = a.dir.unwrap_or_else(std::env::temp_dir);
-            let (text, any) = crate::setup::doctor::report(&dir);
+            let (text, any) = doctor::report(&dir);
             write!(out, "{text}")?;
             Ok(if any { 0 } else { 1 })
         }

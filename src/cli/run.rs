@@ -195,18 +195,19 @@ pub(crate) struct RunArgs {
     /// both, one run each, and reports them side by side (`cache:rocksdb`,
     /// `io:rocksdb`) [default: cache, or io when --memory is given; `ampbench
     /// run` with no plan, workload or engine runs plans/default.toml].
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = bound_arg, value_delimiter = ',')]
     bound: Option<Vec<Bound>>,
 }
 
-/// Cached or IO-bound (`--bound`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bound {
-    /// No memory limit: the data fits in memory.
-    Cache,
-    /// A memory limit well below the data.
-    Io,
+pub use crate::names::Bound;
+
+/// `--bound cache|io`.
+fn bound_arg(s: &str) -> Result<Bound, String> {
+    match s {
+        "cache" => Ok(Bound::Cache),
+        "io" => Ok(Bound::Io),
+        _ => Err(format!("'{s}': expected cache or io")),
+    }
 }
 
 /// The shortest probe interval: ten milliseconds (each interval samples
@@ -355,7 +356,7 @@ impl RunArgs {
         if let Some(s) = &plan.post {
             s.check().map_err(UsageError)?;
         }
-        let post_scale = crate::report::seed::scale(plan.post.as_ref(), &mut params)?;
+        let post_scale = crate::seedspec::scale(plan.post.as_ref(), &mut params)?;
         let mut sets = plan.set_strings();
         sets.extend(self.set.iter().cloned());
         let size = |flag: &str, s: &str| {

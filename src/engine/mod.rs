@@ -160,16 +160,7 @@ impl<'a> EngineRef<'a> {
     }
 }
 
-/// An engine's own counters, as it reports them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct EngineStats {
-    /// Numeric counters, by the engine's own names (e.g. RocksDB tickers,
-    /// WiredTiger statistics descriptions) or ours where parsed from text
-    /// (`compaction.w_amp.L1.default`).
-    pub values: Vec<(String, f64)>,
-    /// Text reports (e.g. RocksDB `rocksdb.stats`).
-    pub texts: Vec<(String, String)>,
-}
+pub use crate::names::EngineStats;
 
 /// Everything an engine needs to open.
 #[derive(Clone, Debug)]

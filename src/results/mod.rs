@@ -13,8 +13,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, params};
 
-use crate::engine::EngineStats;
 use crate::metrics::{Figure, Latency, Metric};
+use crate::names::EngineStats;
 use crate::names::Status;
 use crate::probe::Sample;
 
@@ -65,6 +65,21 @@ CREATE TABLE IF NOT EXISTS step_notes (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, line TEXT NOT NULL,
   PRIMARY KEY (step_id, idx));
 ";
+
+/// One closed slice, ready to record.
+#[derive(Clone, Debug)]
+pub struct Slice {
+    /// 0-based index.
+    pub idx: usize,
+    /// Start and end, seconds into the measured phase.
+    pub t: (f64, f64),
+    /// Foreground operations, background operations, user bytes written.
+    pub counts: (u64, u64, u64),
+    /// True for a last slice shorter than nine tenths of the duration.
+    pub partial: bool,
+    /// Its figures.
+    pub figures: Vec<(Metric, Figure)>,
+}
 
 /// `interval_idx` used for whole-step rows.
 pub const WHOLE_STEP: i64 = -1;
@@ -372,7 +387,7 @@ impl Results {
     }
 
     /// Records one `--slice` slice with its figures, in one transaction.
-    pub fn add_slice(&mut self, step: i64, s: &crate::runner::Slice) -> Result<()> {
+    pub fn add_slice(&mut self, step: i64, s: &Slice) -> Result<()> {
         let tx = self.c.transaction()?;
         let (ops, bg, written) = s.counts;
         tx.execute(
@@ -423,7 +438,7 @@ impl Results {
         &mut self,
         step: i64,
         figures: &[(Metric, Figure)],
-        notes: &crate::workload::StepNotes,
+        notes: &crate::names::StepNotes,
         samples: (&Sample, &Sample),
     ) -> Result<()> {
         let tx = self.c.transaction()?;

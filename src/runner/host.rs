@@ -39,7 +39,7 @@ use crate::setup::storage::StorageClass;
 pub struct HostArgs {
     /// Which configuration of the command line (a corner).
     #[arg(long)]
-    corner: usize,
+    pub corner: usize,
     /// The engine.
     #[arg(long)]
     engine: String,
@@ -69,7 +69,7 @@ pub struct HostArgs {
     fingerprint: String,
     /// The parent's command line after `run`.
     #[arg(last = true)]
-    args: Vec<String>,
+    pub args: Vec<String>,
 }
 
 /// A digest of a configuration as recorded (SHA-1 of its JSON): the host
@@ -382,22 +382,10 @@ impl EngineSide for Hosted {
     }
 }
 
-/// The host: opens the engine as the parent's command line configures
-/// it, then runs the steps it is asked for, one reply each.
-pub fn main(a: HostArgs) -> Result<i32> {
-    use clap::Parser;
-    let argv = ["ampbench".to_string(), "run".into()]
-        .into_iter()
-        .chain(a.args.iter().cloned())
-        .chain(["--host".to_string()]);
-    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| anyhow!("{e}"))?;
-    let crate::cli::Cmd::Run(args) = cli.cmd else {
-        bail!("the engine host runs a run");
-    };
-    let cfgs = (*args).into_configs()?;
-    let cfg = cfgs
-        .get(a.corner)
-        .ok_or_else(|| anyhow!("no corner {} in the command line", a.corner))?;
+/// The host: opens the engine as `cfg` (the parent's command line,
+/// parsed again by the cli: [`HostArgs::args`]) configures it, then runs
+/// the steps it is asked for, one reply each.
+pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
     if fingerprint(cfg) != a.fingerprint {
         bail!(
             "the engine host read another configuration than ampbench checked (was the plan file changed during the run?)"

@@ -42,7 +42,7 @@ pub struct RunConfig {
     /// The seed post the plan reproduces (`[post]`), reported beside the
     /// run's figures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub post: Option<crate::report::seed::SeedSpec>,
+    pub post: Option<crate::seedspec::SeedSpec>,
     /// `-p scale=X` of a seed plan: the factor its size parameters were
     /// multiplied by.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,7 +112,7 @@ pub struct RunConfig {
     /// the IO-bound configuration. None: unlimited (cached).
     pub memory: Option<u64>,
     /// Which corner ran: `io` when a memory limit applied, else `cache`.
-    pub bound: crate::cli::Bound,
+    pub bound: crate::names::Bound,
     /// With `--bound io` and no `--memory`: the logical bytes the load
     /// writes, a quarter of which is the limit.
     #[serde(default)]

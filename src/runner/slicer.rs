@@ -7,23 +7,10 @@
 //! figures are exactly those of its intervals taken together.
 
 use crate::driver::IntervalRecord;
-use crate::metrics::{self, Figure, Metric, WorkDone};
+use crate::metrics::{self, WorkDone};
 use crate::probe::Sample;
 
-/// One closed slice, ready to record.
-#[derive(Clone, Debug)]
-pub struct Slice {
-    /// 0-based index.
-    pub idx: usize,
-    /// Start and end, seconds into the measured phase.
-    pub t: (f64, f64),
-    /// Foreground operations, background operations, user bytes written.
-    pub counts: (u64, u64, u64),
-    /// True for a last slice shorter than nine tenths of the duration.
-    pub partial: bool,
-    /// Its figures.
-    pub figures: Vec<(Metric, Figure)>,
-}
+pub use crate::results::Slice;
 
 /// Groups intervals into slices of `len` seconds.
 pub struct Slicer {
@@ -98,6 +85,7 @@ impl Slicer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Metric;
 
     fn rec(idx: usize, t0: f64, t1: f64, ops: u64) -> IntervalRecord {
         IntervalRecord {

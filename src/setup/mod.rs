@@ -1,12 +1,11 @@
 //! What changes or inspects the machine for a run, and always undoes it:
 //! a dedicated, throttled device ([`storage`]), a memory cgroup
 //! ([`cgroup`]), the class probe ([`ioprobe`]), dropping caches, local
-//! servers ([`server`]) and `doctor`'s checks.
+//! servers ([`server`]); `doctor` (in cli) reports on them.
 
 pub mod allocator;
 pub mod cgroup;
 pub mod devmodel;
-pub mod doctor;
 pub mod ioprobe;
 pub mod mounts;
 pub mod oom;

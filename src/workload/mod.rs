@@ -120,14 +120,7 @@ pub trait Workload: Send + Sync {
     }
 }
 
-/// What a workload says after a step.
-#[derive(Clone, Debug, Default)]
-pub struct StepNotes {
-    /// Named figures, stored with the step.
-    pub extras: Vec<(String, f64)>,
-    /// Lines for the run's output.
-    pub lines: Vec<String>,
-}
+pub use crate::names::StepNotes;
 
 /// The workloads, by command-line name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -71,7 +71,7 @@ pub fn cgroups() -> String {
 
 /// Whether a memory cgroup with a limit can be made (made and removed).
 pub fn memory_limit() -> String {
-    match super::cgroup::MemCgroup::create("doctor", Some(64 << 20)) {
+    match crate::setup::cgroup::MemCgroup::create("doctor", Some(64 << 20)) {
         Ok(mut c) => {
             let v = c.version();
             match c.remove() {
@@ -85,10 +85,10 @@ pub fn memory_limit() -> String {
 
 /// Whether a dedicated loop device can be made, and how it is throttled.
 pub fn dedicated(dir: &Path) -> String {
-    use super::storage::{Caps, Device, Fs};
+    use crate::setup::storage::{Caps, Device, Fs};
     let made = Device::create(dir, 64 << 20, Fs::Ext4, None).and_then(|mut d| {
-        let how = match super::cgroup::version() {
-            Some(super::cgroup::Version::V2) => {
+        let how = match crate::setup::cgroup::version() {
+            Some(crate::setup::cgroup::Version::V2) => {
                 "throttled by io.max in the engine's cgroup (cgroup v2)".to_string()
             }
             _ => {
