@@ -25,6 +25,7 @@ pub mod runner;
 pub mod seedspec;
 pub mod setup;
 pub mod signals;
+pub mod sys;
 pub mod testing;
 pub mod units;
 pub mod workload;

@@ -196,7 +196,7 @@ fn recover(check: &Check, kind: EngineKind, dir: &Path, round: u32) -> Result<Re
         };
         bail!(
             "reopening after the kill: the engine {how}: {}",
-            crate::setup::server::tail(&log, 2).replace('\n', " ")
+            crate::engine::server::tail(&log, 2).replace('\n', " ")
         );
     }
     serde_json::from_slice(&out.stdout).context("reading the recovering process's report")
@@ -299,7 +299,7 @@ pub fn round(
     if !ready || !alive {
         bail!(
             "the writer process ended before the kill ({status}): {}",
-            crate::setup::server::tail(&log, 3)
+            crate::engine::server::tail(&log, 3)
         );
     }
     if let Some(e) = ledger.errors.first() {

@@ -2,7 +2,7 @@
 //!
 //! The server gets a fresh data directory (`mariadb-install-db`), a
 //! my.cnf in the engine's directory, a free port on 127.0.0.1 and a unix
-//! socket, and runs as a managed child (see `setup::server`). MyRocks is
+//! socket, and runs as a managed child (see `engine::server`). MyRocks is
 //! loaded at start-up (`plugin-load-add=ha_rocksdb.so`); loading it at run
 //! time aborts this server build. Workers connect over TCP as `bench`.
 //!
@@ -39,7 +39,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{
+use crate::engine::server::{
     Server, ServerProcess, errors_or_tail, errors_or_tail_from, free_port, join_cgroup, managed,
     tail, user_ids,
 };
@@ -220,9 +220,9 @@ impl MariaDb {
         // The directory and all below are the server's user's, and only
         // its (0700): socket, configuration and data.
         if let Some((uid, gid)) = owner {
-            crate::setup::server::chown_tree(&root, uid, gid)?;
+            crate::engine::server::chown_tree(&root, uid, gid)?;
         }
-        crate::setup::server::private_dir(&root)?;
+        crate::engine::server::private_dir(&root)?;
         let mut install = Command::new("mariadb-install-db");
         install
             .args([
@@ -308,7 +308,7 @@ impl MariaDb {
         }
         if let Some((uid, gid)) = owner {
             // The server reads it as its user, and writes its logs beside.
-            crate::setup::server::chown_tree(&root, uid, gid)?;
+            crate::engine::server::chown_tree(&root, uid, gid)?;
             if let Some(procs) = &spec.cgroup {
                 // It joins the memory group itself, as its user.
                 std::os::unix::fs::chown(procs, Some(uid), Some(gid))
@@ -354,7 +354,7 @@ impl MariaDb {
         // `mysql` schema through which it could grant itself more. The
         // socket account install-db makes for the server's system user
         // goes.
-        let password = crate::setup::server::random_password()?;
+        let password = crate::engine::server::random_password()?;
         let mut sql = String::from("CREATE DATABASE ampbench; DROP USER IF EXISTS 'mysql'@'localhost'");
         for host in ["127.0.0.1", "localhost"] {
             sql.push_str(&format!(

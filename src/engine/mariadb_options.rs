@@ -15,7 +15,7 @@ use super::{EngineKind, EngineOptions};
 /// server checks the values.
 pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
     for (k, v) in &options.pairs {
-        crate::setup::server::check_setting(kind.name(), k, v, &SETTINGS)?;
+        crate::engine::server::check_setting(kind.name(), k, v, &SETTINGS)?;
         let routed = is_myrocks(kind)
             && (k == "default_cf_options" || super::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
         if let Some(known) = known_options() {
@@ -77,7 +77,7 @@ fn known_options() -> Option<&'static std::collections::HashSet<String>> {
 }
 
 /// my.cnf keys: letters, digits, `_` and `-`.
-const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {
+const SETTINGS: crate::engine::server::Settings = crate::engine::server::Settings {
     extra: '-',
     noun: "a my.cnf setting",
 };

@@ -30,6 +30,7 @@ pub mod options;
 pub mod registry;
 pub mod rocks_log;
 pub mod scan;
+pub mod server;
 pub mod sql;
 
 pub use kv::{
@@ -190,7 +191,7 @@ pub struct OpenSpec {
     /// How long a server may take to answer (`--server-timeout`): every
     /// read and write of its clients, and a new connection, give up
     /// after it; a server that stops answering is then killed (see
-    /// `setup::server::Server::watch`). None: wait as long as it takes.
+    /// `engine::server::Server::watch`). None: wait as long as it takes.
     pub timeout: Option<std::time::Duration>,
 }
 

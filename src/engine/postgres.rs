@@ -28,7 +28,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::setup::server::{
+use crate::engine::server::{
     Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids,
 };
 
@@ -69,7 +69,7 @@ pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
 /// Checks option keys are configuration words (the server checks the rest).
 pub fn validate(_kind: EngineKind, options: &EngineOptions) -> Result<()> {
     for (k, v) in &options.pairs {
-        crate::setup::server::check_setting("postgres", k, v, &SETTINGS)?;
+        crate::engine::server::check_setting("postgres", k, v, &SETTINGS)?;
     }
     Ok(())
 }
@@ -123,14 +123,14 @@ impl Postgres {
             .context("make deps installs postgresql, which creates the 'postgres' user")?;
         let bin = bin_dir()?;
         let root = spec.dir.clone();
-        crate::setup::server::chown_tree(&root, uid, gid)?;
-        crate::setup::server::private_dir(&root)?;
+        crate::engine::server::chown_tree(&root, uid, gid)?;
+        crate::engine::server::private_dir(&root)?;
         let datadir = root.join("data");
         let log = root.join("initdb.log");
         // Passwords made for this server, SCRAM on TCP and on the socket:
         // no local user gets in without one (`--auth=trust` would admit
         // every user of the machine over 127.0.0.1).
-        let password = crate::setup::server::random_password()?;
+        let password = crate::engine::server::random_password()?;
         let pwfile = root.join("pwfile");
         std::fs::write(&pwfile, format!("{password}\n"))
             .with_context(|| format!("cannot write {}", pwfile.display()))?;
@@ -164,7 +164,7 @@ impl Postgres {
                     "archive_command",
                     format!(
                         "cp %p {}/%f",
-                        crate::setup::server::shell_quote(&archive.display().to_string())
+                        crate::engine::server::shell_quote(&archive.display().to_string())
                     ),
                 ),
             ] {
@@ -491,7 +491,7 @@ impl Engine for Postgres {
 const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
 /// Server setting keys (`auto_explain.log_min_duration` has a dot).
-const SETTINGS: crate::setup::server::Settings = crate::setup::server::Settings {
+const SETTINGS: crate::engine::server::Settings = crate::engine::server::Settings {
     extra: '.',
     noun: "a server setting",
 };

@@ -153,5 +153,5 @@ pub trait SqlEngine: Engine {
     /// A new connection to the benchmark database, for one thread.
     fn connect(&self) -> Result<Box<dyn SqlConn>>;
     /// The server's process, which `crashcheck` kills and starts again.
-    fn server(&self) -> &crate::setup::server::Server;
+    fn server(&self) -> &crate::engine::server::Server;
 }

@@ -194,14 +194,14 @@ impl Hosted {
                 {
                     return Err(std::io::Error::last_os_error());
                 }
-                crate::setup::server::enter_cgroup(&procs)
+                crate::engine::server::enter_cgroup(&procs)
             });
         }
         let oom_before = oom_kills(cg).unwrap_or(0);
         out.flush()?;
         let mut child = cmd.spawn().context("cannot start the engine host")?;
         drop(wr);
-        crate::setup::server::register(child.id());
+        crate::engine::server::register(child.id());
         let asks = child
             .stdin
             .take()
@@ -218,7 +218,7 @@ impl Hosted {
         match h.reply(r, mem)? {
             Some(rep) if rep.opened => Ok(Some(h)),
             Some(_) => {
-                crate::setup::server::unregister(h.child.id());
+                crate::engine::server::unregister(h.child.id());
                 let _ = h.child.wait();
                 Ok(None)
             }
@@ -301,7 +301,7 @@ impl Hosted {
         out: &mut dyn Write,
     ) -> Result<After> {
         // Forgotten before it is reaped: its pid may be reused after.
-        crate::setup::server::unregister(self.child.id());
+        crate::engine::server::unregister(self.child.id());
         let st = self.child.wait().context("waiting for the engine host")?;
         let kind = self.kind;
         let oom = mem
@@ -376,7 +376,7 @@ impl EngineSide for Hosted {
             None
         };
         drop(self.asks);
-        crate::setup::server::unregister(self.child.id());
+        crate::engine::server::unregister(self.child.id());
         let _ = self.child.wait();
         Ok(life)
     }

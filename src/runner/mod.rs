@@ -302,7 +302,7 @@ fn note_dir(dir: Option<&std::path::Path>) {
 /// server that stopped answering, before its --server-timeout).
 pub fn abort() {
     eprintln!("ampbench: second interrupt: stopping what this run started, cleaning up, exiting");
-    crate::setup::server::kill_registered();
+    crate::engine::server::kill_registered();
     let current = CURRENT.lock().ok().and_then(|mut c| c.take());
     if let Some(c) = current {
         if let Err(e) = Results::open(&c.results).and_then(|r| r.interrupt_run(c.id)) {
@@ -384,7 +384,7 @@ fn begin<'c>(
     // said now, not as initdb's "Permission denied".
     for e in &cfg.engines {
         if let Some(user) = e.def().run_as {
-            setup::server::check_reachable(user, e.name(), &cfg.dir)?;
+            engine::server::check_reachable(user, e.name(), &cfg.dir)?;
         }
     }
     // A device in a directory others could rename things in: said now.

@@ -66,10 +66,7 @@ pub fn harness_memory() {
     }
 }
 
-/// glibc malloc arenas a run uses: one per CPU, at least 2.
-pub fn arenas() -> i32 {
-    std::thread::available_parallelism().map_or(2, |n| n.get().max(2)) as i32
-}
+pub use crate::sys::arenas;
 
 /// This process's cgroup directory for a v1 controller (`memory`,
 /// `blkio`), or for v2 when `controller` is None.
@@ -180,7 +177,7 @@ impl MemCgroup {
     }
 
     /// The file a process writes `0` to in order to join (see
-    /// [`crate::setup::server::join_cgroup`]).
+    /// [`crate::engine::server::join_cgroup`]).
     pub fn procs_file(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
     }

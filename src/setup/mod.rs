@@ -9,7 +9,6 @@ pub mod devmodel;
 pub mod ioprobe;
 pub mod mounts;
 pub mod oom;
-pub mod server;
 pub mod storage;
 
 use std::path::{Path, PathBuf};

@@ -288,7 +288,7 @@ impl Device {
         let base = parent.join(format!(
             "ampbench-{}-{}-dev",
             std::process::id(),
-            super::server::random_password()?.get(..8).unwrap_or("0")
+            crate::sys::random_password()?.get(..8).unwrap_or("0")
         ));
         let mut image = base.with_extension("img");
         let mount = base;

@@ -232,7 +232,7 @@ impl Served {
         let dir = parent.join(format!(
             "ampbench-{}-{}-model",
             std::process::id(),
-            super::server::random_password()?.get(..8).unwrap_or("0")
+            crate::sys::random_password()?.get(..8).unwrap_or("0")
         ));
         std::fs::DirBuilder::new()
             .mode(0o700)

@@ -30,17 +30,7 @@ pub fn user_ids(name: &str) -> Result<(u32, u32)> {
     Ok(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
 }
 
-/// A password for one run's benchmark user: 16 bytes from the kernel's
-/// random source, as hex. No credential is fixed in the code, so a server
-/// of ours admits nobody who did not read its process's memory.
-pub fn random_password() -> Result<String> {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .context("reading /dev/urandom for a password")?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
-}
+pub use crate::sys::random_password;
 
 /// Gives `p` and everything below it to `uid`:`gid`, never following a
 /// symbolic link: a link is changed itself, and the walk goes from each
@@ -228,10 +218,7 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
         .process_group(0)
         // The servers' glibc malloc keeps one arena per CPU, as ampbench's
         // own does (see `cgroup::harness_memory`).
-        .env(
-            "MALLOC_ARENA_MAX",
-            crate::setup::cgroup::arenas().to_string(),
-        );
+        .env("MALLOC_ARENA_MAX", crate::sys::arenas().to_string());
     // SAFETY: prctl is async-signal-safe; it only sets this child's
     // parent-death signal between fork and exec.
     unsafe {
