@@ -203,25 +203,36 @@ pub(super) fn run_step(
             .find(|(k, _)| *k == m)
             .and_then(|(_, v)| v.value())
     };
-    writeln!(
-        out,
-        "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {}",
-        if cfg.repeat > 1 {
-            format!("{label} #{}", r.rep + 1)
-        } else {
-            label.clone()
-        },
-        o.ops,
-        f(Metric::OpsPerSec).unwrap_or(0.0),
-        f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
-        f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
-        f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
-        match (&o.error, o.interrupted) {
-            (Some(e), _) => format!("FAILED: {e}"),
-            (None, true) => "interrupted".into(),
-            _ => String::new(),
-        }
-    )?;
+    let name = if cfg.repeat > 1 {
+        format!("{label} #{}", r.rep + 1)
+    } else {
+        label.clone()
+    };
+    let said = match (&o.error, o.interrupted) {
+        (Some(e), _) => format!("FAILED: {e}"),
+        (None, true) => "interrupted".into(),
+        _ => String::new(),
+    };
+    // The step's figures are in the closing tables; -v repeats the main
+    // ones here as each step ends.
+    if cfg.verbose {
+        writeln!(
+            out,
+            "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {said}",
+            name,
+            o.ops,
+            f(Metric::OpsPerSec).unwrap_or(0.0),
+            f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
+            f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
+            f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
+        )?;
+    } else {
+        let line = format!(
+            "  {:<14} {:>10} ops in {:>6.1} s  {said}",
+            name, o.ops, o.secs
+        );
+        writeln!(out, "{}", line.trim_end())?;
+    }
     if let Some(n) = settle_note {
         writeln!(out, "  settle: {n}")?;
     }
