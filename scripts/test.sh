@@ -32,7 +32,7 @@ awk '
   /^test .* <[0-9.]+s>$/ {
     t = $NF; gsub(/[<>s]/, "", t)
     printf "%8.1f s  %s::%s\n", t, bin, $2
-  }' "$out" | sort -rn | head -10
+  }' "$out" | sort -rn | sed -n 1,10p
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== failed: ${failed[*]}"
   exit 1
