@@ -207,6 +207,20 @@ pub struct ModelCheck {
     pub reason: String,
 }
 
+impl Verdict {
+    /// How `measured` compares with `predicted`: under 0.01 nothing
+    /// reached storage; within 2× either way they agree.
+    pub fn of(measured: Option<f64>, predicted: f64) -> Verdict {
+        match measured {
+            None => Verdict::NotMeasured,
+            Some(v) if v < 0.01 => Verdict::NothingYet,
+            Some(v) if v <= 2.0 * predicted && v >= predicted / 2.0 => Verdict::Agree,
+            Some(v) if v < predicted / 2.0 => Verdict::Below,
+            Some(_) => Verdict::Above,
+        }
+    }
+}
+
 impl ModelCheck {
     /// Measured over predicted, when both are there and above 0.01.
     pub fn ratio(&self) -> Option<f64> {

@@ -212,14 +212,13 @@ fn compare(
 ) -> ModelCheck {
     let dominant = p.dominant().map(|t| t.name.to_string());
     let predicted = p.value();
-    let (measured, verdict, reason) = match m {
-        Err(e) => (None, Verdict::NotMeasured, e.clone()),
-        Ok(v) if *v < 0.01 => (Some(*v), Verdict::NothingYet, why.0.to_string()),
-        Ok(v) if *v <= 2.0 * predicted && *v >= predicted / 2.0 => {
-            (Some(*v), Verdict::Agree, String::new())
-        }
-        Ok(v) if *v < predicted / 2.0 => (Some(*v), Verdict::Below, why.0.to_string()),
-        Ok(v) => (Some(*v), Verdict::Above, why.1.to_string()),
+    let measured = m.as_ref().ok().copied();
+    let verdict = Verdict::of(measured, predicted);
+    let reason = match (verdict, m) {
+        (_, Err(e)) => e.clone(),
+        (Verdict::NothingYet | Verdict::Below, _) => why.0.to_string(),
+        (Verdict::Above, _) => why.1.to_string(),
+        _ => String::new(),
     };
     ModelCheck {
         figure: what,

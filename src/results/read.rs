@@ -546,13 +546,7 @@ fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::nam
             continue;
         };
         let measured = s.fig(metric);
-        let verdict = match measured {
-            None => Verdict::NotMeasured,
-            Some(v) if v < 0.01 => Verdict::NothingYet,
-            Some(v) if v > 2.0 * predicted => Verdict::Above,
-            Some(v) if v < predicted / 2.0 => Verdict::Below,
-            Some(_) => Verdict::Agree,
-        };
+        let verdict = Verdict::of(measured, predicted);
         out.push(ModelCheck {
             figure,
             measured,
