@@ -98,6 +98,14 @@ pub const SLICE_PREFIX: &str = "slice.";
 /// several operations.
 pub const CALLS_PER_SEC: &str = "calls_per_sec";
 
+/// The extra holding the peak memory of the engine's cgroup over a step
+/// (MB), under `--memory`.
+pub const MEM_PEAK_MB: &str = "mem_peak_mb";
+
+/// The extra holding how many charges the engine's cgroup refused at its
+/// memory limit during a step.
+pub const MEM_LIMIT_HITS: &str = "mem_limit_hits";
+
 /// Note prefixes of the model's lines (the text report shows them in its
 /// own section).
 pub const MODEL_NOTE: &str = "model ";

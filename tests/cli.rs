@@ -106,7 +106,7 @@ fn json_report_has_figures() {
         "--dir",
         d.path().to_str().unwrap(),
     ]);
-    assert!(out.contains("operations/second for each step"), "{out}");
+    assert!(out.contains("\noperations/second\nstep"), "{out}");
     let j = report_json(&res);
     assert_eq!(j["run"]["versions"]["rocksdb"], "7.8.3");
     assert_eq!(

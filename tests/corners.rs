@@ -57,22 +57,37 @@ fn both_corners_in_one_command() {
         "memory: 128MB for the engine's process",
         "  cache: run 1, memory unlimited (engine cache 256MB), storage native",
         "  io: run 2, memory 128MB (engine cache 32MB), storage native",
-        "ratios of each corner to cache, per engine",
+        "ops/s: ratios to cache:lmdb in its corner, and of each corner to cache, per engine",
         "results: ",
         "(run 1,2)",
     ] {
         assert!(out.contains(want), "missing '{want}' in:\n{out}");
     }
-    let corner_rows = out
-        .split("ratios of each corner")
+    // The short report's table: a row per step, a column per engine of
+    // the cached corner but the base and per engine of the IO-bound
+    // corner, each a ratio.
+    let table: Vec<&str> = out
+        .split("ops/s: ratios to cache:lmdb")
         .nth(1)
         .unwrap_or_default()
         .lines()
-        .skip(2)
+        .skip(1)
         .take_while(|l| !l.is_empty())
-        .filter(|l| l.starts_with("io:lmdb ") || l.starts_with("io:rocksdb "))
-        .count();
-    assert_eq!(corner_rows, 4, "{out}");
+        .collect();
+    let head: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(
+        head,
+        ["step", "cache:rocksdb", "io:lmdb", "io:rocksdb"],
+        "{out}"
+    );
+    for (row, step) in table[1..].iter().zip(["load", "pq.1"]) {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[0], step, "{out}");
+        for c in &cells[1..] {
+            assert!(c.parse::<f64>().is_ok_and(|r| r > 0.0), "{row}");
+        }
+    }
+    assert_eq!(table.len(), 3, "{out}");
     let (cache, io) = (run_config(&res, 1), run_config(&res, 2));
     assert_eq!(cache["bound"], "cache");
     assert!(cache["memory"].is_null());

@@ -36,6 +36,13 @@ fn text_report_snapshot() {
     insta::assert_snapshot!(report("text"));
 }
 
+/// The short report `run` prints: each table one figure per step and
+/// engine, the same figures as the text report's.
+#[test]
+fn summary_report_snapshot() {
+    insta::assert_snapshot!(report("summary"));
+}
+
 #[test]
 fn markdown_report_snapshot() {
     insta::assert_snapshot!(report("markdown"));

@@ -125,6 +125,8 @@ fn linkbench_over_unix_sockets() {
             "1",
             "--transport",
             "socket",
+            // The request step's line (its count of requests).
+            "-v",
         ],
     );
     assert_eq!(

@@ -48,7 +48,7 @@ fn predictions_and_column_family_writes() {
         d.path().to_str().unwrap(),
     ]);
     assert!(
-        out.contains("measured beside the model's prediction"),
+        out.contains("write-amp measured (the model's prediction"),
         "{out}"
     );
     // Each predicted step stores its two checks, typed; the report lists
@@ -99,13 +99,15 @@ fn predictions_and_column_family_writes() {
         out.contains(&format!("differ by more than 2× ({apart} of 12 figures;")),
         "{out}"
     );
+    // The model's terms are in the full report (and -v's).
+    let full = ok(&["report", "--results", res.to_str().unwrap()]);
     assert!(
-        out.contains("lsm-leveled: write-amp wal 1 + flush"),
-        "{out}"
+        full.contains("lsm-leveled: write-amp wal 1 + flush"),
+        "{full}"
     );
     assert!(
-        out.contains("cow-btree: write-amp log 1 + leaf written anew"),
-        "{out}"
+        full.contains("cow-btree: write-amp log 1 + leaf written anew"),
+        "{full}"
     );
     let pred = extras(&res, "pred_write_amp");
     assert_eq!(pred.len(), 6, "{pred:?}");

@@ -90,8 +90,8 @@ fn a_run_ended_by_an_error_is_failed_in_the_results() {
     assert_eq!(running, 0);
 }
 
-/// Issue 33: a step's line is the only line a run prints for it; the
-/// model's explanation appears under each step only with `-v`, and both
+/// Issue 33: a step prints its line, and the model's explanation under
+/// it, only with `-v` (which also gives the full closing report); both
 /// ways the closing report has the table of what differs by over 2×.
 #[test]
 fn the_models_explanation_is_behind_verbose() {
@@ -129,6 +129,18 @@ fn the_models_explanation_is_behind_verbose() {
     let explains = |o: &str| o.lines().filter(|l| l.starts_with("  explain: ")).count();
     assert_eq!(explains(&quiet), 0, "{quiet}");
     assert_eq!(explains(&loud), 2, "{loud}");
+    // Without -v one line for the engine's steps, none per step; the
+    // short report, not the full one.
+    let step_lines = |o: &str| {
+        o.lines()
+            .filter(|l| l.starts_with("  fillrandom ") || l.starts_with("  readrandom "))
+            .count()
+    };
+    assert_eq!(step_lines(&quiet), 0, "{quiet}");
+    assert!(quiet.contains("\n  2 steps in "), "{quiet}");
+    assert!(!quiet.contains("efficiency per operation"), "{quiet}");
+    assert_eq!(step_lines(&loud), 2, "{loud}");
+    assert!(loud.contains("efficiency per operation"), "{loud}");
     for o in [&quiet, &loud] {
         assert!(
             o.contains("where measured and predicted differ by more than 2× ("),

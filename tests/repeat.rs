@@ -37,6 +37,8 @@ fn repeats_interleave_engines_and_print_intervals() {
         "docs=20000",
         "--repeat",
         "3",
+        // The full report at the end (ratios per figure, intervals).
+        "-v",
         "--results",
         results.to_str().unwrap(),
         "--dir",

@@ -249,6 +249,8 @@ fn run_into_owa(
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>, u32) {
     let (child, rx) = spawn_run(&[
         "run",
+        // Each step's line as it ends: the test waits for the load's.
+        "-v",
         "-e",
         engines,
         "--steps",
@@ -379,6 +381,8 @@ fn a_stopped_server_fails_its_step_within_the_timeout() {
         let d = tempfile::tempdir().unwrap();
         let (mut child, rx) = spawn_run(&[
             "run",
+            // Each step's line as it ends: the test waits for the load's.
+            "-v",
             "-e",
             &format!("{engine},null"),
             "--steps",

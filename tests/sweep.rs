@@ -27,6 +27,8 @@ fn thread_sweep_runs_every_level_and_fits_usl() {
         "0.3",
         "--storage",
         "native",
+        // Each step's line as it ends (the test counts them).
+        "-v",
         "--results",
         res.to_str().unwrap(),
         "--dir",
@@ -90,6 +92,8 @@ fn storage_sweep_runs_later_steps_at_every_class() {
         "3",
         "--interval",
         "1",
+        // Each step's line as it ends (the test counts them).
+        "-v",
         "--results",
         res.to_str().unwrap(),
         "--dir",

@@ -179,18 +179,25 @@ pub fn main() -> Result<i32> {
                 .map(|c| c.results.clone())
                 .unwrap_or_else(|| "ampbench.db".into());
             let results = Results::open_existing(&results)?;
+            // The short report unless -v; the full one is `ampbench report`.
+            let verbose = cfgs.first().is_some_and(|c| c.verbose);
+            let format = if verbose {
+                Format::Text
+            } else {
+                Format::Summary
+            };
             writeln!(out)?;
             write!(
                 out,
                 "{}",
-                crate::report::render(&view, Format::Text, base.as_deref(), &results)?
+                crate::report::render(&view, format, base.as_deref(), &results)?
             )?;
             let results = cfgs.first().map(|c| c.results.display().to_string());
             let results = results.unwrap_or_default();
             let ids = ids.join(",");
             writeln!(
                 out,
-                "\nresults: {results} (run {ids}) · other reports: ampbench report --results {results} --run {ids} --format json|csv|html|markdown|hlog",
+                "\nresults: {results} (run {ids}) · every figure per engine and step: ampbench report --results {results} --run {ids} [--format json|csv|html|markdown|hlog]",
             )?;
             Ok(if done { 0 } else { 1 })
         }

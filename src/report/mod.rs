@@ -14,7 +14,9 @@ pub mod repeat;
 pub mod seed;
 pub mod slices;
 pub mod steps;
+pub mod summary;
 pub mod sweep;
+pub mod table;
 pub mod text;
 
 use crate::results::RunView;
@@ -24,6 +26,9 @@ use crate::results::RunView;
 pub enum Format {
     /// Text tables in the seeds' shape.
     Text,
+    /// The short text report `run` prints: one figure per step and
+    /// engine in each table.
+    Summary,
     /// Every figure, stable names.
     Json,
     /// One row per (engine, step).
@@ -52,6 +57,14 @@ pub fn render(
     Ok(match f {
         Format::Text => {
             let mut t = text::render(&repeat::collapse(run), base);
+            if let Some(s) = seed() {
+                t.push('\n');
+                t.push_str(&s);
+            }
+            t
+        }
+        Format::Summary => {
+            let mut t = summary::render(&repeat::collapse(run), base);
             if let Some(s) = seed() {
                 t.push('\n');
                 t.push_str(&s);

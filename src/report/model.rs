@@ -7,6 +7,7 @@
 
 use std::fmt::Write;
 
+use super::table::Table;
 use super::text::cell;
 use crate::metrics::Metric;
 use crate::names::{EXPLAIN_NOTE, MODEL_NOTE};
@@ -62,29 +63,58 @@ pub fn render(run: &RunView) -> String {
             cell(extra(s, "pred_space_amp"), 2),
         );
     }
-    let diverging: Vec<(&StepView, &ModelCheck)> = with
+    o.push_str(&diverging(run).text());
+    let _ = writeln!(
+        o,
+        "\nthe model's terms and inputs (a step whose are its engine's previous step's is left out)"
+    );
+    let mut last: Vec<(&str, &str)> = Vec::new();
+    for s in &with {
+        for n in s.notes.iter().filter(|n| n.starts_with(MODEL_NOTE)) {
+            let t = &n[MODEL_NOTE.len()..];
+            match last.iter_mut().find(|(e, _)| *e == s.engine) {
+                Some((_, prev)) if *prev == t => continue,
+                Some((_, prev)) => *prev = t,
+                None => last.push((&s.engine, t)),
+            }
+            let _ = writeln!(o, "  {} {}: {t}", s.engine, s.step);
+        }
+    }
+    o
+}
+
+/// The figures where measured and predicted differ by more than 2×,
+/// with the likely reason; consecutive steps of an engine that differ
+/// the same way share a row. No rows when no step has a prediction.
+pub fn diverging(run: &RunView) -> Table {
+    let with: Vec<&StepView> = run
+        .steps
         .iter()
-        .flat_map(|s| s.checks.iter().map(move |k| (*s, k)))
-        .filter(|(_, k)| k.diverges())
+        .filter(|s| extra(s, "pred_write_amp").is_some())
         .collect();
+    let n = with
+        .iter()
+        .flat_map(|s| &s.checks)
+        .filter(|k| k.diverges())
+        .count();
     let agree = with
         .iter()
         .flat_map(|s| &s.checks)
         .filter(|k| k.verdict == Verdict::Agree)
         .count();
-    let _ = writeln!(
-        o,
-        "\nwhere measured and predicted differ by more than 2× ({} of {} figures; {agree} agree within 2×, the others wrote nothing or were not measured)",
-        diverging.len(),
-        with.iter().map(|s| s.checks.len()).sum::<usize>(),
-    );
-    if !diverging.is_empty() {
-        let _ = writeln!(
-            o,
-            "{:<w$} {:<22} {:<9} {:>8} {:>8} {:>11}  likely reason",
-            "engine", "steps", "figure", "measured", "pred", "measured/"
-        );
-    }
+    let mut t = Table::new(
+        format!(
+            "where measured and predicted differ by more than 2× ({n} of {} figures; {agree} agree within 2×, the others wrote nothing or were not measured)",
+            with.iter().map(|s| s.checks.len()).sum::<usize>(),
+        ),
+        "engine",
+    )
+    .label("steps")
+    .label("figure")
+    .figure("measured")
+    .figure("pred")
+    .figure("measured/")
+    .label("likely reason");
     for g in groups(&with) {
         let k = g.check;
         let ratio = k.ratio().map_or("-".into(), |r| {
@@ -103,34 +133,20 @@ pub fn render(run: &RunView) -> String {
             1 => g.first.to_string(),
             n => format!("{}…{} ({n})", g.first, g.last),
         };
-        let _ = writeln!(
-            o,
-            "{:<w$} {:<22} {:<9} {:>8} {:>8} {:>11}  {reason}",
-            g.engine,
+        t.row(vec![
+            g.engine.to_string(),
             steps,
-            k.figure.name(),
+            k.figure.name().to_string(),
             cell(k.measured, 2),
             cell(Some(k.predicted), 2),
             ratio,
-        );
+            reason.to_string(),
+        ]);
     }
-    let _ = writeln!(
-        o,
-        "\nthe model's terms and inputs (a step whose are its engine's previous step's is left out)"
-    );
-    let mut last: Vec<(&str, &str)> = Vec::new();
-    for s in &with {
-        for n in s.notes.iter().filter(|n| n.starts_with(MODEL_NOTE)) {
-            let t = &n[MODEL_NOTE.len()..];
-            match last.iter_mut().find(|(e, _)| *e == s.engine) {
-                Some((_, prev)) if *prev == t => continue,
-                Some((_, prev)) => *prev = t,
-                None => last.push((&s.engine, t)),
-            }
-            let _ = writeln!(o, "  {} {}: {t}", s.engine, s.step);
-        }
+    if n == 0 && !with.is_empty() {
+        t.notes.push("(none)".into());
     }
-    o
+    t
 }
 
 /// Consecutive steps of one engine whose check of one figure diverges

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::compare::{engines, failures, find, render_ratios, steps, title};
 use crate::metrics::Metric;
 use crate::names::Status;
-use crate::results::RunView;
+use crate::results::{RunView, StepView};
 
 /// A figure with `prec` decimals, or `-` when it was not measured.
 pub(super) fn cell(v: Option<f64>, prec: usize) -> String {
@@ -20,18 +20,9 @@ fn gb(v: Option<f64>) -> String {
 /// Renders the run's tables; with several engines, a ratio table against
 /// `base` (default: the first engine) follows the efficiency table.
 pub fn render(run: &RunView, base: Option<&str>) -> String {
-    let mut o = String::new();
+    let mut o = header(run);
     let es = engines(run);
     let ss = steps(run);
-    let which = title(run);
-    let _ = writeln!(
-        o,
-        "{which} · {} · {} · seed {} · {} · {}",
-        run.workload, run.engines, run.seed, run.started, run.status
-    );
-    for c in &run.corners {
-        let _ = writeln!(o, "  {c}");
-    }
     let _ = writeln!(o);
     // 1. Throughput side by side.
     let w = es.iter().map(|e| e.len() + 2).max().unwrap_or(14).max(14);
@@ -225,41 +216,83 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o.push_str(&super::slices::render(run));
     o.push_str(&super::model::render(run));
     o.push_str(&super::sweep::render(run));
-    // 5. Workload figures (links per node, consistency check, found rates…);
-    // the slices, predictions and column-family writes have their own tables.
-    let own = |k: &str| {
-        !k.starts_with(crate::names::SLICE_PREFIX)
-            && !k.starts_with("pred_")
-            && !k.starts_with("cf.")
-            && k != crate::names::CALLS_PER_SEC
-    };
-    if run
-        .steps
-        .iter()
-        .any(|s| s.extras.iter().any(|(k, _)| own(k)))
-    {
-        let _ = writeln!(o, "\nworkload figures");
-        for s in run
-            .steps
-            .iter()
-            .filter(|s| s.extras.iter().any(|(k, _)| own(k)))
-        {
-            let v: Vec<String> = s
-                .extras
-                .iter()
-                .filter(|(k, _)| own(k))
-                .map(|(k, v)| {
-                    if v.fract() == 0.0 {
-                        format!("{k}={v:.0}")
-                    } else {
-                        format!("{k}={v:.2}")
-                    }
-                })
-                .collect();
-            let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
-        }
+    o.push_str(&workload_figures(run));
+    o.push_str(&workload_notes(run));
+    let notes: Vec<String> = notes.into_iter().collect();
+    o.push_str(&self::notes(run, &notes));
+    o.push_str(&super::concurrency::render(run));
+    let _ = writeln!(o, "\n{LEGEND}");
+    o
+}
+
+/// What each column's name means.
+pub const LEGEND: &str = "ops: operations/s · db.gb: data dir allocated GB · r/o, rKB/o, wKB/o: device reads, KB read, KB written per op · \
+     cs/o, cpu/o: context switches and CPU µs per op of the engine's process (a server with its children) · \
+     cl.cpu: ampbench's own CPU µs per op when the engine is a server · rss.gb: the engine's RSS · \
+     s-amp: db bytes / live logical bytes · w-amp: device bytes written / logical bytes written";
+
+/// The run's first lines: which run, workload, engines, seed, start and
+/// status, then what each corner ran with.
+pub fn header(run: &RunView) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} · {} · {} · seed {} · {} · {}",
+        title(run),
+        run.workload,
+        run.engines,
+        run.seed,
+        run.started,
+        run.status
+    );
+    for c in &run.corners {
+        let _ = writeln!(o, "  {c}");
     }
-    // 6. What the workload said of each step (consistency, concurrency).
+    o
+}
+
+/// True for a workload's own extra figure: the slices, predictions,
+/// column-family writes and calls have their own tables.
+pub fn own_extra(k: &str) -> bool {
+    !k.starts_with(crate::names::SLICE_PREFIX)
+        && !k.starts_with("pred_")
+        && !k.starts_with("cf.")
+        && k != crate::names::CALLS_PER_SEC
+}
+
+/// An extra figure: whole numbers without decimals.
+pub fn extra_value(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Workload figures (links per node, consistency check, found rates…)
+/// per engine and step.
+fn workload_figures(run: &RunView) -> String {
+    let mut o = String::new();
+    let with = |s: &&StepView| s.extras.iter().any(|(k, _)| own_extra(k));
+    if !run.steps.iter().any(|s| with(&s)) {
+        return o;
+    }
+    let _ = writeln!(o, "\nworkload figures");
+    for s in run.steps.iter().filter(with) {
+        let v: Vec<String> = s
+            .extras
+            .iter()
+            .filter(|(k, _)| own_extra(k))
+            .map(|(k, v)| format!("{k}={}", extra_value(*v)))
+            .collect();
+        let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
+    }
+    o
+}
+
+/// What the workload said of each step (consistency, concurrency).
+pub fn workload_notes(run: &RunView) -> String {
+    let mut o = String::new();
     let workload_note = |n: &&String| !super::model::is_model_note(n);
     if run
         .steps
@@ -273,20 +306,19 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             }
         }
     }
+    o
+}
+
+/// `note:` lines: every failed step, then `more` (figures not measured
+/// and why).
+pub fn notes(run: &RunView, more: &[String]) -> String {
+    let mut o = String::new();
     let failed = failures(run);
-    if !failed.is_empty() || !notes.is_empty() {
+    if !failed.is_empty() || !more.is_empty() {
         let _ = writeln!(o);
-        for f in failed.iter().chain(notes.iter()) {
+        for f in failed.iter().chain(more.iter()) {
             let _ = writeln!(o, "note: {f}");
         }
     }
-    o.push_str(&super::concurrency::render(run));
-    let _ = writeln!(
-        o,
-        "\nops: operations/s · db.gb: data dir allocated GB · r/o, rKB/o, wKB/o: device reads, KB read, KB written per op · \
-         cs/o, cpu/o: context switches and CPU µs per op of the engine's process (a server with its children) · \
-         cl.cpu: ampbench's own CPU µs per op when the engine is a server · rss.gb: the engine's RSS · \
-         s-amp: db bytes / live logical bytes · w-amp: device bytes written / logical bytes written"
-    );
     o
 }

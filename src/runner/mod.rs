@@ -513,6 +513,10 @@ fn run_engine(
         }
     };
     let mut after = After::Next;
+    // Without -v the steps print no line of their own (a terminal shows
+    // each as it runs; the closing tables have their figures): one line
+    // says how many ran.
+    let (t0, mut ran) = (std::time::Instant::now(), 0usize);
     'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
         if cfg.drop_caches && si > 0 {
             if let Err(e) = setup::drop_caches() {
@@ -557,6 +561,7 @@ fn run_engine(
                     at.pass = pass;
                     pass += 1;
                     out.flush()?;
+                    ran += 1;
                     after = side.step(r, &mem, (si, step, at), out)?;
                     // A device model that died or erred makes every later
                     // figure wrong: the run stops, saying why (run's loop).
@@ -570,6 +575,14 @@ fn run_engine(
                 }
             }
         }
+    }
+    if !cfg.verbose {
+        writeln!(
+            out,
+            "  {ran} step{} in {:.1} s",
+            if ran == 1 { "" } else { "s" },
+            t0.elapsed().as_secs_f64()
+        )?;
     }
     if !r.storage.sweep.is_empty() {
         // The next engine loads at the first class.

@@ -147,10 +147,14 @@ pub(super) fn run_step(
     }
     if let Some(c) = cg {
         if let Some(p) = c.peak() {
-            notes.extras.push(("mem_peak_mb".into(), p as f64 / 1e6));
+            notes
+                .extras
+                .push((crate::names::MEM_PEAK_MB.into(), p as f64 / 1e6));
         }
         if let Some(h) = c.limit_hits() {
-            notes.extras.push(("mem_limit_hits".into(), h as f64));
+            notes
+                .extras
+                .push((crate::names::MEM_LIMIT_HITS.into(), h as f64));
         }
     }
     let stats = eng.stats().ok();
@@ -214,7 +218,8 @@ pub(super) fn run_step(
         _ => String::new(),
     };
     // The step's figures are in the closing tables; -v repeats the main
-    // ones here as each step ends.
+    // ones here as each step ends (a terminal shows each step while it
+    // runs, on stderr).
     if cfg.verbose {
         writeln!(
             out,
@@ -226,12 +231,13 @@ pub(super) fn run_step(
             f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
             f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
         )?;
-    } else {
-        let line = format!(
+    } else if !said.is_empty() {
+        // Without -v a step's line only when it failed or was stopped.
+        writeln!(
+            out,
             "  {:<14} {:>10} ops in {:>6.1} s  {said}",
             name, o.ops, o.secs
-        );
-        writeln!(out, "{}", line.trim_end())?;
+        )?;
     }
     if let Some(n) = settle_note {
         writeln!(out, "  settle: {n}")?;

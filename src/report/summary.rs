@@ -1,0 +1,308 @@
+//! The short report `run` prints at its end: the tables of the full text
+//! report, each as one figure per step (rows) and engine (columns), so a
+//! run of six engines and thirteen steps reads in one screen a table.
+//! Every figure per engine and step stays in `ampbench report` (and in
+//! `run -v`'s closing report).
+
+use super::compare::{by_corner, engines, find, floor, steps};
+use super::table::Table;
+use crate::metrics::Metric;
+use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES};
+use crate::results::{RunView, StepView};
+
+/// The short report: the run's header, then the tables of [`tables`].
+pub fn render(run: &RunView, base: Option<&str>) -> String {
+    let mut o = super::text::header(run);
+    for t in tables(run, base) {
+        o.push_str(&t.text());
+    }
+    // Tables of other workloads and options, as the full report shows
+    // them: they are short (one row per step of one kind).
+    o.push_str(&super::steps::render_insert(run));
+    o.push_str(&super::repeat::render(run));
+    o.push_str(&super::slices::render(run));
+    o.push_str(&super::sweep::render(run));
+    o.push_str(&super::model::diverging(run).text());
+    o.push_str(&super::text::workload_notes(run));
+    o.push_str(&super::text::notes(run, &[]));
+    o.push_str(&super::concurrency::render(run));
+    o
+}
+
+/// A figure of a step, formatted.
+type Cell<'a> = &'a dyn Fn(&StepView) -> Option<String>;
+
+/// Steps as rows and engines as columns; `keep_empty` keeps a step no
+/// engine has a cell for (as `-`).
+fn pivot(run: &RunView, title: &str, keep_empty: bool, f: Cell) -> Table {
+    let es = engines(run);
+    let mut t = Table::new(title, "step");
+    for e in &es {
+        t = t.figure(e.clone());
+    }
+    // Consecutive steps with the same cells share a row (`pqw.1…rq.n`):
+    // a read-only step leaves sizes and space-amp as they were.
+    let mut last: Option<String> = None;
+    for st in steps(run) {
+        let cells: Vec<Option<String>> = es.iter().map(|e| find(run, e, &st).and_then(f)).collect();
+        if !keep_empty && cells.iter().all(Option::is_none) {
+            last = None;
+            continue;
+        }
+        let cells: Vec<String> = cells
+            .into_iter()
+            .map(|c| c.unwrap_or_else(|| "-".into()))
+            .collect();
+        if let (Some(first), Some(prev)) = (&last, t.rows.last_mut()) {
+            if prev[1..] == cells[..] {
+                prev[0] = format!("{first}…{st}");
+                continue;
+            }
+        }
+        last = Some(st.clone());
+        let mut row = vec![st];
+        row.extend(cells);
+        t.row(row);
+    }
+    t
+}
+
+fn fig(m: Metric, prec: usize) -> impl Fn(&StepView) -> Option<String> {
+    move |s| s.fig(m).map(|v| format!("{v:.prec$}"))
+}
+
+fn extra(s: &StepView, name: &str) -> Option<f64> {
+    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+}
+
+/// The short report's tables, in the full report's order.
+pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
+    let gb = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.3}", v / 1e9));
+    let mut v = vec![
+        pivot(run, "operations/second", true, &fig(Metric::OpsPerSec, 0)),
+        pivot(
+            run,
+            "calls/second where a call is several operations (a batch, or a range query)",
+            false,
+            &|s| extra(s, CALLS_PER_SEC).map(|v| format!("{v:.0}")),
+        ),
+        pivot(
+            run,
+            "size in GB after each step (allocated/apparent)",
+            true,
+            &|s| {
+                Some(format!(
+                    "{}/{}",
+                    gb(s.fig(Metric::DbBytes)),
+                    gb(s.fig(Metric::DbApparentBytes))
+                ))
+            },
+        ),
+        pivot(
+            run,
+            "device reads per operation (r/o)",
+            true,
+            &fig(Metric::RPerOp, 3),
+        ),
+        pivot(
+            run,
+            "KB written to the device per operation (wKB/o)",
+            true,
+            &fig(Metric::WkbPerOp, 3),
+        ),
+        pivot(
+            run,
+            "CPU µs per operation of the engine's process (cpu/o)",
+            true,
+            &fig(Metric::CpuUsPerOp, 0),
+        ),
+        pivot(
+            run,
+            "client CPU µs per operation (ampbench's own process, server engines)",
+            false,
+            &fig(Metric::ClientCpuUsPerOp, 1),
+        ),
+        amp(run, Metric::WriteAmp, "pred_write_amp", "write-amp"),
+        amp(run, Metric::SpaceAmp, "pred_space_amp", "space-amp"),
+    ];
+    if let Some(b) = base
+        .map(str::to_string)
+        .or_else(|| engines(run).first().cloned())
+    {
+        v.push(ratios(run, &b));
+    }
+    v.push(p99(run));
+    v.push(pivot(
+        run,
+        &format!(
+            "steadiness: the lowest of {SLICES} equal slices of a step over the highest (ops/s)"
+        ),
+        false,
+        &|s| {
+            let r: Vec<f64> = (1..=SLICES)
+                .map_while(|i| extra(s, &format!("{SLICE_PREFIX}{i}")))
+                .collect();
+            let max = r.iter().cloned().fold(0.0, f64::max);
+            let min = r.iter().cloned().fold(f64::INFINITY, f64::min);
+            (r.len() == SLICES && max > 0.0).then(|| format!("{:.2}", min / max))
+        },
+    ));
+    v.push(workload_figures(run));
+    v
+}
+
+/// Measured amplification with the model's prediction in brackets.
+fn amp(run: &RunView, m: Metric, pred: &str, name: &str) -> Table {
+    pivot(
+        run,
+        &format!("{name} measured (the model's prediction; `ampbench model` shows the formulas)"),
+        false,
+        &|s| {
+            let p = extra(s, pred)?;
+            Some(format!("{:.2} ({p:.2})", s.fig(m)?))
+        },
+    )
+}
+
+/// A ratio of ops/s, `-*` below the floor, `~` when not significant.
+fn ops_ratio(s: &StepView, b: &StepView) -> Option<String> {
+    match super::repeat::ratio(Metric::OpsPerSec, s, b) {
+        Ok((r, Some(ci))) if !ci.significant() => Some(format!("{r:.2}~")),
+        Ok((r, _)) => Some(format!("{r:.2}")),
+        Err(true) => Some("-*".into()),
+        Err(false) => None,
+    }
+}
+
+/// ops/s ratios in one table: each engine of `base`'s corner over
+/// `base`, then (runs merged by corner) each engine of a later corner
+/// over itself in the first corner.
+fn ratios(run: &RunView, base: &str) -> Table {
+    let es = engines(run);
+    let split = |e: &str| {
+        e.split_once(':')
+            .map(|(c, n)| (c.to_string(), n.to_string()))
+    };
+    let corner = |e: &str| split(e).map(|(c, _)| c);
+    let mut pairs: Vec<(String, String)> = es
+        .iter()
+        .filter(|e| *e != base)
+        .filter(|e| !by_corner(run) || corner(e) == corner(base))
+        .map(|e| (e.clone(), base.to_string()))
+        .collect();
+    let first = es.first().and_then(|e| corner(e)).unwrap_or_default();
+    if by_corner(run) {
+        pairs.extend(
+            es.iter()
+                .filter_map(|e| {
+                    let (c, name) = split(e)?;
+                    (c != first).then(|| (e.clone(), format!("{first}:{name}")))
+                })
+                .filter(|(_, b)| es.contains(b)),
+        );
+    }
+    let title = if by_corner(run) {
+        format!(
+            "ops/s: ratios to {base} in its corner, and of each corner to {first}, per engine (io:ENGINE / {first}:ENGINE); above 1 is faster"
+        )
+    } else {
+        format!("ops/s: ratios to {base}; above 1 is faster")
+    };
+    let mut t = Table::new(title, "step");
+    for (e, _) in &pairs {
+        t = t.figure(e.clone());
+    }
+    if pairs.is_empty() {
+        return t;
+    }
+    for st in steps(run) {
+        let mut row = vec![st.clone()];
+        for (e, b) in &pairs {
+            let r = find(run, e, &st)
+                .zip(find(run, b, &st))
+                .and_then(|(s, b)| ops_ratio(s, b));
+            row.push(r.unwrap_or_else(|| "-".into()));
+        }
+        t.row(row);
+    }
+    if t.rows.iter().flatten().any(|c| c.ends_with('~')) {
+        t.notes.push(
+            "~: the ratio's 95% interval includes 1: the difference is not significant".into(),
+        );
+    }
+    if t.rows.iter().flatten().any(|c| c == "-*") {
+        if let Some((_, why)) = floor(Metric::OpsPerSec) {
+            t.notes.push(format!("-*: below the noise floor ({why})"));
+        }
+    }
+    t
+}
+
+/// p99 response time per step and kind of operation, per engine.
+fn p99(run: &RunView) -> Table {
+    let es = engines(run);
+    let mut t = Table::new(
+        "p99 response time in µs per operation (count, mean, p50…max: ampbench report)",
+        "step",
+    )
+    .label("op");
+    for e in &es {
+        t = t.figure(e.clone());
+    }
+    for st in steps(run) {
+        let mut ops: Vec<&str> = Vec::new();
+        for e in &es {
+            if let Some(s) = find(run, e, &st) {
+                for (op, _) in &s.latencies {
+                    if !ops.contains(&op.as_str()) {
+                        ops.push(op);
+                    }
+                }
+            }
+        }
+        for op in ops {
+            let mut row = vec![st.clone(), op.to_string()];
+            for e in &es {
+                let l = find(run, e, &st)
+                    .and_then(|s| s.latencies.iter().find(|(o, _)| o == op))
+                    .map(|(_, l)| l.p99.to_string());
+                row.push(l.unwrap_or_else(|| "-".into()));
+            }
+            t.row(row);
+        }
+    }
+    t
+}
+
+/// The workload's own figures (links per node, background ops…), one
+/// row per step and figure. The memory cgroup's per step are left out:
+/// the run's line for each engine gives their peak and total.
+fn workload_figures(run: &RunView) -> Table {
+    let shown = |k: &str| super::text::own_extra(k) && k != MEM_PEAK_MB && k != MEM_LIMIT_HITS;
+    let es = engines(run);
+    let mut t = Table::new("workload figures", "step").label("figure");
+    for e in &es {
+        t = t.figure(e.clone());
+    }
+    for st in steps(run) {
+        let mut keys: Vec<&str> = Vec::new();
+        for e in &es {
+            if let Some(s) = find(run, e, &st) {
+                for (k, _) in s.extras.iter().filter(|(k, _)| shown(k)) {
+                    if !keys.contains(&k.as_str()) {
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+        for k in keys {
+            let mut row = vec![st.clone(), k.to_string()];
+            for e in &es {
+                let v = find(run, e, &st).and_then(|s| extra(s, k));
+                row.push(v.map_or("-".into(), super::text::extra_value));
+            }
+            t.row(row);
+        }
+    }
+    t
+}
