@@ -112,6 +112,33 @@ pub const MODEL_NOTE: &str = "model ";
 /// See [`MODEL_NOTE`].
 pub const EXPLAIN_NOTE: &str = "explain: ";
 
+/// What the write-amp and space-amp model needs of an engine besides
+/// its structure; each engine's registry entry holds its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelKnobs {
+    /// The setting that holds its page (or block) size; "" for none.
+    pub page_key: &'static str,
+    /// Its page size when that setting is not set, in bytes.
+    pub page_default: f64,
+    /// Bytes a row carries besides its key and value (InnoDB: transaction
+    /// id, roll pointer and record header; PostgreSQL: tuple header and
+    /// line pointer).
+    pub row_meta: f64,
+    /// True for a B-Tree that compresses its pages: a ratio the model
+    /// does not measure, and says so.
+    pub compresses_pages: bool,
+}
+
+impl ModelKnobs {
+    /// 4 KB pages under no setting, nothing per row, no compression.
+    pub const PLAIN: ModelKnobs = ModelKnobs {
+        page_key: "",
+        page_default: 4096.0,
+        row_meta: 0.0,
+        compresses_pages: false,
+    };
+}
+
 /// How an engine stores data: what the model predicts for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 
 use super::ffi::leveldb::{self as ffi, Config, Db, ReadOptions, WriteOptions};
 use super::scan::{Cursor, bounded_scan};
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
@@ -30,6 +31,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "leveldb",
     about: "LevelDB (Debian's libleveldb, a leveled LSM; no transactions)",
     structure: Structure::LeveledLsm,
+    model: ModelKnobs {
+        page_key: "block_size",
+        page_default: 4096.0,
+        row_meta: 0.0,
+        compresses_pages: false,
+    },
+    conformance_cases: 40,
     server: false,
     run_as: None,
     library_version: || Ok(ffi::version()),

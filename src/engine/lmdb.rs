@@ -27,6 +27,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, HeldTxn, RoTxn, RwTxn};
 use super::scan::bounded_scan;
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
@@ -40,6 +41,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "lmdb",
     about: "LMDB (Debian's liblmdb, a copy-on-write B-Tree)",
     structure: Structure::CopyOnWriteBTree,
+    model: ModelKnobs::PLAIN,
+    conformance_cases: 40,
     server: false,
     run_as: None,
     library_version: || Ok(ffi::version()),

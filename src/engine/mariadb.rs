@@ -16,7 +16,7 @@
 //! names it); `mariadb-myrocks.default_cf_options=…` is
 //! `rocksdb_default_cf_options`, and RocksDB column-family options given
 //! by their own name (`mariadb-myrocks.compaction_pri=…`, see
-//! `myrocks_cf`) are added to it.
+//! `rocks_family::myrocks_cf`) are added to it.
 //!
 //! Durability: MariaDB sets commit durability per server, not per session,
 //! so a connection asking for sync (or not) sets
@@ -39,6 +39,7 @@ use super::{
     Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
+use crate::names::ModelKnobs;
 use crate::engine::server::{
     Server, ServerProcess, errors_or_tail, errors_or_tail_from, free_port, join_cgroup, managed,
     tail, user_ids,
@@ -50,6 +51,14 @@ pub const ENGINES: &[EngineDef] = &[
         name: "mariadb-innodb",
         about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
         structure: Structure::UpdateInPlaceBTree,
+        // InnoDB: transaction id, roll pointer, record header (the seed's ~20).
+        model: ModelKnobs {
+            page_key: "innodb_page_size",
+            page_default: 16384.0,
+            row_meta: 20.0,
+            compresses_pages: false,
+        },
+        conformance_cases: 0,
         server: true,
         run_as: Some(SERVER_USER),
         library_version,
@@ -64,6 +73,11 @@ pub const ENGINES: &[EngineDef] = &[
         name: "mariadb-myrocks",
         about: "MariaDB with MyRocks (a server ampbench starts; a leveled LSM)",
         structure: Structure::LeveledLsm,
+        model: ModelKnobs {
+            page_key: "rocksdb_block_size",
+            ..ModelKnobs::PLAIN
+        },
+        conformance_cases: 0,
         server: true,
         run_as: Some(SERVER_USER),
         library_version,
@@ -256,7 +270,7 @@ impl MariaDb {
             }
         }
         if is_myrocks(kind) {
-            super::myrocks_cf::route(&mut settings);
+            super::rocks_family::myrocks_cf::route(&mut settings);
         }
         if spec.replication_log {
             // The binlog, synced at every commit, in row format: what a
@@ -550,7 +564,7 @@ impl Engine for MariaDb {
             let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE ROCKSDB STATUS")?;
             for (typ, name, status) in rows {
                 if typ == "CF_COMPACTION" {
-                    for (level, col, v) in super::compaction_stats::parse(&status) {
+                    for (level, col, v) in super::rocks_family::compaction_stats::parse(&status) {
                         st.values
                             .push((format!("compaction.{col}.{level}.{name}"), v));
                     }
@@ -562,10 +576,10 @@ impl Engine for MariaDb {
             )?;
             for (cf, v) in mem {
                 st.values
-                    .push((format!("{}{cf}", super::rocks_log::MEMTABLE_STAT), v as f64));
+                    .push((format!("{}{cf}", super::rocks_family::log::MEMTABLE_STAT), v as f64));
             }
-            let log = super::rocks_log::read(&self.info.dir.join("#rocksdb"));
-            st.values.extend(super::rocks_log::stats(&log));
+            let log = super::rocks_family::log::read(&self.info.dir.join("#rocksdb"));
+            st.values.extend(super::rocks_family::log::stats(&log));
         } else {
             let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE INNODB STATUS")?;
             for (_, _, status) in rows {

@@ -1,6 +1,6 @@
 //! MariaDB option keys checked before any server starts: my.cnf words
 //! the server lists in `mariadbd --verbose --help` (with MyRocks loaded),
-//! or MyRocks column-family options, which `myrocks_cf` routes.
+//! or MyRocks column-family options, which `rocks_family::myrocks_cf` routes.
 
 use std::process::Command;
 
@@ -17,7 +17,8 @@ pub fn validate(kind: EngineKind, options: &EngineOptions) -> Result<()> {
     for (k, v) in &options.pairs {
         crate::engine::server::check_setting(kind.name(), k, v, &SETTINGS)?;
         let routed = is_myrocks(kind)
-            && (k == "default_cf_options" || super::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
+            && (k == "default_cf_options"
+                || super::rocks_family::myrocks_cf::CF_OPTIONS.contains(&k.as_str()));
         if let Some(known) = known_options() {
             let n = k.replace('_', "-");
             let base = [

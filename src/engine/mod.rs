@@ -19,16 +19,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-pub mod compaction_stats;
 pub mod ffi;
 pub mod guard;
 pub mod kv;
 mod mariadb_options;
-pub mod myrocks_cf;
 pub mod mywire;
 pub mod options;
 pub mod registry;
-pub mod rocks_log;
+pub mod rocks_family;
 pub mod scan;
 pub mod server;
 pub mod sql;

@@ -4,6 +4,7 @@
 
 use anyhow::Result;
 
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     Durability, Engine, EngineDef, EngineRef, KeyRange, KvEngine, KvSession, Order,
@@ -18,6 +19,8 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "null",
     about: "does nothing: measures the harness itself",
     structure: Structure::None,
+    model: ModelKnobs::PLAIN,
+    conformance_cases: 20,
     server: false,
     run_as: None,
     library_version: || Ok(VERSION.into()),

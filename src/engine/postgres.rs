@@ -23,6 +23,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
@@ -79,6 +80,14 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "postgres",
     about: "PostgreSQL (a server ampbench starts; an update-in-place B-Tree heap)",
     structure: Structure::UpdateInPlaceBTree,
+    // PostgreSQL: a 23-byte tuple header and a 4-byte line pointer.
+    model: ModelKnobs {
+        page_key: "block_size",
+        page_default: 8192.0,
+        row_meta: 27.0,
+        compresses_pages: false,
+    },
+    conformance_cases: 0,
     server: true,
     run_as: Some("postgres"),
     library_version,

@@ -20,6 +20,13 @@ pub struct EngineDef {
     pub about: &'static str,
     /// How it stores data.
     pub structure: Structure,
+    /// What the write-amp and space-amp model needs of it besides its
+    /// structure (its page setting, row overhead, page compression).
+    pub model: crate::names::ModelKnobs,
+    /// Proptest cases of the conformance suite (tests/conformance) run
+    /// against it as a key-value engine; 0 leaves it out (servers are
+    /// checked through SQL by their own tests).
+    pub conformance_cases: u32,
     /// True for a server ampbench starts and reaches through SQL.
     pub server: bool,
     /// The system user a server runs as, when not ampbench's (it must

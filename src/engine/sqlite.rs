@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     BatchOp, Conflict, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef,
@@ -33,6 +34,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "sqlite",
     about: "SQLite (the system library, a B-Tree, WAL mode)",
     structure: Structure::UpdateInPlaceBTree,
+    model: ModelKnobs {
+        page_key: "page_size",
+        page_default: 4096.0,
+        row_meta: 0.0,
+        compresses_pages: false,
+    },
+    conformance_cases: 40,
     server: false,
     run_as: None,
     library_version: || Ok(library_version()),

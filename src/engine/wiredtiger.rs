@@ -25,6 +25,7 @@ use anyhow::{Context, Result};
 
 use super::ffi::wiredtiger::{self as ffi, Connection};
 use super::scan::bounded_scan;
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     Backoff, BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
@@ -38,6 +39,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "wiredtiger",
     about: "WiredTiger (Debian's libwiredtiger, a B-Tree)",
     structure: Structure::UpdateInPlaceBTree,
+    model: ModelKnobs {
+        page_key: "table.leaf_page_max",
+        page_default: 32768.0,
+        row_meta: 0.0,
+        compresses_pages: true,
+    },
+    conformance_cases: 40,
     server: false,
     run_as: None,
     library_version: || Ok(ffi::version()),

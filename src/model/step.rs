@@ -10,13 +10,13 @@
 //! measured is named in [`StepModel::assumed`].
 
 use super::{Figure, Inputs, Structure, predict};
-use crate::names::EngineStructure;
+use crate::names::{EngineStructure, ModelKnobs};
 use crate::names::{ModelCheck, ModelFigure, Verdict};
 
 /// What a step knows that the model uses.
 pub struct Facts<'a> {
-    /// The engine's name.
-    pub engine: &'a str,
+    /// What the model needs of the engine (its registry entry's).
+    pub knobs: ModelKnobs,
     /// The engine's structure.
     pub structure: EngineStructure,
     /// The engine's effective settings.
@@ -43,21 +43,6 @@ pub struct StepModel {
     pub measured: Vec<String>,
     /// The inputs not measured, and what was assumed instead.
     pub assumed: Vec<String>,
-}
-
-/// Page (or block) size setting and default, per-row metadata bytes.
-fn knobs(engine: &str) -> (&'static str, f64, f64) {
-    match engine {
-        "rocksdb" | "leveldb" => ("block_size", 4096.0, 0.0),
-        "mariadb-myrocks" => ("rocksdb_block_size", 4096.0, 0.0),
-        "wiredtiger" => ("table.leaf_page_max", 32768.0, 0.0),
-        // InnoDB: transaction id, roll pointer, record header (the seed's ~20).
-        "mariadb-innodb" => ("innodb_page_size", 16384.0, 20.0),
-        // PostgreSQL: a 23-byte tuple header and a 4-byte line pointer.
-        "postgres" => ("block_size", 8192.0, 27.0),
-        "sqlite" => ("page_size", 4096.0, 0.0),
-        _ => ("", 4096.0, 0.0),
-    }
 }
 
 fn setting(f: &Facts, key: &str) -> Option<f64> {
@@ -102,7 +87,12 @@ pub fn predict_step(f: &Facts) -> Option<StepModel> {
         EngineStructure::None => return None,
     };
     let mut i = Inputs::seed(structure);
-    let (page_key, page_default, meta) = knobs(f.engine);
+    let ModelKnobs {
+        page_key,
+        page_default,
+        row_meta: meta,
+        compresses_pages,
+    } = f.knobs;
     let mut measured = Vec::new();
     let mut assumed = Vec::new();
     i.meta = meta;
@@ -174,7 +164,7 @@ pub fn predict_step(f: &Facts) -> Option<StepModel> {
             );
         }
         assumed.push(format!("leaves {:.0}% full", i.fill * 100.0));
-        if f.engine == "wiredtiger" {
+        if compresses_pages {
             assumed.push("compression: not measured, none assumed".into());
         }
     }
@@ -288,6 +278,28 @@ pub fn explain(p: &StepModel, m: &Measured) -> String {
 mod tests {
     use super::*;
 
+    /// The knobs of the engines these tests name (their registry
+    /// entries' values, written out: the model sits below the engines).
+    fn knobs(engine: &str) -> ModelKnobs {
+        match engine {
+            "mariadb-innodb" => ModelKnobs {
+                page_key: "innodb_page_size",
+                page_default: 16384.0,
+                row_meta: 20.0,
+                compresses_pages: false,
+            },
+            "sqlite" => ModelKnobs {
+                page_key: "page_size",
+                ..ModelKnobs::PLAIN
+            },
+            "rocksdb" => ModelKnobs {
+                page_key: "block_size",
+                ..ModelKnobs::PLAIN
+            },
+            _ => ModelKnobs::PLAIN,
+        }
+    }
+
     fn facts<'a>(
         engine: &'a str,
         s: EngineStructure,
@@ -296,7 +308,7 @@ mod tests {
         loads: bool,
     ) -> Facts<'a> {
         Facts {
-            engine,
+            knobs: knobs(engine),
             structure: s,
             settings,
             stats,

@@ -52,7 +52,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
         _ => None,
     };
     let facts = Facts {
-        engine: d.kind.name(),
+        knobs: d.kind.def().model,
         structure: d.kind.def().structure,
         settings: d.settings,
         stats: values,
@@ -97,7 +97,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
         .cloned()
         .collect();
     let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
-    let mem = crate::engine::rocks_log::MEMTABLE_STAT;
+    let mem = crate::engine::rocks_family::log::MEMTABLE_STAT;
     let cfs: std::collections::BTreeSet<&str> = now
         .iter()
         .filter_map(|(k, _)| k.strip_prefix("cf.flush_bytes.").or(k.strip_prefix(mem)))

@@ -43,6 +43,7 @@ use anyhow::{Context, Result, bail};
 
 use super::ffi::rocksdb::{self as ffi, Cf, Db, ReadOptions, Transaction, WriteOptions};
 use super::scan::bounded_scan;
+use crate::names::ModelKnobs;
 use super::{
     EngineInfo,
     BatchOp, Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats,
@@ -56,6 +57,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "rocksdb",
     about: "RocksDB (Debian's librocksdb, a leveled LSM)",
     structure: Structure::LeveledLsm,
+    model: ModelKnobs {
+        page_key: "block_size",
+        page_default: 4096.0,
+        row_meta: 0.0,
+        compresses_pages: false,
+    },
+    conformance_cases: 40,
     server: false,
     run_as: None,
     library_version,
@@ -200,7 +208,7 @@ impl Engine for RocksDb {
         }
         for (name, cf) in self.tables() {
             if let Some(s) = self.db.property(cf, "rocksdb.cfstats") {
-                for (level, col, v) in super::compaction_stats::parse(&s) {
+                for (level, col, v) in crate::engine::rocks_family::compaction_stats::parse(&s) {
                     st.values
                         .push((format!("compaction.{col}.{level}.{name}"), v));
                 }
@@ -220,15 +228,15 @@ impl Engine for RocksDb {
             // What the column family holds that no flush has written yet.
             if let Some(v) = self.db.property_int(cf, "rocksdb.cur-size-all-mem-tables") {
                 st.values
-                    .push((format!("{}{name}", super::rocks_log::MEMTABLE_STAT), v as f64));
+                    .push((format!("{}{name}", crate::engine::rocks_family::log::MEMTABLE_STAT), v as f64));
             }
         }
-        let mut log = super::rocks_log::read(&self.info.dir);
+        let mut log = crate::engine::rocks_family::log::read(&self.info.dir);
         // The first table is the default family: the LOG names it `default`.
         if let (Some(first), Some(w)) = (self.table_names.first(), log.remove("default")) {
             log.insert(first.clone(), w);
         }
-        st.values.extend(super::rocks_log::stats(&log));
+        st.values.extend(crate::engine::rocks_family::log::stats(&log));
         if self.statistics {
             let text = self.db.options().statistics();
             for line in text.lines() {
