@@ -157,10 +157,10 @@ impl CrashArgs {
         let mut engines = Vec::new();
         for name in self.engines.split(',').map(str::trim) {
             let k = EngineKind::parse(name)?;
-            if k.name() == "null" {
-                return Err(UsageError(
-                    "--engine null: it keeps nothing, so there is nothing to check".into(),
-                )
+            if k.structure() == crate::engine::Structure::None {
+                return Err(UsageError(format!(
+                    "--engine {name}: it keeps nothing, so there is nothing to check"
+                ))
                 .into());
             }
             engines.push(k);
