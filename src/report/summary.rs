@@ -30,11 +30,23 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
 }
 
 /// A figure of a step, formatted.
-type Cell<'a> = &'a dyn Fn(&StepView) -> Option<String>;
+pub(super) type Cell<'a> = &'a dyn Fn(&StepView) -> Option<String>;
 
 /// Steps as rows and engines as columns; `keep_empty` keeps a step no
 /// engine has a cell for (as `-`).
 fn pivot(run: &RunView, title: &str, keep_empty: bool, f: Cell) -> Table {
+    pivot_as(run, title, keep_empty, true, f)
+}
+
+/// [`pivot`], with consecutive steps of the same cells in one row only
+/// when `collapse`.
+pub(super) fn pivot_as(
+    run: &RunView,
+    title: &str,
+    keep_empty: bool,
+    collapse: bool,
+    f: Cell,
+) -> Table {
     let es = engines(run);
     let mut t = Table::new(title, "step");
     for e in &es {
@@ -53,7 +65,7 @@ fn pivot(run: &RunView, title: &str, keep_empty: bool, f: Cell) -> Table {
             .into_iter()
             .map(|c| c.unwrap_or_else(|| "-".into()))
             .collect();
-        if let (Some(first), Some(prev)) = (&last, t.rows.last_mut()) {
+        if let (true, Some(first), Some(prev)) = (collapse, &last, t.rows.last_mut()) {
             if prev[1..] == cells[..] {
                 prev[0] = format!("{first}…{st}");
                 continue;
@@ -67,7 +79,7 @@ fn pivot(run: &RunView, title: &str, keep_empty: bool, f: Cell) -> Table {
     t
 }
 
-fn fig(m: Metric, prec: usize) -> impl Fn(&StepView) -> Option<String> {
+pub(super) fn fig(m: Metric, prec: usize) -> impl Fn(&StepView) -> Option<String> {
     move |s| s.fig(m).map(|v| format!("{v:.prec$}"))
 }
 

@@ -50,6 +50,13 @@ impl Table {
         }
     }
 
+    /// Makes the first column a figure (right aligned), for tables whose
+    /// labels come last.
+    pub fn right_first(mut self) -> Self {
+        self.columns[0].align = Align::Right;
+        self
+    }
+
     /// Adds a column of figures (right aligned).
     pub fn figure(mut self, name: impl Into<String>) -> Self {
         self.columns.push(Column {

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::compare::{engines, failures, find, render_ratios, steps, title};
+use super::compare::{engines, failures, render_ratios, title};
+use super::summary::{fig, pivot_as};
+use super::table::Table;
 use crate::metrics::Metric;
 use crate::names::Status;
 use crate::results::{RunView, StepView};
@@ -22,95 +24,86 @@ fn gb(v: Option<f64>) -> String {
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let mut o = header(run);
     let es = engines(run);
-    let ss = steps(run);
-    let _ = writeln!(o);
-    // 1. Throughput side by side.
-    let w = es.iter().map(|e| e.len() + 2).max().unwrap_or(14).max(14);
-    let _ = writeln!(o, "operations/second for each step");
-    let _ = write!(o, "{:<18}", "step");
-    for e in &es {
-        let _ = write!(o, "{e:>w$}");
-    }
-    let _ = writeln!(o);
-    for st in &ss {
-        let _ = write!(o, "{st:<18}");
-        for e in &es {
-            let v = find(run, e, st).and_then(|s| s.fig(Metric::OpsPerSec));
-            let _ = write!(o, "{:>w$}", cell(v, 0));
-        }
-        let _ = writeln!(o);
-    }
-    // 1b. Calls, where a call is several operations.
-    let calls = |e: &str, st: &str| {
-        find(run, e, st).and_then(|s| {
-            s.extras
-                .iter()
-                .find(|(k, _)| k == crate::names::CALLS_PER_SEC)
-                .map(|(_, v)| *v)
-        })
-    };
-    let multi: Vec<&String> = ss
-        .iter()
-        .filter(|st| es.iter().any(|e| calls(e, st).is_some()))
-        .collect();
-    if !multi.is_empty() {
-        let _ = writeln!(
-            o,
-            "\ncalls/second where a call is several operations (above, ops/s counts each row of a batch \
-             and each document a range query returns; here each batch or query counts once)"
-        );
-        let _ = write!(o, "{:<18}", "step");
-        for e in &es {
-            let _ = write!(o, "{e:>w$}");
-        }
-        let _ = writeln!(o);
-        for st in multi {
-            let _ = write!(o, "{st:<18}");
-            for e in &es {
-                let _ = write!(o, "{:>w$}", cell(calls(e, st), 0));
-            }
-            let _ = writeln!(o);
-        }
-    }
-    // 2. Size after each step.
-    let _ = writeln!(o, "\nsize in GB after each step (allocated/apparent)");
-    let _ = write!(o, "{:<18}", "step");
-    let w = w.max(16);
-    for e in &es {
-        let _ = write!(o, "{e:>w$}");
-    }
-    let _ = writeln!(o);
-    for st in &ss {
-        let _ = write!(o, "{st:<18}");
-        for e in &es {
-            let s = find(run, e, st);
-            let v = format!(
-                "{}/{}",
-                gb(s.and_then(|s| s.fig(Metric::DbBytes))),
-                gb(s.and_then(|s| s.fig(Metric::DbApparentBytes)))
-            );
-            let _ = write!(o, "{v:>w$}");
-        }
-        let _ = writeln!(o);
+    // 1. Throughput side by side; calls where a call is several
+    // operations; size after each step.
+    let tables = [
+        pivot_as(
+            run,
+            "operations/second for each step",
+            true,
+            false,
+            &fig(Metric::OpsPerSec, 0),
+        ),
+        pivot_as(
+            run,
+            "calls/second where a call is several operations (above, ops/s counts each row of a batch \
+             and each document a range query returns; here each batch or query counts once)",
+            false,
+            false,
+            &|s| {
+                s.extras
+                    .iter()
+                    .find(|(k, _)| k == crate::names::CALLS_PER_SEC)
+                    .map(|(_, v)| format!("{v:.0}"))
+            },
+        ),
+        pivot_as(
+            run,
+            "size in GB after each step (allocated/apparent)",
+            true,
+            false,
+            &|s| {
+                Some(format!(
+                    "{}/{}",
+                    gb(s.fig(Metric::DbBytes)),
+                    gb(s.fig(Metric::DbApparentBytes))
+                ))
+            },
+        ),
+    ];
+    for t in &tables {
+        o.push_str(&t.text());
     }
     // 3. Efficiency per (engine, step).
-    let _ = writeln!(o, "\nefficiency per operation");
-    let _ = writeln!(
-        o,
-        "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {:<15} step",
-        "ops",
-        "db.gb",
-        "r/o",
-        "rKB/o",
-        "wKB/o",
-        "cs/o",
-        "cpu/o",
-        "cl.cpu",
-        "rss.gb",
-        "s-amp",
-        "w-amp",
-        "engine"
-    );
+    let (t, mut notes) = efficiency(run);
+    o.push_str(&t.text());
+    o.push_str(&super::steps::render_insert(run));
+    // 3a. The client's own cost, where the engine is a server.
+    let (t, more) = client_cost(run);
+    o.push_str(&t.text());
+    notes.extend(more);
+    // 3b. Ratios to the base engine.
+    if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
+        o.push_str(&super::repeat::render(run));
+        o.push_str(&render_ratios(run, &b));
+    }
+    o.push_str(&super::compare::render_corner_ratios(run));
+    // 4. Response time.
+    o.push_str(&response_times(run).text());
+    o.push_str(&super::steps::render_slices(run));
+    o.push_str(&super::slices::render(run));
+    o.push_str(&super::model::render(run));
+    o.push_str(&super::sweep::render(run));
+    o.push_str(&workload_figures(run));
+    o.push_str(&workload_notes(run));
+    let notes: Vec<String> = notes.into_iter().collect();
+    o.push_str(&self::notes(run, &notes));
+    o.push_str(&super::concurrency::render(run));
+    let _ = writeln!(o, "\n{LEGEND}");
+    o
+}
+
+/// Efficiency per (engine, step), with a note for every figure not
+/// measured (but write-amp of a step that wrote nothing: its `-` says
+/// enough).
+pub fn efficiency(run: &RunView) -> (Table, BTreeSet<String>) {
+    let mut t = Table::new("efficiency per operation", "ops").right_first();
+    for c in [
+        "db.gb", "r/o", "rKB/o", "wKB/o", "cs/o", "cpu/o", "cl.cpu", "rss.gb", "s-amp", "w-amp",
+    ] {
+        t = t.figure(c);
+    }
+    t = t.label("engine").label("step");
     let mut notes = BTreeSet::new();
     for s in &run.steps {
         for n in [
@@ -121,7 +114,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         ] {
             if let Some((None, Some(why))) = s.figures.get(&n) {
                 if why.contains("wrote nothing") {
-                    continue; // a read-only step has no write-amp: the '-' says enough
+                    continue;
                 }
                 notes.insert(format!(
                     "{n} not measured for {} {}: {why}",
@@ -134,9 +127,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         } else {
             format!(" ({})", s.status)
         };
-        let _ = writeln!(
-            o,
-            "{:>10} {:>7} {:>7} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {:<15} {}{}",
+        t.row(vec![
             cell(s.fig(Metric::OpsPerSec), 0),
             gb(s.fig(Metric::DbBytes)),
             cell(s.fig(Metric::RPerOp), 3),
@@ -148,81 +139,75 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             gb(s.fig(Metric::RssBytes)),
             cell(s.fig(Metric::SpaceAmp), 2),
             cell(s.fig(Metric::WriteAmp), 2),
-            s.engine,
-            s.step,
-            status
-        );
+            s.engine.clone(),
+            format!("{}{status}", s.step),
+        ]);
     }
-    o.push_str(&super::steps::render_insert(run));
-    // 3a. The client's own cost, where the engine is a server.
-    let served: Vec<_> = run
+    (t, notes)
+}
+
+/// The client's own cost per operation where the engine is a server
+/// (no rows otherwise), with a note for system calls not measured.
+pub fn client_cost(run: &RunView) -> (Table, Vec<String>) {
+    let mut t = Table::new(
+        "client cost per operation (ampbench's own process, server engines)",
+        "cpu.us",
+    )
+    .right_first();
+    for c in ["user.us", "sys.us", "cs/o", "syscall/o"] {
+        t = t.figure(c);
+    }
+    t = t.label("engine").label("step");
+    let mut notes = Vec::new();
+    for s in run
         .steps
         .iter()
         .filter(|s| s.fig(Metric::ClientCpuUsPerOp).is_some())
-        .collect();
-    if !served.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nclient cost per operation (ampbench's own process, server engines)"
-        );
-        let _ = writeln!(
-            o,
-            "{:>8} {:>8} {:>8} {:>8} {:>9}  {:<15} step",
-            "cpu.us", "user.us", "sys.us", "cs/o", "syscall/o", "engine"
-        );
-        for s in served {
-            let _ = writeln!(
-                o,
-                "{:>8} {:>8} {:>8} {:>8} {:>9}  {:<15} {}",
-                cell(s.fig(Metric::ClientCpuUsPerOp), 1),
-                cell(s.fig(Metric::ClientUserUsPerOp), 1),
-                cell(s.fig(Metric::ClientSysUsPerOp), 1),
-                cell(s.fig(Metric::ClientCsPerOp), 2),
-                cell(s.fig(Metric::ClientSyscallsPerOp), 2),
-                s.engine,
-                s.step
-            );
-            if let Some((None, Some(why))) = s.figures.get(&Metric::ClientSyscallsPerOp) {
-                notes.insert(format!(
-                    "client system calls not measured for {} {}: {why}",
-                    s.engine, s.step
-                ));
-            }
+    {
+        t.row(vec![
+            cell(s.fig(Metric::ClientCpuUsPerOp), 1),
+            cell(s.fig(Metric::ClientUserUsPerOp), 1),
+            cell(s.fig(Metric::ClientSysUsPerOp), 1),
+            cell(s.fig(Metric::ClientCsPerOp), 2),
+            cell(s.fig(Metric::ClientSyscallsPerOp), 2),
+            s.engine.clone(),
+            s.step.clone(),
+        ]);
+        if let Some((None, Some(why))) = s.figures.get(&Metric::ClientSyscallsPerOp) {
+            notes.push(format!(
+                "client system calls not measured for {} {}: {why}",
+                s.engine, s.step
+            ));
         }
     }
-    // 3b. Ratios to the base engine.
-    if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
-        o.push_str(&super::repeat::render(run));
-        o.push_str(&render_ratios(run, &b));
+    (t, notes)
+}
+
+/// Response time per (engine, step, kind of operation), µs.
+pub fn response_times(run: &RunView) -> Table {
+    let mut t = Table::new("response time per operation (µs)", "engine")
+        .label("step")
+        .label("op");
+    for c in ["count", "mean", "p50", "p95", "p99", "p99.9", "max"] {
+        t = t.figure(c);
     }
-    o.push_str(&super::compare::render_corner_ratios(run));
-    // 4. Response time.
-    let _ = writeln!(o, "\nresponse time per operation (µs)");
-    let _ = writeln!(
-        o,
-        "{:<15} {:<18} {:<22} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9}",
-        "engine", "step", "op", "count", "mean", "p50", "p95", "p99", "p99.9", "max"
-    );
     for s in &run.steps {
         for (op, l) in &s.latencies {
-            let _ = writeln!(
-                o,
-                "{:<15} {:<18} {:<22} {:>10} {:>9.1} {:>8} {:>8} {:>8} {:>8} {:>9}",
-                s.engine, s.step, op, l.count, l.mean, l.p50, l.p95, l.p99, l.p999, l.max
-            );
+            t.row(vec![
+                s.engine.clone(),
+                s.step.clone(),
+                op.clone(),
+                l.count.to_string(),
+                format!("{:.1}", l.mean),
+                l.p50.to_string(),
+                l.p95.to_string(),
+                l.p99.to_string(),
+                l.p999.to_string(),
+                l.max.to_string(),
+            ]);
         }
     }
-    o.push_str(&super::steps::render_slices(run));
-    o.push_str(&super::slices::render(run));
-    o.push_str(&super::model::render(run));
-    o.push_str(&super::sweep::render(run));
-    o.push_str(&workload_figures(run));
-    o.push_str(&workload_notes(run));
-    let notes: Vec<String> = notes.into_iter().collect();
-    o.push_str(&self::notes(run, &notes));
-    o.push_str(&super::concurrency::render(run));
-    let _ = writeln!(o, "\n{LEGEND}");
-    o
+    t
 }
 
 /// What each column's name means.
