@@ -22,7 +22,8 @@ trap 'rm -rf "$WORK"' EXIT
 # The servers run as their own users (mysql, postgres): they must enter it.
 chmod 711 "$WORK"
 for e in ${ENGINES//,/ }; do
-  "$BIN" run -w linkbench -e "$e" --steps load,request -p maxid1="$MAXID1" \
+  # -v: each step's line as it ends (the loop below waits for them).
+  "$BIN" run -v -w linkbench -e "$e" --steps load,request -p maxid1="$MAXID1" \
     --threads "$THREADS" --warmup 0 --duration "${MINUTES}m" --interval 60 \
     --results "$WORK/$e.db" --dir "$WORK" > "$WORK/$e.out" 2>&1 &
   pid=$!

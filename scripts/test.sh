@@ -11,6 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
 LANES=${LANES:-2}
+case "$LANES" in
+  ''|*[!0-9]*|0) echo "LANES=$LANES: give a number of test binaries to run at once, 1 or more" >&2; exit 2 ;;
+esac
 out=target/test-output.txt
 dir=target/test-runs
 bins=$($CARGO test --release --no-run --message-format=json "$@" |

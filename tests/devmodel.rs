@@ -7,6 +7,8 @@ use common::{no_device_model, ok, run, run_config};
 
 #[test]
 fn a_custom_device_scaled_to_this_machines_cores_gives_the_scaled_budget() {
+    // One device test at a time, in every test binary.
+    let _device = common::device_lock();
     if let Some(why) = no_device_model() {
         ampbench::testing::skip("devmodel", &why);
         return;
@@ -104,6 +106,8 @@ fn models_naming(needle: &str) -> Vec<u32> {
 /// device, mounts and directories are gone.
 #[test]
 fn a_dead_device_model_stops_the_run_in_one_line_and_leaves_nothing() {
+    // One device test at a time, in every test binary.
+    let _device = common::device_lock();
     if let Some(why) = no_device_model() {
         ampbench::testing::skip("devmodel", &why);
         return;

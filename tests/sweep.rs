@@ -63,6 +63,8 @@ fn thread_sweep_runs_every_level_and_fits_usl() {
 /// throttle rule is left.
 #[test]
 fn storage_sweep_runs_later_steps_at_every_class() {
+    // One device test at a time, in every test binary.
+    let _device = common::device_lock();
     if let Err(why) = ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)
     {
         ampbench::testing::skip("sweep", &format!("no dedicated device here: {why}"));
@@ -131,8 +133,9 @@ fn storage_sweep_runs_later_steps_at_every_class() {
     let m = &cfg["storage_effective"]["measured"];
     let qd1 = |c: &str| m[c]["read_qd1"]["ops_per_sec"].as_f64().unwrap_or(0.0);
     assert!(qd1("custom") > 100.0 && qd1("custom") < 330.0, "{m}");
-    assert!(qd1("dedicated") > 1000.0, "{m}");
-    let rules = std::fs::read_to_string("/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device")
-        .unwrap_or_default();
-    assert!(rules.trim().is_empty(), "throttle left: {rules}");
+    // Unthrottled: well over the 300 IOPS cap, even with other test
+    // binaries reading and writing the same disk beside it.
+    assert!(qd1("dedicated") > 600.0, "{m}");
+    let left = common::stray_throttle_rules(common::storage_pid(&out));
+    assert!(left.is_empty(), "throttle left: {left:?}");
 }

@@ -7,7 +7,7 @@
 use super::compare::{by_corner, engines, find, floor, steps};
 use super::table::Table;
 use crate::metrics::Metric;
-use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES};
+use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES, Status};
 use crate::results::{RunView, StepView};
 
 /// The short report: the run's header, then the tables of [`tables`].
@@ -91,7 +91,7 @@ fn extra(s: &StepView, name: &str) -> Option<f64> {
 pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
     let gb = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.3}", v / 1e9));
     let mut v = vec![
-        pivot(run, "operations/second", true, &fig(Metric::OpsPerSec, 0)),
+        ops(run),
         pivot(
             run,
             "calls/second where a call is several operations (a batch, or a range query)",
@@ -163,15 +163,31 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
     v
 }
 
-/// Measured amplification with the model's prediction in brackets.
+/// ops/s per step and engine; a step that did not finish is marked `!`.
+fn ops(run: &RunView) -> Table {
+    let mut t = pivot(run, "operations/second", true, &|s| {
+        let v = s.fig(Metric::OpsPerSec)?;
+        let mark = if s.status == Status::Done { "" } else { "!" };
+        Some(format!("{v:.0}{mark}"))
+    });
+    if t.rows.iter().flatten().any(|c| c.ends_with('!')) {
+        t.notes
+            .push("!: the step failed or was stopped (see the note: lines below)".into());
+    }
+    t
+}
+
+/// Measured amplification with the model's prediction in brackets (none
+/// for an engine the model has no prediction for).
 fn amp(run: &RunView, m: Metric, pred: &str, name: &str) -> Table {
     pivot(
         run,
         &format!("{name} measured (the model's prediction; `ampbench model` shows the formulas)"),
         false,
-        &|s| {
-            let p = extra(s, pred)?;
-            Some(format!("{:.2} ({p:.2})", s.fig(m)?))
+        &|s| match (s.fig(m), extra(s, pred)) {
+            (Some(v), Some(p)) => Some(format!("{v:.2} ({p:.2})")),
+            (Some(v), None) => Some(format!("{v:.2}")),
+            (None, _) => None,
         },
     )
 }
@@ -220,9 +236,16 @@ fn ratios(run: &RunView, base: &str) -> Table {
     } else {
         format!("ops/s: ratios to {base}; above 1 is faster")
     };
+    // A column is named by its engine; `ENGINE/BASE` when two would
+    // share a name (a --base in a later corner).
+    let named = |e: &String| pairs.iter().filter(|(x, _)| x == e).count() > 1;
     let mut t = Table::new(title, "step");
-    for (e, _) in &pairs {
-        t = t.figure(e.clone());
+    for (e, b) in &pairs {
+        t = t.figure(if named(e) {
+            format!("{e}/{b}")
+        } else {
+            e.clone()
+        });
     }
     if pairs.is_empty() {
         return t;

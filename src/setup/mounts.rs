@@ -119,6 +119,8 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
         }
         if let Err(err) = run(Command::new("losetup").arg("-d").arg(&dev)) {
             errs.push(format!("{err:#}"));
+        } else if let Some(err) = wait_detached(Path::new(&dev)) {
+            errs.push(err);
         }
         let _ = std::fs::remove_file(&image);
         out.push(if errs.is_empty() {
@@ -128,6 +130,29 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
         });
     }
     out
+}
+
+/// Waits (up to 5 s) until a loop device `losetup -d` was given is free:
+/// the kernel detaches a device someone still has open (udev probing
+/// it, another program reading it) only when they close it, so a run
+/// that ended at once could leave it attached for a moment. Some(why)
+/// when it is still attached.
+pub(super) fn wait_detached(loopdev: &Path) -> Option<String> {
+    let name = loopdev.file_name()?.to_string_lossy().into_owned();
+    let backing = Path::new("/sys/block")
+        .join(&name)
+        .join("loop/backing_file");
+    let t0 = Instant::now();
+    while backing.exists() {
+        if t0.elapsed() > Duration::from_secs(5) {
+            return Some(format!(
+                "{} is still attached 5 s after its detach (a process holds it open; the kernel frees it when that closes it)",
+                loopdev.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }
 
 #[cfg(test)]

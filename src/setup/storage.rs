@@ -443,6 +443,8 @@ impl Device {
         if !self.loopdev.as_os_str().is_empty() {
             if let Err(e) = run(Command::new("losetup").arg("-d").arg(&self.loopdev)) {
                 errs.push(format!("{e:#}"));
+            } else if let Some(e) = super::mounts::wait_detached(&self.loopdev) {
+                errs.push(e);
             }
         }
         let _ = std::fs::remove_dir(&self.mount);

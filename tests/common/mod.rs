@@ -152,3 +152,72 @@ pub fn no_device_model() -> Option<String> {
     (!std::path::Path::new("/dev/fuse").exists())
         .then(|| "no /dev/fuse: the device model cannot be served".into())
 }
+
+/// Held while a test makes and measures devices: one such test at a
+/// time across every test binary (`make test` runs two binaries at once;
+/// a device's measured rates and another run's throttle rules must not
+/// meet). An exclusive `flock` on a file in cargo's per-build temporary
+/// directory for tests; released when dropped.
+pub struct DeviceLock(std::fs::File);
+
+/// Takes the [`DeviceLock`], waiting for it.
+pub fn device_lock() -> DeviceLock {
+    use std::os::fd::AsRawFd;
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-tests.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: flock on a descriptor this File owns for the lock's life.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock {}", path.display());
+    DeviceLock(f)
+}
+
+/// The pid of the run whose output is `out`, from its `storage:` line
+/// (`… image …/ampbench-PID-RAND-dev.img`); an earlier line may name
+/// another run's leftovers.
+pub fn storage_pid(out: &str) -> u32 {
+    out.lines()
+        .find(|l| l.starts_with("storage: ") && l.contains("ampbench-"))
+        .and_then(|l| l.split("ampbench-").nth(1))
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no storage line with a device: {out}"))
+}
+
+/// The root blkio group's throttle rules (cgroup v1) that outlived their
+/// run: on a device no run holds (a loop device without a backing file,
+/// or not a loop device), or on one holding run `pid`'s image. A rule on
+/// a device another run holds is that run's: a run removes its rules
+/// before it frees its device, so no run's rule is ever on a free one.
+pub fn stray_throttle_rules(pid: u32) -> Vec<String> {
+    let tag = format!("ampbench-{pid}-");
+    let root = std::path::Path::new("/sys/fs/cgroup/blkio");
+    let mut v = Vec::new();
+    for f in [
+        "read_iops_device",
+        "write_iops_device",
+        "read_bps_device",
+        "write_bps_device",
+    ] {
+        let rules =
+            std::fs::read_to_string(root.join(format!("blkio.throttle.{f}"))).unwrap_or_default();
+        for rule in rules.lines() {
+            let Some(dev) = rule.split_whitespace().next() else {
+                continue;
+            };
+            let stray =
+                match std::fs::read_to_string(format!("/sys/dev/block/{dev}/loop/backing_file")) {
+                    Ok(b) => b.contains(&tag),
+                    Err(_) => true,
+                };
+            if stray {
+                v.push(format!("{f}: {rule}"));
+            }
+        }
+    }
+    v
+}
