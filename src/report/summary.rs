@@ -79,6 +79,19 @@ pub(super) fn pivot_as(
     t
 }
 
+/// The size table's title (both reports have it).
+pub(super) const SIZE_TITLE: &str = "size in GB after each step (allocated/apparent)";
+
+/// A step's database size, allocated/apparent, in GB.
+pub(super) fn size(s: &StepView) -> Option<String> {
+    let gb = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.3}", v / 1e9));
+    Some(format!(
+        "{}/{}",
+        gb(s.fig(Metric::DbBytes)),
+        gb(s.fig(Metric::DbApparentBytes))
+    ))
+}
+
 pub(super) fn fig(m: Metric, prec: usize) -> impl Fn(&StepView) -> Option<String> {
     move |s| s.fig(m).map(|v| format!("{v:.prec$}"))
 }
@@ -89,7 +102,6 @@ fn extra(s: &StepView, name: &str) -> Option<f64> {
 
 /// The short report's tables, in the full report's order.
 pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
-    let gb = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.3}", v / 1e9));
     let mut v = vec![
         ops(run),
         pivot(
@@ -98,18 +110,7 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
             false,
             &|s| extra(s, CALLS_PER_SEC).map(|v| format!("{v:.0}")),
         ),
-        pivot(
-            run,
-            "size in GB after each step (allocated/apparent)",
-            true,
-            &|s| {
-                Some(format!(
-                    "{}/{}",
-                    gb(s.fig(Metric::DbBytes)),
-                    gb(s.fig(Metric::DbApparentBytes))
-                ))
-            },
-        ),
+        pivot(run, SIZE_TITLE, true, &size),
         pivot(
             run,
             "device reads per operation (r/o)",

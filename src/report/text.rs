@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::compare::{engines, failures, render_ratios, title};
-use super::summary::{fig, pivot_as};
+use super::summary::{SIZE_TITLE, fig, pivot_as, size};
 use super::table::Table;
 use crate::metrics::Metric;
 use crate::names::Status;
@@ -47,19 +47,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                     .map(|(_, v)| format!("{v:.0}"))
             },
         ),
-        pivot_as(
-            run,
-            "size in GB after each step (allocated/apparent)",
-            true,
-            false,
-            &|s| {
-                Some(format!(
-                    "{}/{}",
-                    gb(s.fig(Metric::DbBytes)),
-                    gb(s.fig(Metric::DbApparentBytes))
-                ))
-            },
-        ),
+        pivot_as(run, SIZE_TITLE, true, false, &size),
     ];
     for t in &tables {
         o.push_str(&t.text());
