@@ -205,69 +205,12 @@ fn sigkill_mid_step_keeps_completed_intervals() {
     assert!(text.contains("owa.1"));
 }
 
-/// A loop device of the test's own, formatted and mounted: nothing but
-/// the run under test writes to it (`make test` runs other test binaries
-/// beside this one, which write to the machine's disk). Unmounted and
-/// detached when dropped.
-struct OwnDevice {
-    dev: String,
-    mount: tempfile::TempDir,
-    _image: tempfile::TempDir,
-}
-
-impl OwnDevice {
-    /// The device, or why loop devices cannot be made here.
-    fn new() -> Result<OwnDevice, String> {
-        ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4)?;
-        let image = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let file = image.path().join("disk.img");
-        std::fs::File::create(&file)
-            .and_then(|f| f.set_len(512 << 20))
-            .map_err(|e| e.to_string())?;
-        let o = std::process::Command::new("losetup")
-            .args(["-f", "--show"])
-            .arg(&file)
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !o.status.success() {
-            return Err(String::from_utf8_lossy(&o.stderr).into_owned());
-        }
-        let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        let mount = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let own = OwnDevice {
-            dev,
-            mount,
-            _image: image,
-        };
-        let sh = |c: &mut std::process::Command| c.status().is_ok_and(|s| s.success());
-        if !sh(std::process::Command::new("mkfs.ext4").args(["-q", &own.dev]))
-            || !sh(std::process::Command::new("mount")
-                .arg(&own.dev)
-                .arg(own.mount.path()))
-        {
-            return Err(format!("cannot format and mount {}", own.dev));
-        }
-        Ok(own)
-    }
-}
-
-impl Drop for OwnDevice {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.mount.path())
-            .status();
-        let _ = std::process::Command::new("losetup")
-            .args(["-d", &self.dev])
-            .status();
-    }
-}
-
 /// Honesty: N synced writes of known size. The step's reported device KB
 /// written is within 20% of what /proc/diskstats moved around the whole
 /// process, read independently here, on a device only the run writes to.
 #[test]
 fn device_kb_written_matches_diskstats() {
-    let own = match OwnDevice::new() {
+    let own = match common::OwnDevice::new() {
         Ok(o) => o,
         Err(why) => {
             ampbench::testing::skip(

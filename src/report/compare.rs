@@ -126,43 +126,43 @@ pub fn find<'a>(run: &'a RunView, engine: &str, step: &str) -> Option<&'a StepVi
 /// In runs merged by corner only the engines of `base`'s corner are
 /// compared with it ([`render_corner_ratios`] compares the corners).
 pub fn render_ratios(run: &RunView, base: &str) -> String {
-    let corner = |e: &str| e.split_once(':').map(|(c, _)| c.to_string());
-    let pairs: Vec<(String, String)> = engines(run)
-        .into_iter()
-        .filter(|e| e != base)
-        .filter(|e| !by_corner(run) || corner(e) == corner(base))
-        .map(|e| (e, base.to_string()))
-        .collect();
     ratio_table(
         run,
-        &pairs,
+        &base_pairs(run, base),
         &format!(
             "ratios to {base} (engine's figure / {base}'s, same step; above 1 is more: better for ops, worse for the costs)"
         ),
     )
 }
 
-/// For runs merged by corner (`cache:E`, `io:E`): each engine against
-/// itself in the first corner, step by step (`io:rocksdb` /
-/// `cache:rocksdb`): what the memory limit costs each engine. Nothing for
-/// other views.
-pub fn render_corner_ratios(run: &RunView) -> String {
+/// (engine, `base`) for every other engine; in runs merged by corner,
+/// only the engines of `base`'s corner.
+pub(crate) fn base_pairs(run: &RunView, base: &str) -> Vec<(String, String)> {
+    let corner = |e: &str| e.split_once(':').map(|(c, _)| c.to_string());
+    engines(run)
+        .into_iter()
+        .filter(|e| e != base)
+        .filter(|e| !by_corner(run) || corner(e) == corner(base))
+        .map(|e| (e, base.to_string()))
+        .collect()
+}
+
+/// For runs merged by corner (`cache:E`, `io:E`): (`io:E`, `cache:E`)
+/// for every engine of a later corner, with the first corner's name;
+/// no pairs for other views.
+pub(crate) fn corner_pairs(run: &RunView) -> (Vec<(String, String)>, String) {
     let es = engines(run);
     let split = |e: &str| {
         e.split_once(':')
             .map(|(c, n)| (c.to_string(), n.to_string()))
     };
-    let by_corner = !run.corners.is_empty()
-        && es
-            .iter()
-            .all(|e| split(e).is_some_and(|(c, _)| c.parse::<i64>().is_err()));
-    if !by_corner {
-        return String::new();
-    }
     let Some((first, _)) = es.first().and_then(|e| split(e)) else {
-        return String::new();
+        return (Vec::new(), String::new());
     };
-    let pairs: Vec<(String, String)> = es
+    if !by_corner(run) {
+        return (Vec::new(), first);
+    }
+    let pairs = es
         .iter()
         .filter_map(|e| {
             let (c, name) = split(e)?;
@@ -170,6 +170,18 @@ pub fn render_corner_ratios(run: &RunView) -> String {
         })
         .filter(|(_, b)| es.contains(b))
         .collect();
+    (pairs, first)
+}
+
+/// For runs merged by corner (`cache:E`, `io:E`): each engine against
+/// itself in the first corner, step by step (`io:rocksdb` /
+/// `cache:rocksdb`): what the memory limit costs each engine. Nothing for
+/// other views.
+pub fn render_corner_ratios(run: &RunView) -> String {
+    let (pairs, first) = corner_pairs(run);
+    if pairs.is_empty() {
+        return String::new();
+    }
     ratio_table(
         run,
         &pairs,

@@ -4,7 +4,7 @@
 //! Every figure per engine and step stays in `ampbench report` (and in
 //! `run -v`'s closing report).
 
-use super::compare::{by_corner, engines, find, floor, steps};
+use super::compare::{base_pairs, by_corner, corner_pairs, engines, find, floor, steps};
 use super::table::Table;
 use crate::metrics::Metric;
 use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES, Status};
@@ -84,7 +84,7 @@ pub(super) const SIZE_TITLE: &str = "size in GB after each step (allocated/appar
 
 /// A step's database size, allocated/apparent, in GB.
 pub(super) fn size(s: &StepView) -> Option<String> {
-    let gb = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.3}", v / 1e9));
+    let gb = super::text::gb;
     Some(format!(
         "{}/{}",
         gb(s.fig(Metric::DbBytes)),
@@ -111,33 +111,34 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
             &|s| extra(s, CALLS_PER_SEC).map(|v| format!("{v:.0}")),
         ),
         pivot(run, SIZE_TITLE, true, &size),
-        pivot(
-            run,
-            "device reads per operation (r/o)",
-            true,
-            &fig(Metric::RPerOp, 3),
-        ),
-        pivot(
-            run,
-            "KB written to the device per operation (wKB/o)",
-            true,
-            &fig(Metric::WkbPerOp, 3),
-        ),
-        pivot(
-            run,
-            "CPU µs per operation of the engine's process (cpu/o)",
-            true,
-            &fig(Metric::CpuUsPerOp, 0),
-        ),
-        pivot(
-            run,
-            "client CPU µs per operation (ampbench's own process, server engines)",
-            false,
-            &fig(Metric::ClientCpuUsPerOp, 1),
-        ),
-        amp(run, Metric::WriteAmp, "pred_write_amp", "write-amp"),
-        amp(run, Metric::SpaceAmp, "pred_space_amp", "space-amp"),
     ];
+    // Efficiency: one figure a table (title, figure, decimals, whether
+    // a step no engine has it for keeps its row).
+    for (title, m, prec, keep) in [
+        ("device reads per operation (r/o)", Metric::RPerOp, 3, true),
+        (
+            "KB written to the device per operation (wKB/o)",
+            Metric::WkbPerOp,
+            3,
+            true,
+        ),
+        (
+            "CPU µs per operation of the engine's process (cpu/o)",
+            Metric::CpuUsPerOp,
+            0,
+            true,
+        ),
+        (
+            "client CPU µs per operation (ampbench's own process, server engines)",
+            Metric::ClientCpuUsPerOp,
+            1,
+            false,
+        ),
+    ] {
+        v.push(pivot(run, title, keep, &fig(m, prec)));
+    }
+    v.push(amp(run, Metric::WriteAmp, "pred_write_amp", "write-amp"));
+    v.push(amp(run, Metric::SpaceAmp, "pred_space_amp", "space-amp"));
     if let Some(b) = base
         .map(str::to_string)
         .or_else(|| engines(run).first().cloned())
@@ -207,29 +208,9 @@ fn ops_ratio(s: &StepView, b: &StepView) -> Option<String> {
 /// `base`, then (runs merged by corner) each engine of a later corner
 /// over itself in the first corner.
 fn ratios(run: &RunView, base: &str) -> Table {
-    let es = engines(run);
-    let split = |e: &str| {
-        e.split_once(':')
-            .map(|(c, n)| (c.to_string(), n.to_string()))
-    };
-    let corner = |e: &str| split(e).map(|(c, _)| c);
-    let mut pairs: Vec<(String, String)> = es
-        .iter()
-        .filter(|e| *e != base)
-        .filter(|e| !by_corner(run) || corner(e) == corner(base))
-        .map(|e| (e.clone(), base.to_string()))
-        .collect();
-    let first = es.first().and_then(|e| corner(e)).unwrap_or_default();
-    if by_corner(run) {
-        pairs.extend(
-            es.iter()
-                .filter_map(|e| {
-                    let (c, name) = split(e)?;
-                    (c != first).then(|| (e.clone(), format!("{first}:{name}")))
-                })
-                .filter(|(_, b)| es.contains(b)),
-        );
-    }
+    let mut pairs = base_pairs(run, base);
+    let (more, first) = corner_pairs(run);
+    pairs.extend(more);
     let title = if by_corner(run) {
         format!(
             "ops/s: ratios to {base} in its corner, and of each corner to {first}, per engine (io:ENGINE / {first}:ENGINE); above 1 is faster"

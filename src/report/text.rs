@@ -15,7 +15,8 @@ pub(super) fn cell(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.prec$}"))
 }
 
-fn gb(v: Option<f64>) -> String {
+/// Bytes as GB with 3 decimals, or `-` when not measured.
+pub(super) fn gb(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.3}", v / 1e9))
 }
 
