@@ -119,7 +119,7 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
         }
         if let Err(err) = run(Command::new("losetup").arg("-d").arg(&dev)) {
             errs.push(format!("{err:#}"));
-        } else if let Some(err) = wait_detached(Path::new(&dev)) {
+        } else if let Some(err) = wait_detached(Path::new(&dev), Duration::from_secs(5)) {
             errs.push(err);
         }
         let _ = std::fs::remove_file(&image);
@@ -132,22 +132,23 @@ pub fn clean_leftovers(alive: impl Fn(u32) -> bool) -> Vec<String> {
     out
 }
 
-/// Waits (up to 5 s) until a loop device `losetup -d` was given is free:
-/// the kernel detaches a device someone still has open (udev probing
-/// it, another program reading it) only when they close it, so a run
-/// that ended at once could leave it attached for a moment. Some(why)
+/// Waits (up to `within`) until a loop device `losetup -d` was given is
+/// free: the kernel detaches a device someone still has open (udev
+/// probing it, another program reading it) only when they close it, so a
+/// run that ended at once could leave it attached for a moment. Some(why)
 /// when it is still attached.
-pub(super) fn wait_detached(loopdev: &Path) -> Option<String> {
+pub(crate) fn wait_detached(loopdev: &Path, within: Duration) -> Option<String> {
     let name = loopdev.file_name()?.to_string_lossy().into_owned();
     let backing = Path::new("/sys/block")
         .join(&name)
         .join("loop/backing_file");
     let t0 = Instant::now();
     while backing.exists() {
-        if t0.elapsed() > Duration::from_secs(5) {
+        if t0.elapsed() > within {
             return Some(format!(
-                "{} is still attached 5 s after its detach (a process holds it open; the kernel frees it when that closes it)",
-                loopdev.display()
+                "{} is still attached {} s after it was detached (something holds it open; the kernel frees it when that closes it)",
+                loopdev.display(),
+                within.as_secs()
             ));
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -443,7 +443,9 @@ impl Device {
         if !self.loopdev.as_os_str().is_empty() {
             if let Err(e) = run(Command::new("losetup").arg("-d").arg(&self.loopdev)) {
                 errs.push(format!("{e:#}"));
-            } else if let Some(e) = super::mounts::wait_detached(&self.loopdev) {
+            } else if let Some(e) =
+                super::mounts::wait_detached(&self.loopdev, std::time::Duration::from_secs(5))
+            {
                 errs.push(e);
             }
         }

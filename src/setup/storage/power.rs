@@ -2,9 +2,9 @@
 //! and the power back with the filesystem mounted again; mount options
 //! and syncfs for the check.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 
@@ -55,21 +55,11 @@ impl Device {
     /// would write the image while it is mounted again.
     pub fn power_on(&mut self) -> Result<()> {
         crate::setup::mounts::unmount_or(&self.mount, false)?;
-        let name = self.name();
         run(Command::new("losetup").arg("-d").arg(&self.loopdev))?;
-        let bound = Path::new("/sys/block")
-            .join(&name)
-            .join("loop/backing_file");
-        let t0 = Instant::now();
-        while bound.exists() {
-            if t0.elapsed() > Duration::from_secs(10) {
-                bail!(
-                    "{} is still attached to {} 10 s after it was detached (something holds it open): the image is not mounted again",
-                    self.loopdev.display(),
-                    self.image.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(why) =
+            crate::setup::mounts::wait_detached(&self.loopdev, Duration::from_secs(10))
+        {
+            bail!("{why}: {} is not mounted again", self.image.display());
         }
         self.loopdev = PathBuf::new();
         self.model
