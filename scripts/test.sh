@@ -39,14 +39,18 @@ run_one() {
   name=$(show "$b")
   t0=$(date +%s)
   rc=0
-  RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time > "$dir/$k.out" 2>&1 || rc=$?
+  # The subshell's `times` gives the CPU seconds of what it waited for:
+  # the binary, and the servers and children the binary waited for.
+  cpu=$( (RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time > "$dir/$k.out" 2>&1 || echo "rc=$?" > "$dir/$k.rc"; times) |
+    awk 'function s(x) { split(x, a, /[ms]/); return a[1] * 60 + a[2] } NR == 2 { printf "%.0f", s($1) + s($2) }')
+  [ -s "$dir/$k.rc" ] && rc=$(sed 's/^rc=//' "$dir/$k.rc")
   t=$(( $(date +%s) - t0 ))
   echo "$rc" > "$dir/$k.rc"
-  echo "$t" > "$dir/$k.time"
+  printf '%s\n%s\n' "$t" "$cpu" > "$dir/$k.time"
   if [ "$rc" -eq 0 ]; then
-    echo "     ok $name ($t s)"
+    echo "     ok $name ($t s, $cpu CPU-s)"
   else
-    echo "     FAILED $name ($t s):"
+    echo "     FAILED $name ($t s, $cpu CPU-s):"
     cat "$dir/$k.out"
   fi
 }

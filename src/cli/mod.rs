@@ -4,6 +4,7 @@
 pub mod doctor;
 mod model;
 mod run;
+pub mod settings_doc;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,7 +42,11 @@ pub(crate) enum Cmd {
     /// Check which engines are usable and what this machine can do.
     Doctor(DoctorArgs),
     /// Print the commented plan template (every key, workload and engine).
-    Template,
+    Template {
+        /// Print the settings as docs/settings.md's table instead.
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Predicted write-, space- and read-amp of a storage structure, every
     /// term shown (lsm-leveled, lsm-tiered, btree, cow-btree, log-structured).
     Model(model::ModelArgs),
@@ -121,7 +126,10 @@ fn host_config(a: &crate::runner::host::HostArgs) -> Result<crate::runner::RunCo
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> Result<i32> {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    // `run --help` shows each setting's default, from Settings::default.
+    let cmd = Cli::command().mut_subcommand("run", settings_doc::annotate);
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.cmd {
@@ -243,8 +251,12 @@ pub fn main() -> Result<i32> {
             write!(out, "{}", list())?;
             Ok(0)
         }
-        Cmd::Template => {
-            write!(out, "{}", crate::plan::template())?;
+        Cmd::Template { markdown } => {
+            if markdown {
+                write!(out, "{}", settings_doc::markdown())?;
+            } else {
+                write!(out, "{}", settings_doc::template())?;
+            }
             Ok(0)
         }
         Cmd::Model(a) => {
@@ -314,7 +326,7 @@ pub fn list() -> String {
     );
     for (file, text) in crate::plan::SEED_PLANS {
         // A shipped plan that does not parse is caught by tests/seeds.rs.
-        let title = toml::from_str::<crate::plan::Plan>(text)
+        let title = toml::from_str::<crate::plan::Settings>(text)
             .ok()
             .and_then(|p| p.post)
             .map_or_else(|| "(unreadable)".to_string(), |p| p.title);

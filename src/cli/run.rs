@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::UsageError;
 use crate::engine::{EngineKind, options};
-use crate::plan::Plan;
+use crate::plan::{Arrival, Settings};
 use crate::runner::RunConfig;
 use crate::setup::storage::Fs;
 use crate::units::MAX_SECS;
@@ -29,7 +29,8 @@ enum ArrivalKind {
 pub(crate) struct RunArgs {
     /// Plan file (TOML) with any of the settings below; flags override it.
     plan: Option<PathBuf>,
-    /// Workload to run [default: pattern].
+    /// Workload to run; `ampbench run` with no plan, workload or engine
+    /// runs plans/default.toml.
     #[arg(short, long, value_enum)]
     workload: Option<WorkloadKind>,
     #[arg(
@@ -40,7 +41,7 @@ pub(crate) struct RunArgs {
         long_help = crate::engine::registry::help()
     )]
     engine: Option<Vec<String>>,
-    /// Steps to run, comma-separated, in the workload's order [default: all].
+    /// Steps to run, comma-separated, in the workload's order.
     #[arg(long, value_delimiter = ',')]
     steps: Option<Vec<String>>,
     /// Workload parameter KEY=VALUE (repeatable); `ampbench list` shows them.
@@ -51,7 +52,7 @@ pub(crate) struct RunArgs {
     set: Vec<String>,
     /// How long a server may take to answer: every read and write of a
     /// client gives up after it, and a server that stops answering new
-    /// connections for it is killed and its step failed [default: 600s].
+    /// connections for it is killed and its step failed.
     #[arg(long, value_parser = crate::units::parse_secs)]
     server_timeout: Option<f64>,
     /// Let engine settings that name files or directories or load code
@@ -74,45 +75,45 @@ pub(crate) struct RunArgs {
     #[arg(long, hide = true)]
     host: bool,
     /// Threads for multi-threaded steps (the `.n` steps, YCSB, micro reads,
-    /// LinkBench requests) [default: 4]. A list, e.g. 1,2,4,8,16, runs each
+    /// LinkBench requests). A list, e.g. 1,2,4,8,16, runs each
     /// such step at every level (`pq.n@8`) and fits the Universal
     /// Scalability Law per engine and step.
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<usize>>,
     /// Unrecorded warm-up before each timed step: seconds, or with a unit
-    /// (500ms, 90s, 30m, 6h) [default: 1].
+    /// (500ms, 90s, 30m, 6h).
     #[arg(long, value_parser = crate::units::parse_secs)]
     warmup: Option<f64>,
     /// Measured time of each timed step: seconds, or with a unit (90s,
-    /// 30m, 6h) [default: 3].
+    /// 30m, 6h).
     #[arg(long, value_parser = crate::units::parse_secs)]
     duration: Option<f64>,
     /// Time between probe samples (figures per interval): seconds, or with
-    /// a unit [default: 10].
+    /// a unit.
     #[arg(long, value_parser = crate::units::parse_secs)]
     interval: Option<f64>,
     /// Report every step as consecutive slices of this length, each with
     /// the full set of figures and a last-against-first line (e.g.
     /// --duration 6h --slice 1h); built from whole intervals, so
-    /// --interval defaults to a sixth of it [default: no slices].
+    /// --interval defaults to a sixth of it.
     #[arg(long, value_parser = crate::units::parse_secs)]
     slice: Option<f64>,
-    /// Fixed total arrival rate, ops/s; latency from the intended start [default: closed loop].
+    /// Fixed total arrival rate, ops/s; latency from the intended start.
     #[arg(long)]
     rate: Option<f64>,
-    /// Arrival process under --rate [default: poisson].
+    /// Arrival process under --rate.
     #[arg(long, value_enum)]
     arrival: Option<ArrivalKind>,
-    /// Run seed (recorded) [default: a fixed seed].
+    /// Run seed (recorded).
     #[arg(long)]
     seed: Option<u64>,
-    /// Engine cache size given to every engine that has one, e.g. 256MB, 1GB [default: 256MB].
+    /// Engine cache size given to every engine that has one, e.g. 256MB, 1GB.
     #[arg(long)]
     cache: Option<String>,
-    /// Results file (SQLite) [default: ampbench.db].
+    /// Results file (SQLite).
     #[arg(long)]
     results: Option<PathBuf>,
-    /// Directory under which each engine gets a fresh data directory [default: the system temp dir].
+    /// Directory under which each engine gets a fresh data directory.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Keep the data directories afterwards.
@@ -124,17 +125,17 @@ pub(crate) struct RunArgs {
     /// Print more while it runs: the model's explanation under each step.
     #[arg(short, long)]
     verbose: bool,
-    /// How clients reach a server engine [default: tcp, as the reference clients].
+    /// How clients reach a server engine.
     #[arg(long, value_enum)]
     transport: Option<crate::engine::Transport>,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
-    /// [default: glibc].
+    ///.
     #[arg(long, value_parser = |s: &str| crate::setup::allocator::Allocator::parse(s).map_err(|e| e.0))]
     allocator: Option<crate::setup::allocator::Allocator>,
     /// A replication log on the servers: MariaDB's binlog with
     /// sync_binlog=1, PostgreSQL's WAL archived by a copying
-    /// archive_command (the seed's oplog) [default: off].
+    /// archive_command (the seed's oplog).
     #[arg(long, value_name = "on|off", value_parser = on_off)]
     replication_log: Option<bool>,
     /// Where the data lives: a dedicated loop device throttled to a
@@ -143,19 +144,19 @@ pub(crate) struct RunArgs {
     /// (native). Needs root; otherwise native, said and recorded. A list
     /// (fast-ssd,slow-ssd,disk-array) sweeps one device through the
     /// classes: the load runs once at the first, every later step at each
-    /// class in turn (`request@disk-array`) [default: dedicated].
+    /// class in turn (`request@disk-array`).
     #[arg(long, value_delimiter = ',')]
     storage: Option<Vec<String>>,
     /// Scale the storage class's budgets (IOPS, MB/s, destage rates) by
     /// this machine's cores over a reference machine's: `cores=24` keeps a
     /// 24-core server's IO:CPU balance on this machine. The storage line
-    /// prints the scaled and the nominal figures [default: nominal].
+    /// prints the scaled and the nominal figures.
     #[arg(long, value_name = "cores=N")]
     io_scale: Option<String>,
-    /// Filesystem on the dedicated device [default: ext4].
+    /// Filesystem on the dedicated device.
     #[arg(long, value_enum)]
     fs: Option<Fs>,
-    /// Size of the dedicated device, e.g. 4GB [default: half the free space under --dir, 1–64 GB].
+    /// Size of the dedicated device, e.g. 4GB.
     #[arg(long)]
     device_size: Option<String>,
     /// IOPS cap READ[,WRITE] on the dedicated device (implies --storage custom
@@ -175,7 +176,7 @@ pub(crate) struct RunArgs {
     mbps: Option<String>,
     /// Memory limit for the engine's process, page cache included, e.g.
     /// 256MB: the IO-bound configuration. Engines get their direct-IO
-    /// settings and, without --cache, a quarter of it as cache [default: unlimited].
+    /// settings and, without --cache, a quarter of it as cache.
     #[arg(long)]
     memory: Option<String>,
     /// Drop the page cache before every step but the first.
@@ -183,7 +184,7 @@ pub(crate) struct RunArgs {
     drop_caches: bool,
     /// Run every (engine, step) N times, each on a fresh database, the
     /// engines interleaved (A B, B A, A B…) so drift hits all of them;
-    /// reports show means with 95% intervals [default: 1].
+    /// reports show means with 95% intervals.
     #[arg(long)]
     repeat: Option<usize>,
     /// With --repeat: one database per engine, each step but the loads run
@@ -193,8 +194,7 @@ pub(crate) struct RunArgs {
     /// The corner: `io` limits memory to --memory or to a quarter of the
     /// data the load writes, `cache` leaves it unlimited; `cache,io` runs
     /// both, one run each, and reports them side by side (`cache:rocksdb`,
-    /// `io:rocksdb`) [default: cache, or io when --memory is given; `ampbench
-    /// run` with no plan, workload or engine runs plans/default.toml].
+    /// `io:rocksdb`).
     #[arg(long, value_parser = bound_arg, value_delimiter = ',')]
     bound: Option<Vec<Bound>>,
 }
@@ -239,45 +239,116 @@ fn positive(name: &str, v: f64) -> Result<f64, UsageError> {
 }
 
 impl RunArgs {
+    /// The one merge: the flags given on the command line over the
+    /// plan's settings (whose missing keys already hold the defaults).
+    /// Lists (`-p`, `--set`, `--sweep`) add to the plan's; a switch
+    /// turns its key on.
+    fn merge(&self, s: &mut Settings) {
+        macro_rules! given {
+            ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = v.clone(); } )* };
+        }
+        macro_rules! some {
+            ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = Some(v.clone()); } )* };
+        }
+        macro_rules! on {
+            ($($f:ident),*) => { $( s.$f |= self.$f; )* };
+        }
+        given!(
+            warmup,
+            duration,
+            seed,
+            allocator,
+            replication_log,
+            server_timeout,
+            fs,
+            repeat
+        );
+        some!(
+            steps,
+            interval,
+            slice,
+            rate,
+            cache,
+            device_size,
+            iops,
+            mbps,
+            io_scale,
+            memory
+        );
+        on!(keep, settle, drop_caches, reuse);
+        if let Some(w) = self.workload {
+            s.workload = w.name().into();
+        }
+        if let Some(e) = &self.engine {
+            s.engines = e.clone();
+        }
+        if let Some(t) = &self.threads {
+            s.threads = crate::plan::Threads::Many(t.clone());
+        }
+        if let Some(a) = self.arrival {
+            s.arrival = match a {
+                ArrivalKind::Poisson => Arrival::Poisson,
+                ArrivalKind::Uniform => Arrival::Uniform,
+            };
+        }
+        if let Some(r) = &self.results {
+            s.results = r.to_string_lossy().into_owned();
+        }
+        if let Some(d) = &self.dir {
+            s.dir = Some(d.to_string_lossy().into_owned());
+        }
+        if let Some(t) = self.transport {
+            s.transport = Some(t);
+        }
+        if let Some(c) = &self.storage {
+            s.storage = Some(crate::plan::Classes::Many(c.clone()));
+        }
+        if let Some(b) = &self.bound {
+            s.bound = Some(crate::plan::Bounds::Many(b.clone()));
+        }
+        if !self.device_model.is_empty() {
+            s.device_model = self.device_model.clone();
+        }
+        s.sweep.extend(self.sweep.iter().cloned());
+    }
+
     /// One validated configuration per corner, in run order.
     pub(crate) fn into_configs(self) -> Result<Vec<RunConfig>> {
         let plan = match &self.plan {
-            Some(p) => Plan::load(p)?,
-            None if self.workload.is_none() && self.engine.is_none() => Plan::default_run()?,
-            None => Plan::default(),
+            Some(p) => Settings::load(p)?,
+            None if self.workload.is_none() && self.engine.is_none() => Settings::default_run()?,
+            None => Settings::default(),
         };
-        let storage = self.storage_config(&plan)?;
-        let workload = match (self.workload, &plan.workload) {
-            (Some(w), _) => w,
-            (None, Some(name)) => WorkloadKind::from_str(name, false).map_err(|_| {
-                let known: Vec<&str> = WorkloadKind::ALL.iter().map(|w| w.name()).collect();
-                UsageError(format!(
-                    "plan: unknown workload '{name}' (known: {})",
-                    known.join(", ")
-                ))
-            })?,
-            (None, None) => WorkloadKind::Pattern,
-        };
-        let engine_names = self
-            .engine
-            .or(plan.engines.clone())
-            .unwrap_or_else(|| vec!["rocksdb".into(), "wiredtiger".into(), "lmdb".into()]);
+        // What the plan itself sets and sweeps passes the guard as it is,
+        // whatever --allow-unsafe-settings says (someone else may have
+        // written the plan).
+        let (plan_sets, plan_sweep) = (plan.set_strings(), plan.sweep.clone());
+        let mut s = plan;
+        self.merge(&mut s);
+        let storage = storage::config(&s)?;
+        let workload = WorkloadKind::from_str(&s.workload, false).map_err(|_| {
+            let known: Vec<&str> = WorkloadKind::ALL.iter().map(|w| w.name()).collect();
+            UsageError(format!(
+                "plan: unknown workload '{}' (known: {})",
+                s.workload,
+                known.join(", ")
+            ))
+        })?;
         let mut engines = Vec::new();
-        for e in &engine_names {
+        for e in &s.engines {
             let k = EngineKind::parse(e.trim())?;
             if !engines.contains(&k) {
                 engines.push(k);
             }
         }
-        let steps = match self.steps.or(plan.steps.clone()) {
-            Some(s) if !s.is_empty() => s
+        let steps = match &s.steps {
+            Some(v) if !v.is_empty() => v
                 .iter()
                 .map(|s| workload.step(s.trim()))
                 .collect::<Result<Vec<_>, _>>()?,
             _ => workload.steps(),
         };
-        let rate = self.rate.or(plan.rate);
-        if let Some(r) = rate {
+        if let Some(r) = s.rate {
             if !(r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1) {
                 return Err(UsageError(format!(
                     "--rate {}: must be {} to {} ops/s",
@@ -288,11 +359,9 @@ impl RunArgs {
                 .into());
             }
         }
-        let levels = match (self.threads, &plan.threads) {
-            (Some(t), _) => t,
-            (None, Some(crate::plan::Threads::One(n))) => vec![*n],
-            (None, Some(crate::plan::Threads::Many(v))) => v.clone(),
-            (None, None) => vec![4],
+        let levels = match &s.threads {
+            crate::plan::Threads::One(n) => vec![*n],
+            crate::plan::Threads::Many(v) => v.clone(),
         };
         if levels.is_empty() || levels.iter().any(|&l| l == 0 || l > MAX_THREADS) {
             return Err(
@@ -307,12 +376,9 @@ impl RunArgs {
             .into());
         }
         let threads = levels[0];
-        let duration = positive("duration", self.duration.or(plan.duration).unwrap_or(3.0))?;
-        let slice = match self.slice.or(plan.slice) {
-            Some(v) => Some(positive("slice", v)?),
-            None => None,
-        };
-        let interval = match (self.interval.or(plan.interval), slice) {
+        let duration = positive("duration", s.duration)?;
+        let slice = s.slice.map(|v| positive("slice", v)).transpose()?;
+        let interval = match (s.interval, slice) {
             (Some(i), _) if i < MIN_INTERVAL => {
                 return Err(UsageError(format!(
                     "--interval {}: at least {MIN_INTERVAL} s",
@@ -321,48 +387,34 @@ impl RunArgs {
                 .into());
             }
             (Some(i), _) => positive("interval", i)?,
-            (None, Some(s)) => (s / 6.0).min(10.0),
+            (None, Some(sl)) => (sl / 6.0).min(10.0),
             (None, None) => 10.0,
         };
-        if let Some(s) = slice {
-            if s < interval {
+        if let Some(sl) = slice {
+            if sl < interval {
                 return Err(UsageError(format!(
-                    "--slice {s}s is shorter than --interval {interval}s: a slice is made of whole intervals"
+                    "--slice {sl}s is shorter than --interval {interval}s: a slice is made of whole intervals"
                 ))
                 .into());
             }
         }
-        let warmup = self.warmup.or(plan.warmup).unwrap_or(1.0);
-        if !(0.0..=MAX_SECS).contains(&warmup) {
+        if !(0.0..=MAX_SECS).contains(&s.warmup) {
             return Err(UsageError(format!(
                 "--warmup {}: must be 0 to {MAX_SECS} seconds (366 days)",
-                shown(warmup)
+                shown(s.warmup)
             ))
             .into());
         }
-        let poisson = match (self.arrival, plan.arrival.as_deref()) {
-            (Some(a), _) => matches!(a, ArrivalKind::Poisson),
-            (None, None | Some("poisson")) => true,
-            (None, Some("uniform")) => false,
-            (None, Some(other)) => {
-                return Err(UsageError(format!(
-                    "plan: arrival '{other}': expected poisson or uniform"
-                ))
-                .into());
-            }
-        };
-        let mut params = plan.param_pairs();
+        let mut params = s.param_pairs();
         params.extend(crate::workload::params::parse_pairs(&self.param)?);
-        if let Some(s) = &plan.post {
-            s.check().map_err(UsageError)?;
+        if let Some(p) = &s.post {
+            p.check().map_err(UsageError)?;
         }
-        let post_scale = crate::seedspec::scale(plan.post.as_ref(), &mut params)?;
-        let mut sets = plan.set_strings();
-        sets.extend(self.set.iter().cloned());
-        let size = |flag: &str, s: &str| {
-            crate::units::parse_size(s).map_err(|e| UsageError(format!("--{flag}: {e}")))
+        let post_scale = crate::seedspec::scale(s.post.as_ref(), &mut params)?;
+        let size = |flag: &str, v: &str| {
+            crate::units::parse_size(v).map_err(|e| UsageError(format!("--{flag}: {e}")))
         };
-        let given_memory = match self.memory.as_deref().or(plan.memory.as_deref()) {
+        let given_memory = match s.memory.as_deref() {
             Some(m) => {
                 let b = size("memory", m)?;
                 if b < 16 << 20 {
@@ -373,10 +425,7 @@ impl RunArgs {
             None => None,
         };
         let mut bounds: Vec<Bound> = Vec::new();
-        let listed = self
-            .bound
-            .clone()
-            .or(plan.bound.clone().map(|b| b.into_vec()));
+        let listed = s.bound.clone().map(|b| b.into_vec());
         for b in listed.unwrap_or_else(|| match given_memory {
             Some(_) => vec![Bound::Io],
             None => vec![Bound::Cache],
@@ -391,20 +440,16 @@ impl RunArgs {
             )
             .into());
         }
-        let given_cache = self.cache.clone().or(plan.cache.clone());
         let mut corners = Vec::new();
         for b in bounds {
             corners.push(corner(
                 b,
                 given_memory,
-                given_cache.as_deref(),
+                s.cache.as_deref(),
                 workload,
                 &params,
             )?);
         }
-        // --allow-unsafe-settings covers the command line's settings only:
-        // a plan's, which someone else may have written, pass the guard
-        // as they are, whatever the flag.
         let strict = |kind: EngineKind, pairs: Vec<(String, String)>| {
             let o = crate::engine::EngineOptions {
                 pairs,
@@ -413,30 +458,37 @@ impl RunArgs {
             crate::engine::guard::check(kind, &o)
                 .map_err(|e| UsageError(format!("plan file: {e:#}")))
         };
-        for (k, o) in options::parse_sets(&plan.set_strings())? {
+        for (k, o) in options::parse_sets(&plan_sets)? {
             strict(k, o.pairs)?;
         }
-        let mut sets = options::parse_sets(&sets)?;
+        let mut all_sets = plan_sets;
+        all_sets.extend(self.set.iter().cloned());
+        let mut sets = options::parse_sets(&all_sets)?;
         for o in sets.values_mut() {
             o.allow_unsafe = self.allow_unsafe_settings;
         }
         let mut sweep = Vec::new();
-        for a in plan.sweep.iter().flatten() {
+        for (i, a) in s.sweep.iter().enumerate() {
             let axis = crate::runner::sweep::parse(a, &engines)?;
-            for v in &axis.values {
-                strict(axis.engine, vec![(axis.key.clone(), v.clone())])?;
+            if i < plan_sweep.len() {
+                for v in &axis.values {
+                    strict(axis.engine, vec![(axis.key.clone(), v.clone())])?;
+                }
             }
             sweep.push(axis);
-        }
-        for a in &self.sweep {
-            sweep.push(crate::runner::sweep::parse(a, &engines)?);
         }
         crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;
         if !self.host {
             crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
         }
+        if s.repeat == 0 {
+            return Err(UsageError("--repeat 0: repeat at least once".into()).into());
+        }
+        if s.reuse && s.repeat < 2 {
+            return Err(UsageError("--reuse needs --repeat N with N ≥ 2".into()).into());
+        }
         let base = RunConfig {
-            post: plan.post.clone(),
+            post: s.post.clone(),
             post_scale,
             workload,
             engines,
@@ -447,59 +499,36 @@ impl RunArgs {
             sweep,
             threads,
             thread_levels: if levels.len() > 1 { levels } else { Vec::new() },
-            warmup,
+            warmup: s.warmup,
             duration,
             interval,
             slice,
-            rate,
-            poisson,
-            seed: self.seed.or(plan.seed).unwrap_or(crate::rng::DEFAULT_SEED),
+            rate: s.rate,
+            poisson: s.arrival == Arrival::Poisson,
+            seed: s.seed,
             cache_bytes: 0,
-            results: self
-                .results
-                .or(plan.results.map(PathBuf::from))
-                .unwrap_or_else(|| PathBuf::from("ampbench.db")),
-            dir: self
+            results: PathBuf::from(&s.results),
+            dir: s
                 .dir
-                .or(plan.dir.map(PathBuf::from))
-                .unwrap_or_else(std::env::temp_dir),
-            keep: self.keep || plan.keep.unwrap_or(false),
-            settle: self.settle || plan.settle.unwrap_or(false),
+                .as_ref()
+                .map_or_else(std::env::temp_dir, PathBuf::from),
+            keep: s.keep,
+            settle: s.settle,
             verbose: self.verbose,
-            transport: self.transport.or(plan.transport),
-            allocator: self
-                .allocator
-                .or(plan.allocator)
-                .unwrap_or(crate::setup::allocator::Allocator::Glibc),
-            replication_log: self
-                .replication_log
-                .or(plan.replication_log)
-                .unwrap_or(false),
-            server_timeout: positive(
-                "server-timeout",
-                self.server_timeout
-                    .or(plan.server_timeout)
-                    .unwrap_or(crate::engine::SERVER_TIMEOUT.as_secs_f64()),
-            )?,
+            transport: s.transport,
+            allocator: s.allocator,
+            replication_log: s.replication_log,
+            server_timeout: positive("server-timeout", s.server_timeout)?,
             storage,
             memory: None,
             bound: Bound::Cache,
             memory_from_data: None,
             cache_from_memory: false,
-            drop_caches: self.drop_caches || plan.drop_caches.unwrap_or(false),
-            repeat: match self.repeat.or(plan.repeat) {
-                Some(0) => {
-                    return Err(UsageError("--repeat 0: repeat at least once".into()).into());
-                }
-                Some(n) => n,
-                None => 1,
-            },
-            reuse: self.reuse || plan.reuse.unwrap_or(false),
+            drop_caches: s.drop_caches,
+            repeat: s.repeat,
+            reuse: s.reuse,
             origin: None,
         };
-        if base.reuse && base.repeat < 2 {
-            return Err(UsageError("--reuse needs --repeat N with N ≥ 2".into()).into());
-        }
         Ok(corners
             .into_iter()
             .map(|c| RunConfig {

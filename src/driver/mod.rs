@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::Latency;
 use crate::probe::{Probe, Sample};
+use collect::Collector;
 use thread::{Shared, Signals, Slot, Thread, merge_into};
 
 use crate::signals::INTERRUPTED;
@@ -204,10 +205,10 @@ fn named(
 
 /// Runs one step to its end (or its first error, or Ctrl-C), feeding the
 /// sink as intervals close, and returns what it measured.
-pub fn run_step(
+pub fn run_step<'w>(
     spec: &StepSpec,
-    fg: &WorkerFactory<'_>,
-    bg: Option<&WorkerFactory<'_>>,
+    fg: &WorkerFactory<'w>,
+    bg: Option<&WorkerFactory<'w>>,
     probe: &Probe,
     sink: &mut dyn StepSink,
 ) -> StepOutcome {
@@ -238,31 +239,24 @@ pub fn run_step(
     };
 
     let mut outcome = std::thread::scope(|scope| {
-        let mut fg_handles = Vec::new();
-        for i in 0..threads {
-            let t = Thread {
-                shared: &shared,
-                pending: &pending,
-                fg: true,
-                slot: &shared.fg[i],
-                kinds: spec.op_names.len().max(1),
-                origin,
-                start,
-                end,
-                rate: per_thread_rate,
-                catch_up: true,
-                seed: crate::rng::derive_seed(spec.seed, &[1, i as u64]),
-            };
-            let shared = &shared;
-            fg_handles.push(scope.spawn(move || match fg(i) {
-                Ok(w) => t.run(w),
-                Err(e) => {
-                    shared.fail(format!("starting worker {i}: {e:#}"));
-                    shared.fg_running.fetch_sub(1, Ordering::SeqCst);
-                    (Vec::new(), None, None)
-                }
-            }));
-        }
+        let fg_handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let t = Thread {
+                    shared: &shared,
+                    pending: &pending,
+                    fg: true,
+                    slot: &shared.fg[i],
+                    kinds: spec.op_names.len().max(1),
+                    origin,
+                    start,
+                    end,
+                    rate: per_thread_rate,
+                    catch_up: true,
+                    seed: crate::rng::derive_seed(spec.seed, &[1, i as u64]),
+                };
+                spawn(scope, t, fg, i)
+            })
+            .collect();
         let bg_handle = match (bg_spec, bg) {
             (Some(b), Some(factory)) => {
                 let t = Thread {
@@ -278,14 +272,7 @@ pub fn run_step(
                     catch_up: b.catch_up,
                     seed: crate::rng::derive_seed(spec.seed, &[2, 0]),
                 };
-                let shared = &shared;
-                Some(scope.spawn(move || match factory(0) {
-                    Ok(w) => t.run(w),
-                    Err(e) => {
-                        shared.fail(format!("starting the background writer: {e:#}"));
-                        (Vec::new(), None, None)
-                    }
-                }))
+                Some(spawn(scope, t, factory, 0))
             }
             _ => None,
         };
@@ -301,141 +288,35 @@ pub fn run_step(
             }
             std::thread::sleep((start - Instant::now()).min(Duration::from_millis(20)));
         }
-        let t0 = Instant::now();
-        let first = probe.sample(0.0);
-        let mut last = first;
-        let mut last_counts = (0u64, 0u64, 0u64);
-        let mut timeline = Timeline::new();
-        let mut idx = 0usize;
-        let mut boundary = t0 + spec.interval;
-        let mut sink_error: Option<String> = None;
-        // Takes the handed-over epochs `keep` selects, by epoch.
-        let take = |keep: &dyn Fn(u64) -> bool| -> Vec<(u64, thread::EpochHists)> {
-            let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-            let done: Vec<u64> = p.by_epoch.keys().copied().filter(|e| keep(*e)).collect();
-            done.into_iter()
-                .filter_map(|e| p.by_epoch.remove(&e).map(|v| (e, v)))
-                .collect()
-        };
-        // Puts an epoch's histograms back, emptied.
-        let recycle = |(f, b): thread::EpochHists| {
-            let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.recycle(f);
-            p.recycle(b);
-        };
-        let close = |idx: usize,
-                     end_s: Sample,
-                     last: &Sample,
-                     counts: (u64, u64, u64),
-                     prev: (u64, u64, u64),
-                     sink: &mut dyn StepSink| {
-            let rec = IntervalRecord {
-                idx,
-                start: *last,
-                end: end_s,
-                ops: counts.0 - prev.0,
-                bg_ops: counts.1 - prev.1,
-                written: counts.2 - prev.2,
-            };
-            sink.interval(&rec)
-        };
-        loop {
-            if let Some(why) = sink.health() {
-                shared.fail(why);
-            }
-            let now = Instant::now();
-            let running = shared.fg_running.load(Ordering::SeqCst) > 0;
-            let stopping =
-                shared.signals.stop.load(Ordering::Relaxed) || INTERRUPTED.load(Ordering::Relaxed);
-            if !running || stopping || end.is_some_and(|e| now >= e) {
-                break;
-            }
-            if now >= boundary {
-                let s = probe.sample(t0.elapsed().as_secs_f64());
-                let counts = shared.totals();
-                shared.signals.epoch.store(idx as u64 + 1, Ordering::SeqCst);
-                if let Err(e) = close(idx, s, &last, counts, last_counts, sink) {
-                    sink_error.get_or_insert(format!("{e:#}"));
-                    shared.fail(format!("results: {e:#}"));
-                }
-                // The interval before this one is complete now: hand it over.
-                if idx > 0 {
-                    for (e, (f, b)) in take(&|e| e < idx as u64) {
-                        let l = named(&spec.op_names, &bg_names, &f, &b);
-                        if let Err(err) = sink.interval_latency(e as usize, &l) {
-                            sink_error.get_or_insert(format!("{err:#}"));
-                        }
-                        recycle((f, b));
-                    }
-                }
-                last = s;
-                last_counts = counts;
-                idx += 1;
-                boundary += spec.interval;
-                continue;
-            }
-            let (ops, secs) = (shared.totals().0, now.duration_since(t0).as_secs_f64());
-            timeline.push(secs, ops);
-            sink.progress(ops, secs);
-            std::thread::sleep((boundary - now).min(Duration::from_millis(50)));
-        }
+        let mut c = Collector::start(spec, probe, &shared, &pending, &bg_names);
+        while c.turn(end, sink) {}
         // End of the measured phase (or Ctrl-C): stop everyone, then sample.
         shared.signals.stop.store(true, Ordering::SeqCst);
         shared.signals.bg_stop.store(true, Ordering::SeqCst);
-        let mut fg_hists: Vec<Latency> = Vec::new();
-        let mut keep = Vec::new();
-        let mut last_op: Option<Instant> = None;
-        for h in fg_handles {
-            if let Ok((v, w, last)) = h.join() {
-                merge_into(&mut fg_hists, &v);
-                keep.push(w);
-                last_op = last_op.max(last);
-            } else {
-                shared.fail("a worker thread panicked".into());
-            }
-        }
+        let j = join(fg_handles, bg_handle, &shared);
         // The measured phase ends when the last foreground operation ends
         // (as db_bench times a benchmark), not when this thread notices: it
         // polls every 50 ms, which would add up to 50 ms to every step.
-        let secs = match last_op {
-            Some(t) if t > t0 => t.duration_since(t0).as_secs_f64(),
-            _ => t0.elapsed().as_secs_f64(),
+        let secs = match j.last_op {
+            Some(t) if t > c.t0 => t.duration_since(c.t0).as_secs_f64(),
+            _ => c.t0.elapsed().as_secs_f64(),
         };
-        let mut bg_hists: Vec<Latency> = Vec::new();
-        if let Some(h) = bg_handle {
-            if let Ok((v, w, _)) = h.join() {
-                merge_into(&mut bg_hists, &v);
-                keep.push(w);
-            }
-        }
         // Workers (and a server's connections, whose backends do the work)
         // are still alive here, so the end sample counts them.
         let end_s = probe.sample(secs);
-        drop(keep);
-        let counts = shared.totals();
-        if counts != last_counts || idx == 0 {
-            if let Err(e) = close(idx, end_s, &last, counts, last_counts, sink) {
-                sink_error.get_or_insert(format!("{e:#}"));
-            }
-            idx += 1;
-        }
-        for (e, (f, b)) in take(&|_| true) {
-            let l = named(&spec.op_names, &bg_names, &f, &b);
-            if let Err(err) = sink.interval_latency((e as usize).min(idx.saturating_sub(1)), &l) {
-                sink_error.get_or_insert(format!("{err:#}"));
-            }
-        }
+        drop(j.keep);
+        let counts = c.finish(end_s, sink);
         StepOutcome {
-            start: first,
+            start: c.first,
             end: end_s,
             secs,
             ops: counts.0,
             bg_ops: counts.1,
             written: counts.2,
-            latencies: named(&spec.op_names, &bg_names, &fg_hists, &bg_hists),
-            intervals: idx,
-            timeline: timeline.finish(secs, counts.0),
-            error: sink_error,
+            latencies: named(&spec.op_names, &bg_names, &j.fg, &j.bg),
+            intervals: c.idx,
+            timeline: c.timeline.finish(secs, counts.0),
+            error: c.sink_error,
             interrupted: INTERRUPTED.load(Ordering::Relaxed),
         }
     });
@@ -443,6 +324,74 @@ pub fn run_step(
         outcome.error = shared.error.lock().ok().and_then(|g| g.clone());
     }
     outcome
+}
+
+/// Starts thread `i` of a step (the background writer: a background
+/// `t`) with the worker `factory` makes, or fails the step with why the
+/// worker could not be made.
+fn spawn<'scope, 'env, 'w>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    t: Thread<'env>,
+    factory: &'env WorkerFactory<'w>,
+    i: usize,
+) -> std::thread::ScopedJoinHandle<'scope, thread::Ran<'w>>
+where
+    'w: 'scope,
+{
+    scope.spawn(move || match factory(i) {
+        Ok(w) => t.run(w),
+        Err(e) => {
+            let shared = t.shared;
+            if t.fg {
+                shared.fail(format!("starting worker {i}: {e:#}"));
+                shared.fg_running.fetch_sub(1, Ordering::SeqCst);
+            } else {
+                shared.fail(format!("starting the background writer: {e:#}"));
+            }
+            (Vec::new(), None, None)
+        }
+    })
+}
+
+/// What a step's threads left once joined: their histograms, their
+/// workers (kept alive until the end sample), when the last foreground
+/// operation ended.
+struct Joined<'w> {
+    fg: Vec<Latency>,
+    bg: Vec<Latency>,
+    keep: Vec<Option<Box<dyn Worker + 'w>>>,
+    last_op: Option<Instant>,
+}
+
+/// Joins the foreground threads, then the background writer (stopped
+/// before this), noting a thread that panicked.
+fn join<'w>(
+    fg: Vec<std::thread::ScopedJoinHandle<'_, thread::Ran<'w>>>,
+    bg: Option<std::thread::ScopedJoinHandle<'_, thread::Ran<'w>>>,
+    shared: &Shared,
+) -> Joined<'w> {
+    let mut j = Joined {
+        fg: Vec::new(),
+        bg: Vec::new(),
+        keep: Vec::new(),
+        last_op: None,
+    };
+    for h in fg {
+        if let Ok((v, w, last)) = h.join() {
+            merge_into(&mut j.fg, &v);
+            j.keep.push(w);
+            j.last_op = j.last_op.max(last);
+        } else {
+            shared.fail("a worker thread panicked".into());
+        }
+    }
+    if let Some(h) = bg {
+        if let Ok((v, w, _)) = h.join() {
+            merge_into(&mut j.bg, &v);
+            j.keep.push(w);
+        }
+    }
+    j
 }
 
 /// Samples of a step's foreground operations so far, at most
@@ -552,6 +501,7 @@ fn counts_at(timeline: &[(f64, u64)], ts: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+mod collect;
 mod thread;
 
 #[cfg(test)]

@@ -113,16 +113,12 @@ pub fn names() -> String {
 
 /// The `--engine` short help: every engine's name.
 pub fn short_help() -> String {
-    format!(
-        "Engines, comma-separated: {} [default: rocksdb,wiredtiger,lmdb]",
-        names()
-    )
+    format!("Engines, comma-separated: {}", names())
 }
 
 /// The `--engine` long help: every engine with what it is.
 pub fn help() -> String {
-    let mut s =
-        String::from("Engines, comma-separated [default: rocksdb,wiredtiger,lmdb]. Known engines:");
+    let mut s = String::from("Engines, comma-separated.\n\nKnown engines:");
     for k in EngineKind::all() {
         s.push_str(&format!("\n  {:<16} {}", k.name(), k.def().about));
     }

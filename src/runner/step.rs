@@ -28,16 +28,10 @@ pub(super) fn run_step(
     (si, step, at): (usize, Step, Level),
     out: &mut dyn Write,
 ) -> Result<After> {
-    // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
-    let label = at.label(step);
-    let level = at.threads;
-    let cfg = r.cfg;
-    let cg = mem.cg.as_ref();
-    if let Some(c) = cg {
+    if let Some(c) = mem.cg.as_ref() {
         c.reset_peak();
     }
-    let kind = eng.kind();
-    let ctx = step_ctx(cfg, si, level, at.pass)?;
+    let ctx = step_ctx(r.cfg, si, at.threads, at.pass)?;
     let planned = match workload.plan(step, eng.face(), &ctx) {
         Ok(p) => p,
         Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
@@ -58,9 +52,11 @@ pub(super) fn run_step(
         "background": planned.spec.background,
         "seed": ctx.seed,
         "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
-        "allocator": cfg.allocator.describe(eng.pid()),
+        "allocator": r.cfg.allocator.describe(eng.pid()),
     });
-    let step_id = r
+    // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
+    let label = at.label(step);
+    let id = r
         .results
         .begin_step(r.id, (r.ordinal, r.rep), &r.label, &label, &spec_json)?;
     r.ordinal += 1;
@@ -69,194 +65,21 @@ pub(super) fn run_step(
     // consistency check between them (on InnoDB's l.i1, Handler_read_next
     // came out at 21 per row where the step reads about 1).
     if let Ok(st) = eng.stats() {
-        r.results.add_engine_stats(step_id, &st, "start")?;
+        r.results.add_engine_stats(id, &st, "start")?;
     }
-    let no_device = probe.device().as_ref().err().cloned();
-    let mut sink = Sink {
-        oom: cg.and_then(|c| Some((c, oom_kills(c)?, cfg.memory?))),
-        results: &mut r.results,
-        step: step_id,
+    let s = StepRun {
+        id,
+        step,
+        label,
+        eng,
         workload,
-        no_device: no_device.clone(),
-        bar: progress_bar(),
-        label: format!("{} {step}", r.label),
-        slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
-        model: r.storage.device.as_mut().and_then(|d| d.model.as_mut()),
-    };
-    let mut o = driver::run_step(
-        &planned.spec,
-        &*planned.fg,
-        planned.bg.as_deref(),
         probe,
-        &mut sink,
-    );
-    sink.bar.finish_and_clear();
-    if let Err(e) = sink.finish_slices() {
-        o.error.get_or_insert(format!("{e:#}"));
-    }
-    // A server killed at the memory limit shows first as a lost
-    // connection, and a full device as whatever the engine makes of
-    // ENOSPC: say why.
-    if let Some(e) = o.error.as_mut() {
-        if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
-            *e = format!("{why} ({e})");
-        }
-        if let Some(why) = eng.face().sql().and_then(|s| s.server().hung()) {
-            *e = format!("{why} ({e})");
-        }
-        if let Some(full) = crate::setup::storage::full_note(eng.dir()) {
-            *e = format!("{full} ({e})");
-        }
-    }
-    drop(planned);
-    let w = WorkDone {
-        ops: o.ops,
-        secs: o.secs,
-        logical_bytes: workload.live_bytes(),
-        logical_written: o.written,
+        mem,
     };
-    let ticks = crate::probe::cpu::ticks_per_sec();
-    let figs = metrics::compute(&o.start, &o.end, &w, no_device.as_deref(), ticks);
-    let mut notes =
-        workload
-            .finish(step, eng.face())
-            .unwrap_or_else(|e| crate::workload::StepNotes {
-                extras: Vec::new(),
-                lines: vec![format!("after {step}: {e:#}")],
-            });
-    // Calls, when a call is several operations (a batch of rows, a range
-    // query's documents): the reports show both rates.
-    let calls: u64 = o
-        .latencies
-        .iter()
-        .filter(|(n, _)| !n.starts_with("bg."))
-        .map(|(_, l)| l.count())
-        .sum();
-    if o.secs > 0.0 && calls > 0 && calls != o.ops {
-        notes
-            .extras
-            .push((CALLS_PER_SEC.into(), calls as f64 / o.secs));
-    }
-    if o.bg_ops > 0 {
-        notes.extras.push(("bg_ops".into(), o.bg_ops as f64));
-    }
-    if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
-        for (i, v) in sl.iter().enumerate() {
-            notes.extras.push((format!("{SLICE_PREFIX}{}", i + 1), *v));
-        }
-    }
-    if let Some(c) = cg {
-        if let Some(p) = c.peak() {
-            notes
-                .extras
-                .push((crate::names::MEM_PEAK_MB.into(), p as f64 / 1e6));
-        }
-        if let Some(h) = c.limit_hits() {
-            notes
-                .extras
-                .push((crate::names::MEM_LIMIT_HITS.into(), h as f64));
-        }
-    }
-    let stats = eng.stats().ok();
-    let settings = eng.settings();
-    let printed = notes.lines.len();
-    let said = predict::notes(
-        &predict::Done {
-            kind,
-            settings: &settings,
-            stats: stats.as_ref(),
-            workload,
-            step,
-            figs: &figs,
-            ops: o.ops,
-            written: o.written,
-            secs: o.secs,
-        },
-        &mut r.cf_before,
-    );
-    notes.extras.extend(said.extras);
-    notes.lines.extend(said.lines);
-    r.results
-        .add_step_figures(step_id, &figs, &notes, (&o.start, &o.end))?;
-    r.results.add_model_checks(step_id, &said.checks)?;
-    r.results
-        .add_latencies(step_id, crate::results::WHOLE_STEP, &o.latencies)?;
-    r.results
-        .add_rates(step_id, &driver::rates(&o.timeline, o.secs))?;
-    if let Some(st) = &stats {
-        r.results.add_engine_stats(step_id, st, "end")?;
-    }
-    let settle_note = (cfg.settle && o.error.is_none() && step.loads()).then(|| {
-        eng.settle()
-            .unwrap_or_else(|e| format!("settle failed: {e:#}"))
-    });
-    let status = match (&o.error, o.interrupted) {
-        (Some(_), _) => Status::Failed,
-        (None, true) => Status::Interrupted,
-        (None, false) => Status::Done,
-    };
-    r.results.end_step(
-        step_id,
-        status,
-        o.error.as_deref(),
-        o.secs,
-        settle_note.as_deref(),
-    )?;
-    let f = |m: Metric| {
-        figs.iter()
-            .find(|(k, _)| *k == m)
-            .and_then(|(_, v)| v.value())
-    };
-    let name = if cfg.repeat > 1 {
-        format!("{label} #{}", r.rep + 1)
-    } else {
-        label.clone()
-    };
-    let said = match (&o.error, o.interrupted) {
-        (Some(e), _) => format!("FAILED: {e}"),
-        (None, true) => "interrupted".into(),
-        _ => String::new(),
-    };
-    // The step's figures are in the closing tables; -v repeats the main
-    // ones here as each step ends (a terminal shows each step while it
-    // runs, on stderr).
-    if cfg.verbose {
-        writeln!(
-            out,
-            "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {said}",
-            name,
-            o.ops,
-            f(Metric::OpsPerSec).unwrap_or(0.0),
-            f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
-            f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
-            f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
-        )?;
-    } else if !said.is_empty() {
-        // Without -v a step's line only when it failed or was stopped.
-        writeln!(
-            out,
-            "  {:<14} {:>10} ops in {:>6.1} s  {said}",
-            name, o.ops, o.secs
-        )?;
-    }
-    if let Some(n) = settle_note {
-        writeln!(out, "  settle: {n}")?;
-    }
-    // The workload's lines; the model's are in the report.
-    for l in &notes.lines[..printed] {
-        writeln!(out, "  {l}")?;
-    }
-    // The model's explanation only with -v: the closing report lists
-    // the steps where the model and the measurement differ by over 2×.
-    if cfg.verbose {
-        if let Some(l) = notes.lines[printed..]
-            .iter()
-            .find(|l| l.starts_with(EXPLAIN_NOTE))
-        {
-            writeln!(out, "  {l}")?;
-        }
-    }
-    Ok(match status {
+    let o = s.drive(r, planned);
+    let rec = s.record(r, &o)?;
+    s.say(r, &o, &rec, out)?;
+    Ok(match rec.status {
         Status::Failed => {
             r.status = Status::Failed;
             After::Failed
@@ -267,4 +90,255 @@ pub(super) fn run_step(
         }
         _ => After::Next,
     })
+}
+
+/// A step once begun in the results file: what its phases (drive, record,
+/// say) share.
+struct StepRun<'a> {
+    /// Its row in the results file.
+    id: i64,
+    step: Step,
+    /// Its name in the results (`pq.n@8`).
+    label: String,
+    eng: &'a dyn Engine,
+    workload: &'a dyn Workload,
+    probe: &'a Probe,
+    mem: &'a EngineMem,
+}
+
+/// What recording a step leaves for its line.
+struct Recorded {
+    figs: Vec<(Metric, metrics::Figure)>,
+    notes: crate::workload::StepNotes,
+    /// How many of the notes' lines are the workload's (the model's follow).
+    printed: usize,
+    status: Status,
+    settle_note: Option<String>,
+}
+
+impl StepRun<'_> {
+    /// Drives the planned step, its intervals into the results as they
+    /// close; a failure says why when the cause is known (the memory
+    /// limit, a hung server, a full device).
+    fn drive(&self, r: &mut Run<'_>, planned: crate::workload::Planned<'_>) -> driver::StepOutcome {
+        let cfg = r.cfg;
+        let cg = self.mem.cg.as_ref();
+        let no_device = self.probe.device().as_ref().err().cloned();
+        let mut sink = Sink {
+            oom: cg.and_then(|c| Some((c, oom_kills(c)?, cfg.memory?))),
+            results: &mut r.results,
+            step: self.id,
+            workload: self.workload,
+            no_device: no_device.clone(),
+            bar: progress_bar(),
+            label: format!("{} {}", r.label, self.step),
+            slicer: cfg.slice.map(|l| Slicer::new(l, no_device.clone())),
+            model: r.storage.device.as_mut().and_then(|d| d.model.as_mut()),
+        };
+        let mut o = driver::run_step(
+            &planned.spec,
+            &*planned.fg,
+            planned.bg.as_deref(),
+            self.probe,
+            &mut sink,
+        );
+        sink.bar.finish_and_clear();
+        if let Err(e) = sink.finish_slices() {
+            o.error.get_or_insert(format!("{e:#}"));
+        }
+        // A server killed at the memory limit shows first as a lost
+        // connection, and a full device as whatever the engine makes of
+        // ENOSPC: say why.
+        if let Some(e) = o.error.as_mut() {
+            if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
+                *e = format!("{why} ({e})");
+            }
+            if let Some(why) = self.eng.face().sql().and_then(|s| s.server().hung()) {
+                *e = format!("{why} ({e})");
+            }
+            if let Some(full) = crate::setup::storage::full_note(self.eng.dir()) {
+                *e = format!("{full} ({e})");
+            }
+        }
+        o
+    }
+
+    /// The step's figures, notes, extras and the model's checks, its
+    /// response times, rates and engine statistics into the results; the
+    /// settle after a load; its status.
+    fn record(&self, r: &mut Run<'_>, o: &driver::StepOutcome) -> Result<Recorded> {
+        let (cfg, step, eng, workload) = (r.cfg, self.step, self.eng, self.workload);
+        let w = WorkDone {
+            ops: o.ops,
+            secs: o.secs,
+            logical_bytes: workload.live_bytes(),
+            logical_written: o.written,
+        };
+        let no_device = self.probe.device().as_ref().err().cloned();
+        let ticks = crate::probe::cpu::ticks_per_sec();
+        let figs = metrics::compute(&o.start, &o.end, &w, no_device.as_deref(), ticks);
+        let mut notes =
+            workload
+                .finish(step, eng.face())
+                .unwrap_or_else(|e| crate::workload::StepNotes {
+                    extras: Vec::new(),
+                    lines: vec![format!("after {step}: {e:#}")],
+                });
+        notes.extras.extend(self.extras(o));
+        let stats = eng.stats().ok();
+        let settings = eng.settings();
+        let printed = notes.lines.len();
+        let said = predict::notes(
+            &predict::Done {
+                kind: eng.kind(),
+                settings: &settings,
+                stats: stats.as_ref(),
+                workload,
+                step,
+                figs: &figs,
+                ops: o.ops,
+                written: o.written,
+                secs: o.secs,
+            },
+            &mut r.cf_before,
+        );
+        notes.extras.extend(said.extras);
+        notes.lines.extend(said.lines);
+        let id = self.id;
+        r.results
+            .add_step_figures(id, &figs, &notes, (&o.start, &o.end))?;
+        r.results.add_model_checks(id, &said.checks)?;
+        r.results
+            .add_latencies(id, crate::results::WHOLE_STEP, &o.latencies)?;
+        r.results
+            .add_rates(id, &driver::rates(&o.timeline, o.secs))?;
+        if let Some(st) = &stats {
+            r.results.add_engine_stats(id, st, "end")?;
+        }
+        let settle_note = (cfg.settle && o.error.is_none() && step.loads()).then(|| {
+            eng.settle()
+                .unwrap_or_else(|e| format!("settle failed: {e:#}"))
+        });
+        let status = match (&o.error, o.interrupted) {
+            (Some(_), _) => Status::Failed,
+            (None, true) => Status::Interrupted,
+            (None, false) => Status::Done,
+        };
+        r.results.end_step(
+            id,
+            status,
+            o.error.as_deref(),
+            o.secs,
+            settle_note.as_deref(),
+        )?;
+        Ok(Recorded {
+            figs,
+            notes,
+            printed,
+            status,
+            settle_note,
+        })
+    }
+
+    /// The harness's extras: calls/s where a call is several operations
+    /// (a batch of rows, a range query's documents; the reports show both
+    /// rates), background ops, the step's slices, the memory group's peak
+    /// and limit hits.
+    fn extras(&self, o: &driver::StepOutcome) -> Vec<(String, f64)> {
+        let mut x = Vec::new();
+        let calls: u64 = o
+            .latencies
+            .iter()
+            .filter(|(n, _)| !n.starts_with("bg."))
+            .map(|(_, l)| l.count())
+            .sum();
+        if o.secs > 0.0 && calls > 0 && calls != o.ops {
+            x.push((CALLS_PER_SEC.into(), calls as f64 / o.secs));
+        }
+        if o.bg_ops > 0 {
+            x.push(("bg_ops".into(), o.bg_ops as f64));
+        }
+        if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
+            for (i, v) in sl.iter().enumerate() {
+                x.push((format!("{SLICE_PREFIX}{}", i + 1), *v));
+            }
+        }
+        if let Some(c) = self.mem.cg.as_ref() {
+            if let Some(p) = c.peak() {
+                x.push((crate::names::MEM_PEAK_MB.into(), p as f64 / 1e6));
+            }
+            if let Some(h) = c.limit_hits() {
+                x.push((crate::names::MEM_LIMIT_HITS.into(), h as f64));
+            }
+        }
+        x
+    }
+
+    /// The step's line: with -v its main figures and the model's
+    /// explanation; without, only a failed or stopped step's. Then the
+    /// settle's and the workload's lines.
+    fn say(
+        &self,
+        r: &Run<'_>,
+        o: &driver::StepOutcome,
+        rec: &Recorded,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let cfg = r.cfg;
+        let f = |m: Metric| {
+            rec.figs
+                .iter()
+                .find(|(k, _)| *k == m)
+                .and_then(|(_, v)| v.value())
+        };
+        let name = if cfg.repeat > 1 {
+            format!("{} #{}", self.label, r.rep + 1)
+        } else {
+            self.label.clone()
+        };
+        let said = match (&o.error, o.interrupted) {
+            (Some(e), _) => format!("FAILED: {e}"),
+            (None, true) => "interrupted".into(),
+            _ => String::new(),
+        };
+        // The step's figures are in the closing tables; -v repeats the main
+        // ones here as each step ends (a terminal shows each step while it
+        // runs, on stderr).
+        if cfg.verbose {
+            writeln!(
+                out,
+                "  {:<14} {:>10} ops {:>10.0} ops/s  wKB/o {:>8}  cpu/o {:>7}  db {:>7.3} GB  {said}",
+                name,
+                o.ops,
+                f(Metric::OpsPerSec).unwrap_or(0.0),
+                f(Metric::WkbPerOp).map_or("-".into(), |v| format!("{v:.3}")),
+                f(Metric::CpuUsPerOp).map_or("-".into(), |v| format!("{v:.0}")),
+                f(Metric::DbBytes).unwrap_or(0.0) / 1e9,
+            )?;
+        } else if !said.is_empty() {
+            writeln!(
+                out,
+                "  {:<14} {:>10} ops in {:>6.1} s  {said}",
+                name, o.ops, o.secs
+            )?;
+        }
+        if let Some(n) = &rec.settle_note {
+            writeln!(out, "  settle: {n}")?;
+        }
+        // The workload's lines; the model's are in the report.
+        for l in &rec.notes.lines[..rec.printed] {
+            writeln!(out, "  {l}")?;
+        }
+        // The model's explanation only with -v: the closing report lists
+        // the steps where the model and the measurement differ by over 2×.
+        if cfg.verbose {
+            if let Some(l) = rec.notes.lines[rec.printed..]
+                .iter()
+                .find(|l| l.starts_with(EXPLAIN_NOTE))
+            {
+                writeln!(out, "  {l}")?;
+            }
+        }
+        Ok(())
+    }
 }

@@ -4,131 +4,119 @@
 
 use anyhow::Result;
 
-use super::RunArgs;
 use crate::UsageError;
-use crate::plan::Plan;
+use crate::plan::Settings;
 use crate::setup::devmodel::{self, Params, Service};
 use crate::setup::storage::{Caps, StorageClass, parse_pair};
 use crate::setup::{IoScale, StorageConfig};
 
-impl RunArgs {
-    /// `--storage` with `--iops`/`--mbps`/`--fs`/`--device-size` (or the plan's keys).
-    pub(super) fn storage_config(&self, plan: &Plan) -> Result<StorageConfig> {
-        let iops = self.iops.clone().or(plan.iops.clone());
-        let mbps = self.mbps.clone().or(plan.mbps.clone());
-        let listed = self
-            .storage
-            .clone()
-            .or(plan.storage.clone().map(|c| c.into_vec()))
-            .unwrap_or_default();
-        let (listed, custom_model) = parse_classes(&listed)?;
-        let mut classes: Vec<StorageClass> = Vec::new();
-        for c in listed {
-            if !classes.contains(&c) {
-                classes.push(c);
-            }
+/// `storage` with `iops`, `mbps`, `fs`, `device_size`, `device_model`
+/// and `io_scale`, as the flags and the plan left them.
+pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
+    let iops = s.iops.clone();
+    let mbps = s.mbps.clone();
+    let listed = s.storage.clone().map(|c| c.into_vec()).unwrap_or_default();
+    let (listed, custom_model) = parse_classes(&listed)?;
+    let mut classes: Vec<StorageClass> = Vec::new();
+    for c in listed {
+        if !classes.contains(&c) {
+            classes.push(c);
         }
-        let io_scale = match self.io_scale.as_deref().or(plan.io_scale.as_deref()) {
-            Some(s) => Some(parse_io_scale(s)?),
-            None => None,
-        };
-        if classes.is_empty() {
-            classes.push(if iops.is_some() || mbps.is_some() {
-                StorageClass::Custom
-            } else {
-                StorageClass::default()
-            });
-        }
-        if classes.len() > 1 && classes.contains(&StorageClass::Native) {
-            return Err(UsageError(
-                "--storage: a sweep runs on one dedicated device; native cannot be one of its classes"
-                    .into(),
-            )
-            .into());
-        }
-        if classes == [StorageClass::Native] && (iops.is_some() || mbps.is_some()) {
-            return Err(UsageError(
-                "--iops/--mbps need a dedicated device: not with --storage native".into(),
-            )
-            .into());
-        }
-        if classes.len() > 1
-            && (iops.is_some() || mbps.is_some())
-            && !classes.contains(&StorageClass::Custom)
-        {
-            return Err(UsageError(
+    }
+    let io_scale = match s.io_scale.as_deref() {
+        Some(s) => Some(parse_io_scale(s)?),
+        None => None,
+    };
+    if classes.is_empty() {
+        classes.push(if iops.is_some() || mbps.is_some() {
+            StorageClass::Custom
+        } else {
+            StorageClass::default()
+        });
+    }
+    if classes.len() > 1 && classes.contains(&StorageClass::Native) {
+        return Err(UsageError(
+            "--storage: a sweep runs on one dedicated device; native cannot be one of its classes"
+                .into(),
+        )
+        .into());
+    }
+    if classes == [StorageClass::Native] && (iops.is_some() || mbps.is_some()) {
+        return Err(UsageError(
+            "--iops/--mbps need a dedicated device: not with --storage native".into(),
+        )
+        .into());
+    }
+    if classes.len() > 1
+        && (iops.is_some() || mbps.is_some())
+        && !classes.contains(&StorageClass::Custom)
+    {
+        return Err(UsageError(
                 "--iops/--mbps in a --storage sweep set the custom class's caps: add custom to the list".into(),
             )
             .into());
-        }
-        let mut sweep = Vec::new();
-        for &class in &classes {
-            let mut caps: Caps = class.caps().scaled(io_scale.map_or(1.0, |s| s.factor()));
-            // With one class the flags replace its caps; in a sweep they
-            // are the custom class's.
-            if classes.len() == 1 || class == StorageClass::Custom {
-                if let Some(s) = &iops {
-                    let (r, w) = parse_pair("iops", s)?;
-                    (caps.read_iops, caps.write_iops) = (Some(r), Some(w));
-                }
-                if let Some(s) = &mbps {
-                    let (r, w) = parse_pair("mbps", s)?;
-                    (caps.read_mbps, caps.write_mbps) = (Some(r), Some(w));
-                }
-            }
-            if class == StorageClass::Custom && caps.none() {
-                return Err(
-                    UsageError("--storage custom: give --iops and/or --mbps".into()).into(),
-                );
-            }
-            sweep.push((class, caps));
-        }
-        let (class, caps) = sweep[0];
-        let size = match self.device_size.as_deref().or(plan.device_size.as_deref()) {
-            Some(s) => {
-                let b = crate::units::parse_size(s)
-                    .map_err(|e| UsageError(format!("--device-size: {e}")))?;
-                if b < 32 << 20 {
-                    return Err(UsageError(format!("--device-size {s}: at least 32MB")).into());
-                }
-                Some(b)
-            }
-            None => None,
-        };
-        let given: Vec<String> = if self.device_model.is_empty() {
-            plan.device_model.clone().unwrap_or_default()
-        } else {
-            self.device_model.clone()
-        };
-        let mut model_set = Vec::new();
-        for kv in &given {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| UsageError(format!("--device-model {kv}: expected KEY=VALUE")))?;
-            model_set.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        let cfg = StorageConfig {
-            class,
-            caps,
-            sweep: if sweep.len() > 1 { sweep } else { Vec::new() },
-            fs: self.fs.or(plan.fs).unwrap_or_default(),
-            size,
-            model_set,
-            custom_model,
-            io_scale,
-        };
-        if !cfg.model_set.is_empty() && !cfg.modelled() {
-            return Err(UsageError(format!(
-                "--device-model: {} is not a modelled class (disk-array, slow-ssd and custom: are)",
-                cfg.class
-            ))
-            .into());
-        }
-        for c in std::iter::once(cfg.class).chain(cfg.sweep.iter().map(|(c, _)| *c)) {
-            cfg.model_of(c).map_err(UsageError)?;
-        }
-        Ok(cfg)
     }
+    let mut sweep = Vec::new();
+    for &class in &classes {
+        let mut caps: Caps = class.caps().scaled(io_scale.map_or(1.0, |s| s.factor()));
+        // With one class the flags replace its caps; in a sweep they
+        // are the custom class's.
+        if classes.len() == 1 || class == StorageClass::Custom {
+            if let Some(s) = &iops {
+                let (r, w) = parse_pair("iops", s)?;
+                (caps.read_iops, caps.write_iops) = (Some(r), Some(w));
+            }
+            if let Some(s) = &mbps {
+                let (r, w) = parse_pair("mbps", s)?;
+                (caps.read_mbps, caps.write_mbps) = (Some(r), Some(w));
+            }
+        }
+        if class == StorageClass::Custom && caps.none() {
+            return Err(UsageError("--storage custom: give --iops and/or --mbps".into()).into());
+        }
+        sweep.push((class, caps));
+    }
+    let (class, caps) = sweep[0];
+    let size = match s.device_size.as_deref() {
+        Some(s) => {
+            let b = crate::units::parse_size(s)
+                .map_err(|e| UsageError(format!("--device-size: {e}")))?;
+            if b < 32 << 20 {
+                return Err(UsageError(format!("--device-size {s}: at least 32MB")).into());
+            }
+            Some(b)
+        }
+        None => None,
+    };
+    let given = &s.device_model;
+    let mut model_set = Vec::new();
+    for kv in given {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| UsageError(format!("--device-model {kv}: expected KEY=VALUE")))?;
+        model_set.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let cfg = StorageConfig {
+        class,
+        caps,
+        sweep: if sweep.len() > 1 { sweep } else { Vec::new() },
+        fs: s.fs,
+        size,
+        model_set,
+        custom_model,
+        io_scale,
+    };
+    if !cfg.model_set.is_empty() && !cfg.modelled() {
+        return Err(UsageError(format!(
+            "--device-model: {} is not a modelled class (disk-array, slow-ssd and custom: are)",
+            cfg.class
+        ))
+        .into());
+    }
+    for c in std::iter::once(cfg.class).chain(cfg.sweep.iter().map(|(c, _)| *c)) {
+        cfg.model_of(c).map_err(UsageError)?;
+    }
+    Ok(cfg)
 }
 
 /// The keys a `custom:` device must give: what no default could stand for.
