@@ -2,7 +2,7 @@
 # Runs every test (arguments go to `cargo test`, e.g. `--test storage`)
 # with each test's time, then names the ten slowest. cargo builds the
 # test binaries; this script runs them itself, LANES at a time (default
-# 2: most tests wait on devices, servers and timers, not on a core), the
+# 4: most tests wait on devices, servers and timers, not on a core), the
 # slowest first by the times of the last run, so it can ask each for its
 # tests' times: libtest's --report-time sits behind -Z unstable-options,
 # which RUSTC_BOOTSTRAP=1 lets a built test binary accept. The variable
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-LANES=${LANES:-2}
+LANES=${LANES:-4}
 case "$LANES" in
   ''|*[!0-9]*|0) echo "LANES=$LANES: give a number of test binaries to run at once, 1 or more" >&2; exit 2 ;;
 esac

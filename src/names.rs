@@ -176,6 +176,16 @@ pub enum Bound {
     Io,
 }
 
+impl Bound {
+    /// Its name as recorded and written: `cache`, `io`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Cache => "cache",
+            Bound::Io => "io",
+        }
+    }
+}
+
 /// What a workload says after a step.
 #[derive(Clone, Debug, Default)]
 pub struct StepNotes {

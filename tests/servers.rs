@@ -315,7 +315,7 @@ fn assert_nothing_left(d: &std::path::Path, pid: u32, engine: &str) {
 
 fn server_killed_mid_step_of(engine: &str) {
     let d = tempfile::tempdir().unwrap();
-    let (mut child, _rx, pid) = run_into_owa(d.path(), &format!("{engine},lmdb"), "8");
+    let (mut child, _rx, pid) = run_into_owa(d.path(), &format!("{engine},lmdb"), "5");
     // SAFETY: signals the server the child ampbench started.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let st = child.wait().unwrap();
@@ -348,7 +348,7 @@ fn ctrl_c_twice_on_a_server() {
     // orderly end: it kills the server, marks the run, removes what the
     // run made and exits (130) at once.
     let d = tempfile::tempdir().unwrap();
-    let (mut child, _rx, pid) = run_into_owa(d.path(), "postgres", "30");
+    let (mut child, _rx, pid) = run_into_owa(d.path(), "postgres", "60");
     for _ in 0..2 {
         // SAFETY: signals our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -356,7 +356,9 @@ fn ctrl_c_twice_on_a_server() {
     }
     let t0 = Instant::now();
     let st = child.wait().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    // The orderly end would wait out the 60 s step; the second Ctrl-C
+    // does not (under a loaded machine its cleanup took up to 15 s).
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
     assert_eq!(st.code(), Some(130));
     let j = report(d.path());
     assert_eq!(j["run"]["status"], "interrupted");
@@ -397,6 +399,10 @@ fn a_stopped_server_fails_its_step_within_the_timeout() {
             "0.5",
             "--server-timeout",
             "2s",
+            // Paced: the next engine's 15 s step costs no core (the
+            // server's clients still wait on it when it stops).
+            "--rate",
+            "500",
             "--results",
             d.path().join("r.db").to_str().unwrap(),
             "--dir",

@@ -17,14 +17,21 @@ fn no_dedicated_device() -> Option<String> {
     ampbench::setup::storage::check_abilities(ampbench::setup::storage::Fs::Ext4).err()
 }
 
+/// Skips the test, saying why, where this machine has no dedicated
+/// device; `need_device!(guard)` also holds the device lock, so that a
+/// test that measures the device's rates runs alone among device tests
+/// (in every test binary). A test that only checks what a run leaves
+/// behind or how it fails needs no lock (`need_device!()`).
 macro_rules! need_device {
-    ($guard:ident) => {
-        // One device test at a time, in every test binary.
-        let $guard = common::device_lock();
+    () => {
         if let Some(why) = no_dedicated_device() {
             ampbench::testing::skip("storage", &format!("no dedicated device here: {why}"));
             return;
         }
+    };
+    ($guard:ident) => {
+        let $guard = common::device_lock();
+        need_device!();
     };
 }
 
@@ -81,7 +88,7 @@ fn throttle_holds_for_lsm_btree_and_server() {
         "--steps",
         "load,ows.1,owa.1",
         "-p",
-        "docs=20000",
+        "docs=10000",
         "--iops",
         "300",
         "--mbps",
@@ -91,7 +98,7 @@ fn throttle_holds_for_lsm_btree_and_server() {
         "--warmup",
         "0",
         "--duration",
-        "4",
+        "2",
         "--interval",
         "1",
         "--results",
@@ -123,7 +130,7 @@ fn throttle_holds_for_lsm_btree_and_server() {
 
 /// The IO-bound corner in one flag: with a 96MB memory limit (cache 24MB)
 /// a database of ~110MB answers point reads from the device (r/o > 0.3);
-/// the same run cached, on native storage, does not (r/o < 0.05). The
+/// the same run cached, on an unthrottled device, does not (r/o < 0.05). The
 /// probe stored its measured IOPS with the run.
 #[test]
 fn memory_limit_makes_point_reads_reach_the_device() {
@@ -163,8 +170,10 @@ fn memory_limit_makes_point_reads_reach_the_device() {
         "{out}"
     );
     assert!(out.contains("use_direct_reads=true"), "{out}");
+    // Cached on an unthrottled device of its own: native storage would
+    // count every read of the machine's disk, other tests' included.
     let mut b = common.to_vec();
-    b.extend(["--storage", "native"]);
+    b.extend(["--storage", "dedicated", "--device-size", "2GB"]);
     ok(&b);
     let c = rusqlite::Connection::open(&res).unwrap();
     let ro = |run: i64| -> f64 {
@@ -201,7 +210,7 @@ fn memory_limit_makes_point_reads_reach_the_device() {
 /// nothing outlives it.
 #[test]
 fn an_engine_killed_at_its_memory_limit_fails_its_step_only() {
-    need_device!(_serial);
+    need_device!();
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("r.db");
     let o = run(&[
@@ -261,7 +270,7 @@ fn an_engine_killed_at_its_memory_limit_fails_its_step_only() {
 /// EIO), keeps what was measured, and the next engine runs.
 #[test]
 fn full_device_fails_the_step_and_cleans_up() {
-    need_device!(_serial);
+    need_device!();
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("r.db");
     let o = run(&[
@@ -365,7 +374,7 @@ fn wait_for_setup(pid: u32) {
 /// throttle and cgroup are gone.
 #[test]
 fn ctrl_c_leaves_nothing() {
-    need_device!(_serial);
+    need_device!();
     for sigs in [
         &[libc::SIGINT][..],
         &[libc::SIGINT, libc::SIGINT],
@@ -520,7 +529,7 @@ fn bound_presets() {
 /// but the engine's files are there when the image is mounted again.
 #[test]
 fn keep_keeps_the_devices_image() {
-    need_device!(_serial);
+    need_device!();
     let d = tempfile::tempdir().unwrap();
     let o = Command::new(BIN)
         .args(["run", "-e", "lmdb", "--steps", "load", "-p", "docs=2000"])
@@ -586,7 +595,7 @@ fn keep_keeps_the_devices_image() {
 /// removed. Now nothing is left, and a cleanup after finds nothing.
 #[test]
 fn a_dir_with_a_space_leaves_nothing() {
-    need_device!(_serial);
+    need_device!();
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("a b");
     let o = Command::new(BIN)

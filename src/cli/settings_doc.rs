@@ -569,4 +569,66 @@ mod tests {
         let rocks = c.sets.values().next().expect("rocksdb's options");
         assert_eq!(rocks.pairs.len(), 2, "{:?}", rocks.pairs);
     }
+
+    /// A run's configuration as the runner records it reads back as the
+    /// reports' typed `RecordedConfig`: every field the reports read is a
+    /// field `RunConfig` records, under that name, with that value.
+    #[test]
+    fn the_recorded_config_reads_back_typed() {
+        use crate::results::RecordedConfig;
+        let cfgs = configs(&[
+            "-w",
+            "pattern",
+            "--bound",
+            "cache,io",
+            "--memory",
+            "256MB",
+            "--slice",
+            "2",
+            "--duration",
+            "6",
+            "--storage",
+            "slow-ssd",
+            "--sweep",
+            "rocksdb.compaction_pri=kByCompensatedSize,kMinOverlappingRatio",
+            "-e",
+            "rocksdb",
+            "--yes",
+        ]);
+        let io = cfgs.last().unwrap();
+        let mut recorded = serde_json::to_value(io).unwrap();
+        // What the runner adds as it records the run (runner::begin).
+        recorded["storage_effective"] = serde_json::json!({"class_effective": "native"});
+        let r = RecordedConfig::of(&recorded);
+        assert_eq!(r.bound, Some(crate::names::Bound::Io));
+        assert_eq!(r.memory, Some(256 << 20));
+        assert_eq!(r.cache_bytes, Some(64 << 20));
+        assert_eq!(r.slice, Some(2.0));
+        assert_eq!(r.sweep.len(), 1);
+        assert_eq!(r.storage.class.as_deref(), Some("slow-ssd"));
+        assert_eq!(r.class(), Some("native"));
+        // Every typed field is a key of the record, not a default read
+        // from a name RunConfig no longer has.
+        let fields = serde_json::to_value(RecordedConfig::default()).unwrap();
+        for key in fields.as_object().unwrap().keys() {
+            // RunConfig leaves out a run's post and its scale when it has
+            // none: a seed plan's are checked below.
+            assert!(
+                recorded.get(key).is_some() || key.starts_with("post"),
+                "RecordedConfig::{key} is not recorded by RunConfig"
+            );
+        }
+        let cached = RecordedConfig::of(&serde_json::to_value(&cfgs[0]).unwrap());
+        assert_eq!(
+            (cached.bound, cached.memory),
+            (Some(crate::names::Bound::Cache), None)
+        );
+        let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("plans/seeds/000-btree-vs-lsm.toml");
+        let seeded = &configs(&[seed.to_str().unwrap()])[0];
+        let r = RecordedConfig::of(&serde_json::to_value(seeded).unwrap());
+        assert_eq!(r.post, seeded.post);
+        assert!(r.post.is_some());
+        assert_eq!(r.post_scale, seeded.post_scale);
+    }
 }

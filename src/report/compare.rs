@@ -307,7 +307,7 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
 /// within each run. The header fields list every run, and `corners` says
 /// what each label ran with.
 pub fn merge(views: Vec<RunView>) -> RunView {
-    let corner = |v: &RunView| v.config["bound"].as_str().map(str::to_string);
+    let corner = |v: &RunView| v.recorded.bound.map(|b| b.name().to_string());
     let corners: Vec<Option<String>> = views.iter().map(corner).collect();
     let by_corner = corners.iter().all(Option::is_some)
         && corners
@@ -325,7 +325,7 @@ pub fn merge(views: Vec<RunView>) -> RunView {
     let notes: Vec<String> = views
         .iter()
         .zip(&labels)
-        .map(|(v, l)| format!("{l}: run {}, {}", v.id, corner_summary(&v.config)))
+        .map(|(v, l)| format!("{l}: run {}, {}", v.id, corner_summary(&v.recorded)))
         .collect();
     let mut views = views.into_iter().zip(labels);
     let Some((mut out, first)) = views.next() else {
@@ -368,20 +368,14 @@ pub fn merge(views: Vec<RunView>) -> RunView {
 
 /// One line on a run's memory and storage, from its recorded config:
 /// `memory 192MB (cache 48MB), slow-ssd`.
-pub fn corner_summary(config: &serde_json::Value) -> String {
-    let mb = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|b| format!("{:.0}MB", b / (1u64 << 20) as f64))
-    };
-    let memory = match mb(&config["memory"]) {
+pub fn corner_summary(c: &crate::results::RecordedConfig) -> String {
+    let mb = |b: Option<u64>| b.map(|b| format!("{:.0}MB", b as f64 / (1u64 << 20) as f64));
+    let memory = match mb(c.memory) {
         Some(m) => format!("memory {m}"),
         None => "memory unlimited".into(),
     };
-    let cache = mb(&config["cache_bytes"]).unwrap_or_else(|| "-".into());
-    let storage = config["storage_effective"]["class_effective"]
-        .as_str()
-        .or(config["storage"]["class"].as_str())
-        .unwrap_or("-");
+    let cache = mb(c.cache_bytes).unwrap_or_else(|| "-".into());
+    let storage = c.class().unwrap_or("-");
     format!("{memory} (engine cache {cache}), storage {storage}")
 }
 
@@ -535,6 +529,7 @@ mod tests {
                 "bound": bound, "memory": memory, "cache_bytes": 64u64 << 20,
                 "storage": {"class": "slow-ssd"}
             });
+            r.recorded = crate::results::RecordedConfig::of(&r.config);
             r
         };
         let m = merge(vec![

@@ -16,19 +16,14 @@ pub fn config(run: &RunView) -> String {
 
 /// [`config`] for a chart of one step: with the threads it ran.
 pub fn step_config(run: &RunView, step: Option<&str>) -> String {
-    let c = &run.config;
     let mut parts = vec![run.workload.clone()];
     let threads = step.and_then(|st| run.steps.iter().find(|s| s.step == st)?.threads);
     if let Some(t) = threads {
         parts.push(format!("{t} thread{}", if t == 1 { "" } else { "s" }));
     }
     // Merged corners name theirs in the engine labels.
-    if let Some(b) = c
-        .get("bound")
-        .and_then(|v| v.as_str())
-        .filter(|_| run.corners.is_empty())
-    {
-        parts.push(b.to_string());
+    if let Some(b) = run.recorded.bound.filter(|_| run.corners.is_empty()) {
+        parts.push(b.name().to_string());
     }
     parts.join(", ")
 }

@@ -131,15 +131,12 @@ pub fn check<'a>(seed: &'a SeedSpec, run: &RunView) -> Vec<Checked<'a>> {
 
 /// The run's seed post, from its stored configuration.
 pub fn of_run(run: &RunView) -> Option<SeedSpec> {
-    serde_json::from_value(run.config.get("post")?.clone()).ok()
+    run.recorded.post.clone()
 }
 
 /// The scale the run used (`-p scale=`), 1 when not given.
 pub fn scale_of(run: &RunView) -> f64 {
-    run.config
-        .get("post_scale")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(1.0)
+    run.recorded.post_scale.unwrap_or(1.0)
 }
 
 /// The text section: the post's figures beside ours, then each claim with

@@ -49,7 +49,7 @@ pub fn render(run: &RunView) -> String {
     if with.is_empty() {
         return o;
     }
-    let len = run.config["slice"].as_f64();
+    let len = run.recorded.slice;
     let _ = writeln!(
         o,
         "\nper slice{} (--slice): each slice's own figures; last/first: the last full slice over the first",

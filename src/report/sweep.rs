@@ -91,10 +91,7 @@ fn cf_mb(s: &StepView, cf: &str) -> (f64, f64, f64) {
 /// The tables; empty for a run without `--sweep`.
 pub fn render(run: &RunView) -> String {
     let mut o = String::new();
-    let swept = run.config["sweep"]
-        .as_array()
-        .is_some_and(|a| !a.is_empty());
-    if !swept {
+    if run.recorded.sweep.is_empty() {
         return o;
     }
     let mut names: Vec<&str> = Vec::new();

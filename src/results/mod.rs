@@ -7,6 +7,7 @@
 //! only this file.
 
 pub mod read;
+pub mod recorded;
 
 use std::path::Path;
 
@@ -19,6 +20,7 @@ use crate::names::Status;
 use crate::probe::Sample;
 
 pub use read::{RunView, StepView};
+pub use recorded::RecordedConfig;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (

@@ -160,8 +160,11 @@ pub struct RunView {
     pub engines: String,
     /// Seed.
     pub seed: i64,
-    /// Configuration.
+    /// Configuration, as recorded.
     pub config: serde_json::Value,
+    /// What the reports read of it, typed.
+    #[serde(skip)]
+    pub recorded: super::RecordedConfig,
     /// Versions.
     pub versions: serde_json::Value,
     /// Machine facts.
@@ -190,6 +193,7 @@ impl RunView {
             engines: String::new(),
             seed: 0,
             config: serde_json::Value::Null,
+            recorded: Default::default(),
             versions: serde_json::Value::Null,
             machine: serde_json::Value::Null,
             steps: Vec::new(),
@@ -300,6 +304,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     engines: row.get(6)?,
                     seed: row.get(7)?,
                     config: js(row.get(8)?),
+                    recorded: Default::default(),
                     versions: js(row.get(9)?),
                     machine: js(row.get(10)?),
                     steps: Vec::new(),
@@ -310,6 +315,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         )
         .optional()?
         .ok_or_else(|| crate::UsageError(format!("no run {id} in the results file")))?;
+    run.recorded = super::RecordedConfig::of(&run.config);
     let mut st = c.prepare(
         "SELECT id, ordinal, engine, step, status, error, secs, settle, rep, spec FROM steps WHERE run_id = ?1 ORDER BY ordinal",
     )?;
