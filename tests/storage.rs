@@ -723,12 +723,15 @@ fn disk_array_is_a_modelled_array_of_disks() {
                 "mix reads {mixed}/s, alone {alone}/s: {m}"
             );
             // Acknowledged by the cache: well under a disk's 8.5 ms write.
-            // A bound on latency, not on rate: on a loaded CI machine the
-            // model's own CPU (~120 µs an IO there) caps the rate, while a
-            // write that waited for a disk would still take ≥ 8 ms.
+            // A bound on latency, not on rate: on a loaded machine the
+            // model's own CPU (~120 µs an IO there) and the kernel's
+            // journal and loop threads, which wait for a core like any
+            // other, cap the rate (250/s, 4.0 ms, with four test binaries
+            // on two cores), while a write that waited for a disk would
+            // still take ≥ 8 ms.
             let sync_us = m["write_sync"]["mean_us"].as_f64().unwrap();
             assert!(
-                sync_us < 8_500.0 / 4.0 && sync > 400.0,
+                sync_us < 8_500.0 / 2.0,
                 "synced writes {sync}/s, {sync_us} µs with the cache: {m}"
             );
             assert!(out.contains("battery-backed write cache"), "{out}");
