@@ -7,13 +7,15 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use ampbench::engine::{self, EngineKind, OpenSpec};
 
-/// Socket inodes of a process's open files.
+/// Socket inodes of a process's open files (none once it has exited: a
+/// PostgreSQL backend listed among the server's children may end before
+/// its files are read).
 fn socket_inodes(pid: u32) -> Vec<u64> {
     let mut v = Vec::new();
-    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .flatten()
-    {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return v;
+    };
+    for e in fds.flatten() {
         if let Ok(t) = std::fs::read_link(e.path()) {
             let t = t.to_string_lossy().to_string();
             if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
