@@ -11,23 +11,21 @@ use crate::results::read::RunView;
 /// A sweep's rows: (engine, step) → [(threads, ops/s, p99 µs)].
 type Sweeps = BTreeMap<(String, String), Vec<(usize, f64, Option<u64>)>>;
 
-/// The steps named `STEP@N`, grouped.
+/// The steps a thread sweep ran at a level (`STEP@N`), grouped.
 pub(crate) fn sweeps(run: &RunView) -> Sweeps {
     let mut m: Sweeps = BTreeMap::new();
     for s in &run.steps {
-        let Some((base, n)) = s.step.rsplit_once('@') else {
+        let (Some(n), Some(x)) = (s.identity.level, s.fig(Metric::OpsPerSec)) else {
             continue;
         };
-        let (Ok(n), Some(x)) = (n.parse::<usize>(), s.fig(Metric::OpsPerSec)) else {
-            continue;
-        };
+        let base = s.identity.without_level();
         // The p99 of the operation kind done most.
         let p99 = s
             .latencies
             .iter()
             .max_by_key(|(_, l)| l.count)
             .map(|(_, l)| l.p99);
-        m.entry((s.engine.clone(), base.to_string()))
+        m.entry((s.engine.clone(), base))
             .or_default()
             .push((n, x, p99));
     }

@@ -66,6 +66,10 @@ pub struct StepView {
     pub rep: i64,
     /// Its foreground threads, as recorded in its spec.
     pub threads: Option<u64>,
+    /// Its place in the run (step, sweep class, thread level), as
+    /// recorded in its spec, or from its label in an older file.
+    #[serde(skip)]
+    pub identity: crate::names::StepIdentity,
     /// Engine name.
     pub engine: String,
     /// Step name.
@@ -121,6 +125,7 @@ impl StepView {
             ordinal: 0,
             rep: 0,
             threads: None,
+            identity: crate::names::StepIdentity::parse(step),
             engine: engine.into(),
             step: step.into(),
             status: crate::names::Status::Done,
@@ -321,19 +326,23 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
     )?;
     let steps: Vec<StepView> = st
         .query_map(params![id], |row| {
+            let spec = serde_json::from_str::<serde_json::Value>(&row.get::<_, String>(9)?).ok();
+            let label: String = row.get(3)?;
             Ok(StepView {
                 id: row.get(0)?,
                 ordinal: row.get(1)?,
                 engine: row.get(2)?,
-                step: row.get(3)?,
+                step: label.clone(),
                 status: status(row.get(4)?, 4)?,
                 error: row.get(5)?,
                 secs: row.get(6)?,
                 settle: row.get(7)?,
                 rep: row.get(8)?,
-                threads: serde_json::from_str::<serde_json::Value>(&row.get::<_, String>(9)?)
-                    .ok()
-                    .and_then(|v| v["threads"].as_u64()),
+                threads: spec.as_ref().and_then(|v| v["threads"].as_u64()),
+                identity: spec
+                    .as_ref()
+                    .and_then(|v| serde_json::from_value(v["identity"].clone()).ok())
+                    .unwrap_or_else(|| crate::names::StepIdentity::parse(&label)),
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
                 extras: Vec::new(),

@@ -198,17 +198,18 @@ pub(super) struct Level {
 }
 
 impl Level {
+    /// The step's place in the run, typed (recorded with the step).
+    pub(super) fn identity(self, step: Step) -> crate::names::StepIdentity {
+        crate::names::StepIdentity {
+            step: step.name().to_string(),
+            class: self.class.map(|c| c.name().to_string()),
+            level: self.threads,
+        }
+    }
+
     /// The step's label: `pq.n`, `request@disk-array`, `pq.n@slow-ssd@8`.
     pub(super) fn label(self, step: Step) -> String {
-        let mut l = step.name().to_string();
-        if let Some(c) = self.class {
-            l.push('@');
-            l.push_str(c.name());
-        }
-        if let Some(n) = self.threads {
-            l.push_str(&format!("@{n}"));
-        }
-        l
+        self.identity(step).label()
     }
 }
 

@@ -53,6 +53,7 @@ pub(super) fn run_step(
         "seed": ctx.seed,
         "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
         "allocator": r.cfg.allocator.describe(eng.pid()),
+        "identity": at.identity(step),
     });
     // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
     let label = at.label(step);
