@@ -41,7 +41,7 @@ run_one() {
   rc=0
   # The subshell's `times` gives the CPU seconds of what it waited for:
   # the binary, and the servers and children the binary waited for.
-  cpu=$( (RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time > "$dir/$k.out" 2>&1 || echo "rc=$?" > "$dir/$k.rc"; times) |
+  cpu=$( (export LC_ALL=C; RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time > "$dir/$k.out" 2>&1 || echo "rc=$?" > "$dir/$k.rc"; times) |
     awk 'function s(x) { split(x, a, /[ms]/); return a[1] * 60 + a[2] } NR == 2 { printf "%.0f", s($1) + s($2) }')
   [ -s "$dir/$k.rc" ] && rc=$(sed 's/^rc=//' "$dir/$k.rc")
   t=$(( $(date +%s) - t0 ))

@@ -18,10 +18,12 @@ fn no_dedicated_device() -> Option<String> {
 }
 
 /// Skips the test, saying why, where this machine has no dedicated
-/// device; `need_device!(guard)` also holds the device lock, so that a
-/// test that measures the device's rates runs alone among device tests
-/// (in every test binary). A test that only checks what a run leaves
-/// behind or how it fails needs no lock (`need_device!()`).
+/// device; `need_device!(guard)` also holds the device lock, so that
+/// tests that measure a device's rates run one at a time (in every test
+/// binary). A test that only checks what a run leaves behind or how it
+/// fails takes no lock (`need_device!()`) and may run beside them, as
+/// other test binaries' runs do: the rate bounds allow for a loaded
+/// machine.
 macro_rules! need_device {
     () => {
         if let Some(why) = no_dedicated_device() {
@@ -728,10 +730,10 @@ fn disk_array_is_a_modelled_array_of_disks() {
             // journal and loop threads, which wait for a core like any
             // other, cap the rate (250/s, 4.0 ms, with four test binaries
             // on two cores), while a write that waited for a disk would
-            // still take ≥ 8 ms.
+            // still take ≥ 8.5 ms.
             let sync_us = m["write_sync"]["mean_us"].as_f64().unwrap();
             assert!(
-                sync_us < 8_500.0 / 2.0,
+                sync_us < 8_500.0 * 0.75,
                 "synced writes {sync}/s, {sync_us} µs with the cache: {m}"
             );
             assert!(out.contains("battery-backed write cache"), "{out}");

@@ -51,12 +51,29 @@ pub struct RecordedEffective {
 }
 
 impl RecordedConfig {
-    /// Reads the typed fields of a recorded configuration; one whose
-    /// fields do not have the types above (a file written by a build that
-    /// recorded them otherwise) reads as unknown rather than failing the
+    /// Reads the typed fields of a recorded configuration; a field that
+    /// does not have the type above (a file written by a build that
+    /// recorded it otherwise) reads as unknown rather than failing the
     /// report.
     pub fn of(config: &serde_json::Value) -> RecordedConfig {
-        serde_json::from_value(config.clone()).unwrap_or_default()
+        // Field by field: one field a build recorded otherwise loses only
+        // itself, not the rest.
+        fn field<T: serde::de::DeserializeOwned + Default>(c: &serde_json::Value, k: &str) -> T {
+            c.get(k)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default()
+        }
+        RecordedConfig {
+            bound: field(config, "bound"),
+            memory: field(config, "memory"),
+            cache_bytes: field(config, "cache_bytes"),
+            slice: field(config, "slice"),
+            sweep: field(config, "sweep"),
+            post: field(config, "post"),
+            post_scale: field(config, "post_scale"),
+            storage: field(config, "storage"),
+            storage_effective: field(config, "storage_effective"),
+        }
     }
 
     /// The storage class the run had, or else the one it asked for.

@@ -304,11 +304,15 @@ impl Served {
                 }
                 // The device's latency must not include waiting for a
                 // core the engine (or anything else) keeps busy: the model
-                // and every thread it starts run at nice -10, ahead of
+                // and every thread it starts run 10 nice levels above the run, ahead of
                 // the engine's. It sleeps between IOs, so it takes no
                 // more CPU than before, only sooner. Best effort: without
                 // the privilege it runs at the run's priority.
-                libc::setpriority(libc::PRIO_PROCESS, 0, -10);
+                // Relative to the run's own (a `nice -n 19` run's model
+                // does not outrank everyone else's processes).
+                *libc::__errno_location() = 0;
+                let now = libc::getpriority(libc::PRIO_PROCESS, 0);
+                libc::setpriority(libc::PRIO_PROCESS, 0, (now - 10).max(-20));
                 Ok(())
             });
         }
