@@ -154,6 +154,14 @@ pub struct Settings {
     pub settle: bool,
     /// How clients reach server engines.
     pub transport: Option<crate::engine::Transport>,
+    /// An external server's URL(s), instead of a server ampbench starts.
+    pub target: Option<String>,
+    /// A file whose first line is the target's password.
+    pub target_password_file: Option<String>,
+    /// Work in this database of the target rather than one of ampbench's.
+    pub target_db: Option<String>,
+    /// The named database's workload tables may be dropped.
+    pub target_db_owned: bool,
     /// The C allocator under the engines.
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers.
@@ -217,6 +225,10 @@ impl Default for Settings {
             keep: false,
             settle: false,
             transport: None,
+            target: None,
+            target_password_file: None,
+            target_db: None,
+            target_db_owned: false,
             allocator: crate::setup::allocator::Allocator::Glibc,
             replication_log: false,
             server_timeout: crate::engine::SERVER_TIMEOUT.as_secs_f64(),

@@ -85,6 +85,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         replication_log: false,
         cgroup: None,
         timeout: Some(ampbench::engine::SERVER_TIMEOUT),
+        target: None,
     };
     let opened = engine::open(kind, &spec).unwrap();
     if let EngineRef::Sql(s) = opened.face() {
@@ -405,6 +406,7 @@ fn no_link_is_dated_in_the_future() {
         replication_log: false,
         cgroup: None,
         timeout: Some(ampbench::engine::SERVER_TIMEOUT),
+        target: None,
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
     let ctx = StepCtx {

@@ -79,7 +79,7 @@ fn servers_listen_on_loopback_and_need_the_runs_password() {
             "{name}: {} is {mode:o}",
             d.path().display()
         );
-        let ls = listening(&family(e.pid()));
+        let ls = listening(&family(e.pid().expect("a local server")));
         assert!(!ls.is_empty(), "{name}: no listening socket found");
         // 0100007F is 127.0.0.1 in /proc/net/tcp's byte order.
         for (addr, port) in &ls {
@@ -141,7 +141,9 @@ fn servers_listen_on_loopback_and_need_the_runs_password() {
         // not run as root (both have a system user of their own here).
         let owner = std::fs::metadata(d.path()).unwrap().uid();
         assert_ne!(owner, 0, "{name}'s directory belongs to its user");
-        let status = std::fs::read_to_string(format!("/proc/{}/status", e.pid())).unwrap();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", e.pid().expect("a local server")))
+                .unwrap();
         let uid = status
             .lines()
             .find_map(|l| l.strip_prefix("Uid:"))

@@ -87,7 +87,7 @@ fn servers_roundtrip_stats_and_cleanup() {
             started < Duration::from_secs(30),
             "{kind} took {started:?} to start"
         );
-        let pid = s.pid();
+        let pid = s.pid().expect("a local server");
         let mut c = sql(&*s).connect().unwrap();
         for q in schema("docs", sql(&*s).dialect(), sql(&*s).table_options()) {
             c.batch(&q).unwrap();

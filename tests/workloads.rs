@@ -49,6 +49,7 @@ fn load_then_full_scan_counts_every_doc() {
             replication_log: false,
             cgroup: None,
             timeout: Some(ampbench::engine::SERVER_TIMEOUT),
+            target: None,
         };
         let e = engine::open(kind, &spec).unwrap();
         let ctx = StepCtx {

@@ -15,6 +15,7 @@ use crate::units::MAX_SECS;
 use crate::workload::WorkloadKind;
 
 mod storage;
+mod target;
 
 /// Arrival process under --rate.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -128,6 +129,26 @@ pub(crate) struct RunArgs {
     /// How clients reach a server engine.
     #[arg(long, value_enum)]
     transport: Option<crate::engine::Transport>,
+    /// Reach a server ampbench did not start: mysql://USER[:PASSWORD]@HOST[:PORT][/DB][?tls=…&engine=innodb|rocksdb]
+    /// or postgres://USER[:PASSWORD]@HOST[:PORT][/DB][?sslmode=…];
+    /// several hosts (HOST1:PORT,HOST2:PORT) or URLs (comma-separated)
+    /// take connections in turn. The URL's database is only logged in
+    /// to: ampbench works in a database of its own (`ampbench_…`),
+    /// dropped at the end, or in --target-db. The password can come
+    /// from --target-password-file or AMPBENCH_TARGET_PASSWORD instead.
+    #[arg(long, value_name = "URL[,URL…]")]
+    target: Option<String>,
+    /// A file (mode 600) whose first line is --target's password.
+    #[arg(long, value_name = "FILE")]
+    target_password_file: Option<PathBuf>,
+    /// Work in this existing database of the target: it must hold no
+    /// table, or with --target-db-owned only ampbench's workload tables.
+    #[arg(long, value_name = "NAME")]
+    target_db: Option<String>,
+    /// Let ampbench drop the workload tables it finds in --target-db
+    /// (never any other table).
+    #[arg(long)]
+    target_db_owned: bool,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
     ///.
@@ -273,9 +294,14 @@ impl RunArgs {
             iops,
             mbps,
             io_scale,
-            memory
+            memory,
+            target,
+            target_db
         );
-        on!(keep, settle, drop_caches, reuse);
+        on!(keep, settle, drop_caches, reuse, target_db_owned);
+        if let Some(f) = &self.target_password_file {
+            s.target_password_file = Some(f.to_string_lossy().into_owned());
+        }
         if let Some(w) = self.workload {
             s.workload = w.name().into();
         }
@@ -325,6 +351,10 @@ impl RunArgs {
         let (plan_sets, plan_sweep) = (plan.set_strings(), plan.sweep.clone());
         let mut s = plan;
         self.merge(&mut s);
+        if s.target.is_some() && s.storage.is_none() && s.iops.is_none() && s.mbps.is_none() {
+            // The server's device is its own: no device is made here.
+            s.storage = Some(crate::plan::Classes::One("native".into()));
+        }
         let storage = storage::config(&s)?;
         let workload = WorkloadKind::from_str(&s.workload, false).map_err(|_| {
             let known: Vec<&str> = WorkloadKind::ALL.iter().map(|w| w.name()).collect();
@@ -341,6 +371,7 @@ impl RunArgs {
                 engines.push(k);
             }
         }
+        let target = target::config(&s, &self.set, &mut engines)?;
         let steps = match &s.steps {
             Some(v) if !v.is_empty() => v
                 .iter()
@@ -516,6 +547,7 @@ impl RunArgs {
             settle: s.settle,
             verbose: self.verbose,
             transport: s.transport,
+            target,
             allocator: s.allocator,
             replication_log: s.replication_log,
             server_timeout: positive("server-timeout", s.server_timeout)?,

@@ -54,6 +54,21 @@ const DERIVED: &[(&str, &str, &str)] = &[
     ("io_scale", r#""cores=24""#, "the nominal budgets"),
     ("memory", r#""256MB""#, "unlimited"),
     (
+        "target",
+        r#""postgres://bench@10.0.0.5/postgres?sslmode=verify-full""#,
+        "none: ampbench starts the servers it runs, on this host",
+    ),
+    (
+        "target_password_file",
+        r#""/root/.ampbench-target""#,
+        "the URL's password, else AMPBENCH_TARGET_PASSWORD",
+    ),
+    (
+        "target_db",
+        r#""bench""#,
+        "a database of ampbench's own (ampbench_…), dropped at the end",
+    ),
+    (
         "bound",
         r#"["cache", "io"]"#,
         "cache, or io when memory is given",
@@ -102,6 +117,10 @@ pub const FLAG_IDS: &[&str] = &[
     "keep",
     "settle",
     "transport",
+    "target",
+    "target_password_file",
+    "target_db",
+    "target_db_owned",
     "allocator",
     "replication_log",
     "server_timeout",

@@ -32,6 +32,9 @@ pub fn round(
     links_before: u64,
     mut power: Option<&mut super::power::PowerDevice>,
 ) -> Result<Round> {
+    let server = e.server().ok_or_else(|| {
+        anyhow::anyhow!("crashcheck kills a server ampbench started, not a target")
+    })?;
     sql::prepare(e, round, check.threads).context("inserting the round's rows")?;
     let d = Durability::from_sync(!check.nosync);
     let stop = AtomicBool::new(false);
@@ -74,7 +77,7 @@ pub fn round(
             wait(&mut ledger, first + delay, &|_| false);
         }
         ran = first.elapsed();
-        crashed = e.server().crash();
+        crashed = server.crash();
         // The power goes with it: what the server acknowledged is all
         // the writers heard before the kill.
         if let Some(p) = power.as_deref_mut() {
@@ -106,7 +109,7 @@ pub fn round(
     if let Some(p) = power {
         p.restore()?;
     }
-    e.server().restart().context("restarting after the kill")?;
+    server.restart().context("restarting after the kill")?;
     let recovery = t1.elapsed();
     let mut r = Round::new(round, recovery, ran, &ledger);
     r.dropped = dropped;

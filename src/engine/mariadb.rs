@@ -33,6 +33,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
 
 use super::mariadb_options::validate;
+use super::target::mysql::Counters;
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
 use super::{
     EngineInfo,
@@ -67,7 +68,10 @@ pub const ENGINES: &[EngineDef] = &[
         direct_io: true,
         validate,
         guard: super::mariadb_options::guard,
-        open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
+        open: |kind, spec| match &spec.target {
+            Some(t) => super::target::mysql::open(kind, spec, t),
+            None => Ok(Box::new(MariaDb::open(kind, spec)?)),
+        },
     },
     EngineDef {
         name: "mariadb-myrocks",
@@ -124,7 +128,10 @@ pub const ENGINES: &[EngineDef] = &[
         direct_io: true,
         validate,
         guard: super::mariadb_options::guard,
-        open: |kind, spec| Ok(Box::new(MariaDb::open(kind, spec)?)),
+        open: |kind, spec| match &spec.target {
+            Some(t) => super::target::mysql::open(kind, spec, t),
+            None => Ok(Box::new(MariaDb::open(kind, spec)?)),
+        },
     },
 ];
 
@@ -432,10 +439,12 @@ impl MariaDb {
 /// One client connection, over ampbench's own protocol client
 /// ([`mywire`](super::mywire): the measured path's statements cost a
 /// fifth of the `mysql` crate's).
-struct MySqlConn {
-    c: super::mywire::Conn,
-    durability_var: &'static str,
-    durability: Option<Durability>,
+pub(super) struct MySqlConn {
+    pub(super) c: super::mywire::Conn,
+    /// The server-wide durability setting a step's writers set; None on
+    /// an external target, whose durability is its own.
+    pub(super) durability_var: Option<&'static str>,
+    pub(super) durability: Option<Durability>,
 }
 
 impl SqlConn for MySqlConn {
@@ -476,10 +485,12 @@ impl SqlConn for MySqlConn {
         Ok(true)
     }
     fn set_durability(&mut self, d: Durability) -> Result<()> {
+        let Some(var) = self.durability_var else {
+            return Ok(());
+        };
         if self.durability != Some(d) {
             let v = if d == Durability::Sync { 1 } else { 2 };
-            self.c
-                .query_drop(&format!("SET GLOBAL {}={v}", self.durability_var))?;
+            self.c.query_drop(&format!("SET GLOBAL {var}={v}"))?;
             self.durability = Some(d);
         }
         Ok(())
@@ -493,8 +504,8 @@ impl SqlEngine for MariaDb {
     fn table_options(&self) -> &str {
         &self.table_options
     }
-    fn server(&self) -> &Server {
-        &self.server
+    fn server(&self) -> Option<&Server> {
+        Some(&self.server)
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         use super::mywire::{Addr, Conn};
@@ -502,7 +513,10 @@ impl SqlEngine for MariaDb {
         // `mysql` crate, which served here before, moved such connections
         // onto the Unix socket unless told not to).
         let (addr, at) = match self.transport {
-            super::Transport::Tcp => (Addr::Tcp(self.port), format!("127.0.0.1:{}", self.port)),
+            super::Transport::Tcp => (
+                Addr::Tcp(std::net::SocketAddr::from(([127, 0, 0, 1], self.port))),
+                format!("127.0.0.1:{}", self.port),
+            ),
             super::Transport::Socket => (
                 Addr::Socket(&self.socket),
                 self.socket.display().to_string(),
@@ -512,11 +526,11 @@ impl SqlEngine for MariaDb {
             .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
-            durability_var: if self.myrocks {
+            durability_var: Some(if self.myrocks {
                 "rocksdb_flush_log_at_trx_commit"
             } else {
                 "innodb_flush_log_at_trx_commit"
-            },
+            }),
             durability: None,
         }))
     }
@@ -548,8 +562,16 @@ impl Engine for MariaDb {
             .filter(|p| p.exists())
             .collect()
     }
-    fn pid(&self) -> u32 {
-        self.server.pid()
+    fn pid(&self) -> Option<u32> {
+        Some(self.server.pid())
+    }
+    fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
+        let (socket, timeout) = (self.socket.clone(), self.timeout);
+        Some(std::sync::Arc::new(Counters::new(
+            Box::new(move || root_conn(&socket, timeout)),
+            "ampbench".into(),
+            self.myrocks,
+        )))
     }
     fn stats(&self) -> Result<EngineStats> {
         let mut c = self.admin()?;

@@ -30,6 +30,7 @@ pub mod rocks_family;
 pub mod scan;
 pub mod server;
 pub mod sql;
+pub mod target;
 
 pub use kv::{
     Backoff, BatchOp, Conflict, Durability, KeyRange, KvEngine, KvSession, Order, Table,
@@ -107,9 +108,17 @@ pub trait Engine: Send + Sync {
     }
 
     /// The process whose CPU, IO and memory are charged to the engine
-    /// (ourselves for embedded engines).
-    fn pid(&self) -> u32 {
-        std::process::id()
+    /// (ourselves for embedded engines); None for an external target,
+    /// whose processes are on another host.
+    fn pid(&self) -> Option<u32> {
+        Some(std::process::id())
+    }
+
+    /// A server engine's own counters of its IO and size, read by the
+    /// probe each interval (see `probe::server`); None for an embedded
+    /// engine.
+    fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
+        None
     }
 
     /// The engine's own counters.
@@ -191,6 +200,9 @@ pub struct OpenSpec {
     /// after it; a server that stops answering is then killed (see
     /// `engine::server::Server::watch`). None: wait as long as it takes.
     pub timeout: Option<std::time::Duration>,
+    /// `--target`: reach this server instead of starting one (server
+    /// engines only).
+    pub target: Option<target::TargetSpec>,
 }
 
 /// `--server-timeout`'s default: generous, since one statement of a
@@ -236,6 +248,7 @@ impl OpenSpec {
             replication_log: false,
             cgroup: None,
             timeout: Some(SERVER_TIMEOUT),
+            target: None,
         }
     }
 }

@@ -96,7 +96,10 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     direct_io: false,
     validate,
     guard,
-    open: |kind, spec| Ok(Box::new(Postgres::open(kind, spec)?)),
+    open: |kind, spec| match &spec.target {
+        Some(t) => super::target::postgres::open(kind, spec, t),
+        None => Ok(Box::new(Postgres::open(kind, spec)?)),
+    },
 }];
 
 /// A PostgreSQL server with the benchmark database `ampbench`.
@@ -257,10 +260,21 @@ impl Postgres {
 }
 
 /// One client connection with its prepared statements.
-struct PgConn {
+pub(super) struct PgConn {
     c: Client,
     stmts: HashMap<String, postgres::Statement>,
     durability: Option<Durability>,
+}
+
+impl PgConn {
+    /// A connection with no statement prepared yet.
+    pub(super) fn new(c: Client) -> PgConn {
+        PgConn {
+            c,
+            stmts: HashMap::new(),
+            durability: None,
+        }
+    }
 }
 
 impl PgConn {
@@ -301,7 +315,7 @@ fn pg_params(stmt: &postgres::Statement, params: &[Val<'_>]) -> Vec<Box<dyn ToSq
         .collect()
 }
 
-fn cell(row: &postgres::Row, i: usize) -> Cell {
+pub(super) fn cell(row: &postgres::Row, i: usize) -> Cell {
     let ty = row.columns()[i].type_().clone();
     let c = match ty {
         Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Cell::Int)),
@@ -423,8 +437,8 @@ impl SqlEngine for Postgres {
     fn table_options(&self) -> &str {
         ""
     }
-    fn server(&self) -> &Server {
-        &self.server
+    fn server(&self) -> Option<&Server> {
+        Some(&self.server)
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let host = match self.transport {
@@ -461,8 +475,14 @@ impl Engine for Postgres {
             self.info.dir.join("pg_wal"),
         ]
     }
-    fn pid(&self) -> u32 {
-        self.server.pid()
+    fn pid(&self) -> Option<u32> {
+        Some(self.server.pid())
+    }
+    fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
+        let (port, pw) = (self.port, self.password.clone());
+        Some(std::sync::Arc::new(super::target::postgres::Counters::new(Box::new(
+            move || connect(port, "postgres", "ampbench", &pw),
+        ))))
     }
     fn stats(&self) -> Result<EngineStats> {
         let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;

@@ -142,7 +142,8 @@ pub trait SqlConn: Send {
     }
 }
 
-/// A SQL engine: a server ampbench started, with a benchmark database.
+/// A SQL engine: a server ampbench started or an external target, with a
+/// benchmark database.
 /// What every engine has (version, settings, data paths, pid, stats,
 /// settle, close) is its [`Engine`] side.
 pub trait SqlEngine: Engine {
@@ -152,6 +153,8 @@ pub trait SqlEngine: Engine {
     fn table_options(&self) -> &str;
     /// A new connection to the benchmark database, for one thread.
     fn connect(&self) -> Result<Box<dyn SqlConn>>;
-    /// The server's process, which `crashcheck` kills and starts again.
-    fn server(&self) -> &crate::engine::server::Server;
+    /// The server's process, which `crashcheck` kills and starts again;
+    /// None for an external target (`--target`), which ampbench did not
+    /// start.
+    fn server(&self) -> Option<&crate::engine::server::Server>;
 }

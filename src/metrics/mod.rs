@@ -125,6 +125,20 @@ crate::named! {
         /// Δ writes that reached the medium (a write cache's destages
         /// included) / ops.
         DevMediumWPerOp = "dev_medium_w_per_op",
+        /// Δ data reads the server counted itself / ops (InnoDB
+        /// `Innodb_data_reads`; PostgreSQL `blks_read`, which the OS page
+        /// cache may have served): see `probe::server`.
+        SrvRPerOp = "srv_r_per_op",
+        /// Δ bytes of those reads / 1024 / ops.
+        SrvRkbPerOp = "srv_rkb_per_op",
+        /// Δ (data pages + redo log or WAL) bytes the server counted as
+        /// written / 1024 / ops.
+        SrvWkbPerOp = "srv_wkb_per_op",
+        /// The redo log or WAL part of `srv_wkb_per_op`.
+        SrvLogKbPerOp = "srv_log_kb_per_op",
+        /// The benchmark database's size as the server reports it, at the
+        /// end.
+        SrvDbBytes = "srv_db_bytes",
     }
 }
 
@@ -149,7 +163,12 @@ pub fn compute(
         )),
         _ => None,
     };
-    let proc_why = "process counters could not be read from /proc";
+    let remote = b.remote;
+    let proc_why = if remote {
+        "external target: its processes are on another host"
+    } else {
+        "process counters could not be read from /proc"
+    };
     let proc = match (a.process, b.process) {
         (Some(x), Some(y)) => Some((x, y)),
         _ => None,
@@ -178,6 +197,32 @@ pub fn compute(
         ),
     };
     let logical = w.logical_bytes as f64;
+    let local_size = |v: u64| {
+        if remote {
+            Figure::NotMeasured(
+                "external target: its files are on another host (srv_db_bytes is the server's figure)"
+                    .into(),
+            )
+        } else {
+            Figure::Value(v as f64)
+        }
+    };
+    let no_server = if a.server.is_none() || b.server.is_none() {
+        "no server counters: not a server engine, or the server could not be asked"
+    } else {
+        "the server keeps no such counter"
+    };
+    let sd = |f: fn(&crate::probe::ServerCounters) -> Option<u64>| match (a.server, b.server) {
+        (Some(x), Some(y)) => match (f(&x), f(&y)) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
+            _ => None,
+        },
+        _ => None,
+    };
+    let srv_written = match (sd(|s| s.data_written), sd(|s| s.log_written)) {
+        (Some(d), Some(l)) => Some(d + l),
+        _ => None,
+    };
     let not_modelled = "the device is not modelled (disk-array and slow-ssd are)";
     let model = match (a.model, b.model) {
         (Some(x), Some(y)) => Some((x, y)),
@@ -236,18 +281,18 @@ pub fn compute(
                 Figure::Value(p.rss_peak as f64)
             }),
         ),
-        (Metric::DbBytes, Figure::Value(b.dir.allocated as f64)),
-        (
-            Metric::DbApparentBytes,
-            Figure::Value(b.dir.apparent as f64),
-        ),
+        (Metric::DbBytes, local_size(b.dir.allocated)),
+        (Metric::DbApparentBytes, local_size(b.dir.apparent)),
         (Metric::LogicalBytes, Figure::Value(logical)),
         (
             Metric::SpaceAmp,
             Figure::ratio(
-                Some(b.dir.allocated as f64),
+                match (remote, b.server.and_then(|s| s.db_bytes)) {
+                    (false, _) => Some(b.dir.allocated as f64),
+                    (true, v) => v.map(|v| v as f64),
+                },
                 logical,
-                "",
+                "external target: the server did not report the database's size",
                 "no live logical bytes",
             ),
         ),
@@ -279,6 +324,26 @@ pub fn compute(
         (
             Metric::DevMediumWPerOp,
             per_op(md(|m| m.medium_writes), not_modelled),
+        ),
+        (Metric::SrvRPerOp, per_op(sd(|s| s.reads), no_server)),
+        (
+            Metric::SrvRkbPerOp,
+            per_op(sd(|s| s.read_bytes).map(|v| v / 1024.0), no_server),
+        ),
+        (
+            Metric::SrvWkbPerOp,
+            per_op(srv_written.map(|v| v / 1024.0), no_server),
+        ),
+        (
+            Metric::SrvLogKbPerOp,
+            per_op(sd(|s| s.log_written).map(|v| v / 1024.0), no_server),
+        ),
+        (
+            Metric::SrvDbBytes,
+            match b.server.and_then(|s| s.db_bytes) {
+                Some(v) => Figure::Value(v as f64),
+                None => Figure::NotMeasured(no_server.into()),
+            },
         ),
     ]);
     out
@@ -318,6 +383,8 @@ mod tests {
             client: None,
             backing: None,
             model: None,
+            server: None,
+            remote: false,
             dir: DirSize {
                 allocated: 0,
                 apparent: 0,
@@ -354,6 +421,8 @@ mod tests {
             client: None,
             backing: None,
             model: None,
+            server: None,
+            remote: false,
             dir: DirSize {
                 allocated: 30 << 20,
                 apparent: 25 << 20,
@@ -469,6 +538,61 @@ mod tests {
         assert_eq!(get(&f, "dev_qd"), Some(1.6)); // 16 s of latency in 10 s
         assert_eq!(get(&f, "dev_waited_share"), Some(0.25)); // 500 / 2000
         assert_eq!(get(&f, "dev_medium_w_per_op"), Some(0.8)); // 800 / 1000
+    }
+
+    #[test]
+    fn server_counters_by_hand_and_a_remote_server() {
+        use crate::probe::ServerCounters;
+        let (mut a, mut b) = samples();
+        let w = WorkDone {
+            ops: 1000,
+            secs: 10.0,
+            logical_bytes: 10 << 20,
+            ..Default::default()
+        };
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "srv_r_per_op"), None, "no counters: said, not 0");
+        a.server = Some(ServerCounters {
+            reads: Some(100),
+            read_bytes: Some(100 * 16384),
+            data_written: Some(1 << 20),
+            log_written: Some(0),
+            db_bytes: Some(1),
+        });
+        b.server = Some(ServerCounters {
+            reads: Some(600),
+            read_bytes: Some(600 * 16384),
+            data_written: Some(9 << 20),
+            log_written: Some(2 << 20),
+            db_bytes: None,
+        });
+        let f = compute(&a, &b, &w, None, 100.0);
+        assert_eq!(get(&f, "srv_r_per_op"), Some(0.5)); // 500 / 1000
+        assert_eq!(get(&f, "srv_rkb_per_op"), Some(8.0)); // 500 × 16 KiB / 1000
+        assert_eq!(get(&f, "srv_wkb_per_op"), Some(10.24)); // (8 + 2) MiB / 1000
+        assert_eq!(get(&f, "srv_log_kb_per_op"), Some(2.048));
+        assert_eq!(get(&f, "srv_db_bytes"), None);
+        // Local figures stand beside them.
+        assert_eq!(get(&f, "db_bytes"), Some((30 << 20) as f64));
+        assert_eq!(get(&f, "space_amp"), Some(3.0));
+        // A remote server: no process, files or device here are its.
+        b.remote = true;
+        b.process = None;
+        b.server.as_mut().unwrap().db_bytes = Some(20 << 20);
+        let f = compute(&a, &b, &w, Some("external target"), 100.0);
+        assert_eq!(get(&f, "db_bytes"), None);
+        assert_eq!(get(&f, "cpu_us_per_op"), None);
+        assert_eq!(get(&f, "space_amp"), Some(2.0)); // 20 MiB on the server / 10 MiB
+        assert_eq!(get(&f, "srv_db_bytes"), Some((20 << 20) as f64));
+        let why = |n: &str| {
+            let m = Metric::parse(n).unwrap();
+            match &f.iter().find(|(k, _)| *k == m).unwrap().1 {
+                Figure::NotMeasured(w) => w.clone(),
+                Figure::Value(v) => panic!("{n} = {v}"),
+            }
+        };
+        assert!(why("cpu_us_per_op").contains("another host"));
+        assert!(why("db_bytes").contains("another host"));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! - machine-wide CPU and context switches (/proc/stat),
 //! - the engine's process (ourselves for embedded engines): IO bytes, CPU
 //!   time, context switches, RSS (/proc/PID/{io,stat,status}, getrusage),
-//! - the data directory's size, allocated and apparent.
+//! - the data directory's size, allocated and apparent,
+//! - a server's own counters of its IO and size ([`server`]), and only
+//!   those for a server on another host (an external target).
 
 pub mod cpu;
 pub mod device;
@@ -14,6 +16,7 @@ pub mod diskstats;
 pub mod loopback;
 pub mod modelstats;
 pub mod process;
+pub mod server;
 pub mod syscalls;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +28,7 @@ pub use device::Device;
 pub use dirsize::DirSize;
 pub use diskstats::DiskCounters;
 pub use process::ProcCounters;
+pub use server::{CounterSource, ServerCounters};
 
 /// CLOCK_MONOTONIC in ns: the clock `Instant` reads, as a plain integer, so
 /// the measured path subtracts two u64s instead of normalising timespecs
@@ -66,16 +70,37 @@ pub struct Sample {
     /// (then `disk` is the model's count of the IOs it served).
     #[serde(default)]
     pub model: Option<modelstats::ModelCounters>,
+    /// The server's own counters, for a server engine.
+    #[serde(default)]
+    pub server: Option<ServerCounters>,
+    /// The engine is a server on another host (an external target): no
+    /// process, device or data directory here is its.
+    #[serde(default)]
+    pub remote: bool,
 }
 
-/// What to sample: a data directory (and its device) and a process.
-#[derive(Clone, Debug)]
+/// What to sample: a data directory (and its device), a process, and a
+/// server's own counters.
+#[derive(Clone)]
 pub struct Probe {
     paths: Vec<PathBuf>,
     device: Result<Device, String>,
     backing: Option<Device>,
     model: Option<std::sync::Arc<modelstats::Mapped>>,
-    pid: u32,
+    /// None: the engine's processes are on another host.
+    pid: Option<u32>,
+    server: Option<std::sync::Arc<dyn CounterSource>>,
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe")
+            .field("paths", &self.paths)
+            .field("device", &self.device)
+            .field("pid", &self.pid)
+            .field("server", &self.server.as_ref().map(|s| s.source()))
+            .finish()
+    }
 }
 
 impl Probe {
@@ -98,8 +123,34 @@ impl Probe {
                 .and_then(|d| modelstats::Mapped::of_loop(&d.name))
                 .map(std::sync::Arc::new),
             device,
-            pid,
+            pid: Some(pid),
+            server: None,
         }
+    }
+
+    /// A probe of a server on another host: only its own counters and
+    /// this machine's CPU (ampbench's own cost) are read; the device is
+    /// none of this machine's, said as `why`.
+    pub fn remote(server: std::sync::Arc<dyn CounterSource>, why: &str) -> Probe {
+        Probe {
+            paths: Vec::new(),
+            device: Err(why.to_string()),
+            backing: None,
+            model: None,
+            pid: None,
+            server: Some(server),
+        }
+    }
+
+    /// The same probe, also reading a server's own counters.
+    pub fn with_server(mut self, server: Option<std::sync::Arc<dyn CounterSource>>) -> Probe {
+        self.server = server;
+        self
+    }
+
+    /// Where the server's counters come from, when they are read.
+    pub fn server_source(&self) -> Option<&'static str> {
+        self.server.as_ref().map(|s| s.source())
     }
 
     /// The block device, or why there is none.
@@ -122,16 +173,18 @@ impl Probe {
             },
             model: model.map(|m| m.0),
             cpu: cpu::read(),
-            process: if self.pid == std::process::id() {
-                process::read(self.pid)
-            } else {
-                process::read_tree(self.pid)
+            process: match self.pid {
+                Some(p) if p == std::process::id() => process::read(p),
+                Some(p) => process::read_tree(p),
+                None => None,
             },
-            client: (self.pid != std::process::id())
+            client: (self.pid != Some(std::process::id()))
                 .then(|| process::read(std::process::id()))
                 .flatten(),
             dir: dirsize::measure_all(&self.paths),
             backing: self.backing.as_ref().and_then(|d| diskstats::read(&d.name)),
+            server: self.server.as_ref().and_then(|s| s.read()),
+            remote: self.pid.is_none(),
         }
     }
 }

@@ -61,6 +61,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     let (t, more) = client_cost(run);
     o.push_str(&t.text());
     notes.extend(more);
+    // 3b. The server's own counters, where the engine is a server.
+    o.push_str(&server_counters(run).text());
     // 3b. Ratios to the base engine.
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
         o.push_str(&super::repeat::render(run));
@@ -170,6 +172,43 @@ pub fn client_cost(run: &RunView) -> (Table, Vec<String>) {
         }
     }
     (t, notes)
+}
+
+/// Efficiency per operation by a server's own counters (no rows for
+/// embedded engines): the only efficiency figures of an external target,
+/// and a second source beside /proc for a server ampbench started.
+pub fn server_counters(run: &RunView) -> Table {
+    let mut t = Table::new(
+        "efficiency per operation by the server's own counters (SHOW GLOBAL STATUS, pg_stat_*)",
+        "ops",
+    )
+    .right_first();
+    for c in ["srv.gb", "r/o", "rKB/o", "wKB/o", "logKB/o", "s-amp"] {
+        t = t.figure(c);
+    }
+    t = t.label("engine").label("step");
+    for s in run
+        .steps
+        .iter()
+        .filter(|s| s.fig(Metric::SrvDbBytes).is_some() || s.fig(Metric::SrvWkbPerOp).is_some())
+    {
+        let logical = s.fig(Metric::LogicalBytes).filter(|l| *l > 0.0);
+        t.row(vec![
+            cell(s.fig(Metric::OpsPerSec), 0),
+            gb(s.fig(Metric::SrvDbBytes)),
+            cell(s.fig(Metric::SrvRPerOp), 3),
+            cell(s.fig(Metric::SrvRkbPerOp), 3),
+            cell(s.fig(Metric::SrvWkbPerOp), 3),
+            cell(s.fig(Metric::SrvLogKbPerOp), 3),
+            cell(
+                s.fig(Metric::SrvDbBytes).zip(logical).map(|(d, l)| d / l),
+                2,
+            ),
+            s.engine.clone(),
+            s.step.clone(),
+        ]);
+    }
+    t
 }
 
 /// Response time per (engine, step, kind of operation), µs.

@@ -29,7 +29,6 @@ use super::env::{EngineMem, Level, engine_options};
 use super::{After, EngineSide, Run, engine_lines, fail_open, open_engine, step::run_step};
 use crate::engine::{EngineKind, OpenSpec};
 use crate::names::Status;
-use crate::probe::Probe;
 use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::oom_kills;
 use crate::setup::storage::StorageClass;
@@ -453,6 +452,7 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         replication_log: cfg.replication_log,
         cgroup: None,
         timeout: None,
+        target: None,
     };
     let Some(eng) = open_engine(&mut r, kind, &spec, &*workload, &mut out)? else {
         out.flush()?;
@@ -460,7 +460,7 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         return Ok(0);
     };
     engine_lines(cfg, &*eng, &a.dir, &mut out)?;
-    let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
+    let probe = super::probe_of(&*eng);
     out.flush()?;
     send(&r, true, &After::Next, None)?;
     let stdin = std::io::stdin();

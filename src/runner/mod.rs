@@ -100,6 +100,10 @@ pub struct RunConfig {
     /// workload's reference client does ([`RunConfig::transport_of`]).
     #[serde(default)]
     pub transport: Option<crate::engine::Transport>,
+    /// An external server to reach instead of starting one (`--target`),
+    /// recorded without its password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<crate::engine::target::TargetSpec>,
     /// The C allocator preloaded under the engines (`--allocator`).
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers (`--replication-log`).
@@ -667,12 +671,13 @@ impl InProcess {
             replication_log: cfg.replication_log,
             cgroup: mem.cg.as_ref().map(|c| c.procs_file()),
             timeout: Some(std::time::Duration::from_secs_f64(cfg.server_timeout)),
+            target: cfg.target.clone(),
         };
         let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
             return Ok(None);
         };
         engine_lines(cfg, &*eng, dir, out)?;
-        let probe = Probe::with_paths(eng.dir(), eng.data_paths(), eng.pid());
+        let probe = probe_of(&*eng);
         Ok(Some(InProcess {
             eng,
             workload,
@@ -693,8 +698,12 @@ impl EngineSide for InProcess {
     }
 
     fn close(self: Box<Self>, _r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>> {
-        let kind = self.eng.kind();
-        if let Err(e) = self.eng.close() {
+        let InProcess { eng, probe, .. } = *self;
+        // The probe's connection to a server goes first: a target's
+        // database is dropped at close.
+        drop(probe);
+        let kind = eng.kind();
+        if let Err(e) = eng.close() {
             writeln!(out, "{kind}: close failed: {e:#}")?;
         }
         Ok(None)
@@ -716,26 +725,43 @@ fn engine_lines(
             "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"
         )?;
     }
-    writeln!(
-        out,
-        "{kind} {} in {} (pid {})",
-        eng.version(),
-        dir.display(),
-        eng.pid()
-    )?;
+    match (eng.pid(), &cfg.target) {
+        (Some(pid), _) => writeln!(
+            out,
+            "{kind} {} in {} (pid {pid})",
+            eng.version(),
+            dir.display(),
+        )?,
+        (None, target) => writeln!(
+            out,
+            "{kind} {} at {}",
+            eng.version(),
+            target
+                .as_ref()
+                .map_or_else(String::new, |t| t.target.shown()),
+        )?,
+    }
     let settings = eng.settings();
     if !settings.is_empty() {
         writeln!(out, "  settings: {}", engine::options::show(&settings))?;
     }
-    if kind.def().server {
+    if cfg.target.is_some() {
+        writeln!(
+            out,
+            "  an external target: efficiency per op from the server's own counters (SHOW GLOBAL STATUS, pg_stat_*); its durability settings are its own"
+        )?;
+    } else if kind.def().server {
         writeln!(
             out,
             "  clients connect over {} (--transport)",
             cfg.transport_of(kind)
         )?;
     }
-    if cfg.allocator != crate::setup::allocator::Allocator::Glibc {
-        writeln!(out, "  {}", cfg.allocator.describe(eng.pid()))?;
+    if let (Some(pid), true) = (
+        eng.pid(),
+        cfg.allocator != crate::setup::allocator::Allocator::Glibc,
+    ) {
+        writeln!(out, "  {}", cfg.allocator.describe(pid))?;
     }
     if cfg.replication_log && !kind.def().server {
         writeln!(
@@ -744,6 +770,19 @@ fn engine_lines(
         )?;
     }
     Ok(())
+}
+
+/// The probe of an open engine: its device, data paths and process, and a
+/// server's own counters; for an external target only the counters.
+pub(crate) fn probe_of(eng: &dyn Engine) -> Probe {
+    match (eng.pid(), eng.counters()) {
+        (Some(pid), c) => Probe::with_paths(eng.dir(), eng.data_paths(), pid).with_server(c),
+        (None, Some(c)) => Probe::remote(
+            c,
+            "external target: its device is on another host (srv_* figures are the server's counters)",
+        ),
+        (None, None) => Probe::with_paths(eng.dir(), Vec::new(), std::process::id()),
+    }
 }
 
 /// Opens the engine and, on a server, creates the workload's schema. A

@@ -52,7 +52,7 @@ pub(super) fn run_step(
         "background": planned.spec.background,
         "seed": ctx.seed,
         "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
-        "allocator": r.cfg.allocator.describe(eng.pid()),
+        "allocator": eng.pid().map(|p| r.cfg.allocator.describe(p)),
         "identity": at.identity(step),
     });
     // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
@@ -154,7 +154,7 @@ impl StepRun<'_> {
             if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
                 *e = format!("{why} ({e})");
             }
-            if let Some(why) = self.eng.face().sql().and_then(|s| s.server().hung()) {
+            if let Some(why) = self.eng.face().sql().and_then(|s| s.server()?.hung()) {
                 *e = format!("{why} ({e})");
             }
             if let Some(full) = crate::setup::storage::full_note(self.eng.dir()) {

@@ -132,8 +132,9 @@ pub type Rows<'a> = &'a mut dyn FnMut(&mut Vec<Cell>);
 
 /// Where to connect.
 pub enum Addr<'a> {
-    /// 127.0.0.1 and a port.
-    Tcp(u16),
+    /// A TCP address (127.0.0.1 and a port for a server ampbench
+    /// started; a target's resolved address).
+    Tcp(std::net::SocketAddr),
     /// A Unix socket.
     Socket(&'a Path),
 }
@@ -196,8 +197,7 @@ impl Conn {
         timeout: Option<std::time::Duration>,
     ) -> Result<Conn> {
         let stream = match addr {
-            Addr::Tcp(port) => {
-                let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            Addr::Tcp(to) => {
                 let s = match timeout {
                     Some(t) => TcpStream::connect_timeout(&to, t)?,
                     None => TcpStream::connect(to)?,

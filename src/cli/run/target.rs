@@ -1,0 +1,127 @@
+//! `--target` and its companions: the URL parsed, the password found, the
+//! engines it means, and every setting that only a server ampbench starts
+//! can honour refused by name.
+
+use anyhow::Result;
+
+use crate::UsageError;
+use crate::engine::EngineKind;
+use crate::engine::target::{self, Protocol, Target, TargetSpec};
+use crate::plan::Settings;
+
+/// The target of a run, if any. `engines` is replaced by the URL's engine
+/// when it is the default list; otherwise each must speak the URL's
+/// protocol. `sets` are the `--set` flags (the plan's are in `s`).
+pub(super) fn config(
+    s: &Settings,
+    sets: &[String],
+    engines: &mut Vec<EngineKind>,
+) -> Result<Option<TargetSpec>> {
+    let Some(url) = s.target.as_deref() else {
+        for (given, key) in [
+            (s.target_db.is_some(), "--target-db"),
+            (s.target_password_file.is_some(), "--target-password-file"),
+            (s.target_db_owned, "--target-db-owned"),
+        ] {
+            if given {
+                return Err(UsageError(format!("{key}: only with --target")).into());
+            }
+        }
+        return Ok(None);
+    };
+    let mut t = Target::parse(url)?;
+    target::resolve_password(
+        &mut t,
+        s.target_password_file.as_deref().map(std::path::Path::new),
+    )?;
+    if let Some(d) = &s.target_db {
+        target::check_db_name(d)?;
+    }
+    if s.target_db_owned && s.target_db.is_none() {
+        return Err(UsageError(
+            "--target-db-owned: only with --target-db (ampbench's own database is always its own)"
+                .into(),
+        )
+        .into());
+    }
+    let url_engine = match (t.protocol, t.engine.as_deref()) {
+        (Protocol::MySql, Some("rocksdb")) => "mariadb-myrocks",
+        (Protocol::MySql, _) => "mariadb-innodb",
+        (Protocol::Postgres, _) => "postgres",
+    };
+    let default: Vec<EngineKind> = Settings::default()
+        .engines
+        .iter()
+        .filter_map(|e| EngineKind::parse(e).ok())
+        .collect();
+    if *engines == default {
+        *engines = vec![EngineKind::parse(url_engine)?];
+    }
+    for k in engines.iter() {
+        let speaks = match t.protocol {
+            Protocol::MySql => k.name().starts_with("mariadb"),
+            Protocol::Postgres => k.name() == "postgres",
+        };
+        if !speaks {
+            return Err(UsageError(format!(
+                "--engine {k}: --target {} is reached by {}",
+                t.shown(),
+                match t.protocol {
+                    Protocol::MySql => "mariadb-innodb or mariadb-myrocks",
+                    Protocol::Postgres => "postgres",
+                }
+            ))
+            .into());
+        }
+        if t.engine.is_some() && k.name() != url_engine {
+            return Err(UsageError(format!(
+                "--engine {k}: the URL says engine={} ({url_engine})",
+                t.engine.as_deref().unwrap_or_default()
+            ))
+            .into());
+        }
+    }
+    let mine =
+        "a setting of the machine and server ampbench starts; an external target's are its own";
+    for (given, key) in [
+        (s.memory.is_some(), "--memory"),
+        (
+            s.bound
+                .clone()
+                .is_some_and(|b| b.into_vec().contains(&crate::names::Bound::Io)),
+            "--bound io",
+        ),
+        (
+            s.storage
+                .clone()
+                .is_some_and(|c| c.into_vec() != ["native"])
+                || s.iops.is_some()
+                || s.mbps.is_some(),
+            "--storage",
+        ),
+        (!s.device_model.is_empty(), "--device-model"),
+        (s.drop_caches, "--drop-caches"),
+        (s.replication_log, "--replication-log"),
+        (!s.set.is_empty() || !sets.is_empty(), "--set"),
+        (!s.sweep.is_empty(), "--sweep"),
+        (
+            s.allocator != crate::setup::allocator::Allocator::Glibc,
+            "--allocator",
+        ),
+        (
+            s.transport == Some(crate::engine::Transport::Socket),
+            "--transport socket",
+        ),
+        (s.cache.is_some(), "--cache"),
+    ] {
+        if given {
+            return Err(UsageError(format!("{key} with --target: {mine}")).into());
+        }
+    }
+    Ok(Some(TargetSpec {
+        target: t,
+        db: s.target_db.clone(),
+        db_owned: s.target_db_owned,
+        keep: s.keep,
+    }))
+}

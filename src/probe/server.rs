@@ -1,0 +1,42 @@
+//! A server's own counters of its IO and size, sampled with the rest:
+//! what efficiency per operation rests on when the server's host is not
+//! this one (an external target), and a second source beside /proc for a
+//! server ampbench started. Each server engine says how it reads them
+//! ([`CounterSource`]); a counter the server does not keep stays `None`
+//! and its figure says so.
+
+use serde::{Deserialize, Serialize};
+
+/// One reading of a server's counters (each since the server started,
+/// but the database's size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCounters {
+    /// Data reads the server issued to its files (InnoDB:
+    /// `Innodb_data_reads`; PostgreSQL: `blks_read` summed over the
+    /// databases, reads the OS may have served from its page cache).
+    pub reads: Option<u64>,
+    /// Bytes of those reads (InnoDB: `Innodb_data_read`; PostgreSQL:
+    /// `blks_read` × `block_size`).
+    pub read_bytes: Option<u64>,
+    /// Bytes of data pages written (InnoDB: `Innodb_data_written`, the
+    /// doublewrite buffer included; PostgreSQL: buffers written by the
+    /// checkpointer, the background writer and backends × `block_size`).
+    pub data_written: Option<u64>,
+    /// Bytes of redo log / WAL written (InnoDB: `Innodb_os_log_written`;
+    /// PostgreSQL: `pg_stat_wal.wal_bytes`).
+    pub log_written: Option<u64>,
+    /// The benchmark database's size on the server's disk (InnoDB: its
+    /// tablespaces' allocated size; PostgreSQL: `pg_database_size`).
+    pub db_bytes: Option<u64>,
+}
+
+/// How a server engine reads its counters: one connection of its own,
+/// used by the probe only.
+pub trait CounterSource: Send + Sync {
+    /// Reads the counters now; None when the server could not be asked
+    /// (the figures then say so).
+    fn read(&self) -> Option<ServerCounters>;
+    /// Where the counters come from, as reports name the source (e.g.
+    /// `SHOW GLOBAL STATUS`).
+    fn source(&self) -> &'static str;
+}

@@ -1,0 +1,315 @@
+//! Servers ampbench did not start, for `--target`: a client and a server
+//! network namespace joined by a veth pair (addresses in a /29 of 10.250.0.0/16
+//! that exist only inside the two namespaces), and a MariaDB or a
+//! PostgreSQL started by this fixture — not by ampbench's engine code —
+//! in the server namespace, with password authentication. Everything is
+//! removed on drop: servers killed, namespaces deleted.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A random hex suffix for names (namespaces, interfaces).
+fn suffix() -> String {
+    let mut b = [0u8; 3];
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .expect("read /dev/urandom");
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn sh(cmd: &mut Command) -> Result<String, String> {
+    let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn ip(args: &[&str]) -> Result<String, String> {
+    sh(Command::new("ip").args(args))
+}
+
+/// Two namespaces and the veth pair between them.
+pub struct Net {
+    /// Where ampbench runs.
+    pub client: String,
+    /// Where the server runs.
+    pub server: String,
+    /// The server's address.
+    pub server_ip: String,
+    /// An address in the same subnet where nothing answers.
+    pub dead_ip: String,
+}
+
+impl Net {
+    /// Makes the namespaces, or says why it cannot.
+    pub fn new() -> Result<Net, String> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("not root: network namespaces need it".into());
+        }
+        let s = suffix();
+        let net = Net {
+            client: format!("ampt-c-{s}"),
+            server: format!("ampt-s-{s}"),
+            server_ip: String::new(),
+            dead_ip: String::new(),
+        };
+        ip(&["netns", "add", &net.client])?;
+        // From here on, drop removes what exists.
+        let mut net = net;
+        ip(&["netns", "add", &net.server])?;
+        let third = u8::from_str_radix(&s[..2], 16).unwrap_or(0);
+        let fourth = (u8::from_str_radix(&s[2..4], 16).unwrap_or(0) & 0x1f) * 8;
+        let addr = |i: u8| format!("10.250.{third}.{}", fourth + i);
+        let (a, b) = (format!("vac{s}"), format!("vas{s}"));
+        ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])?;
+        ip(&["link", "set", &a, "netns", &net.client])?;
+        ip(&["link", "set", &b, "netns", &net.server])?;
+        for (ns, dev, at) in [(&net.client, &a, addr(1)), (&net.server, &b, addr(2))] {
+            ip(&["-n", ns, "addr", "add", &format!("{at}/29"), "dev", dev])?;
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        net.server_ip = addr(2);
+        // Another host address of the subnet: on the link, never answered.
+        net.dead_ip = addr(5);
+        Ok(net)
+    }
+
+    /// A command run in the client namespace.
+    pub fn in_client(&self, prog: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.client, prog]);
+        c
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in [&self.client, &self.server] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// A server process the fixture started, killed (with its group) on drop.
+pub struct Proc {
+    child: Child,
+    /// Its scratch directory.
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let pid = self.child.id() as i32;
+        // SAFETY: signals the process group this fixture made.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        // The servers' own processes may have left the group (a
+        // PostgreSQL backend): any process still under dir goes too.
+        let _ = Command::new("pkill")
+            .args(["-9", "-f", &self.dir.path().display().to_string()])
+            .status();
+    }
+}
+
+/// The password the fixture's `bench` user logs in with.
+pub const PASSWORD: &str = "fixture-Pw-7d1e";
+
+fn wait_until(what: &str, t: Duration, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+    let t0 = Instant::now();
+    while t0.elapsed() < t {
+        if ready() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("{what} not ready within {t:?}"))
+}
+
+fn ids(user: &str) -> Result<(u32, u32), String> {
+    let id = |flag: &str| -> Result<u32, String> {
+        sh(Command::new("id").args([flag, user]))?
+            .trim()
+            .parse()
+            .map_err(|e| format!("id {flag} {user}: {e}"))
+    };
+    Ok((id("-u")?, id("-g")?))
+}
+
+/// A MariaDB in the server namespace on port 3306: `bench` may create
+/// `ampbench_…` databases and owns `shop` (with a table of its own,
+/// `orders`) and the empty `scratch`.
+pub fn mariadb(net: &Net) -> Result<Proc, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("ampt-mariadb")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let (uid, gid) = ids("mysql")?;
+    let d = dir.path();
+    std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    sh(Command::new("mariadb-install-db").args([
+        "--no-defaults",
+        "--auth-root-authentication-method=socket",
+        "--skip-test-db",
+        "--user=mysql",
+        &format!("--datadir={}/data", d.display()),
+    ]))?;
+    let sock = d.join("s.sock");
+    let cnf = d.join("my.cnf");
+    std::fs::write(
+        &cnf,
+        format!(
+            "[mysqld]\nuser=mysql\ndatadir={d}/data\nsocket={s}\nport=3306\nbind-address={ip}\nskip-name-resolve\nskip-log-bin\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\npid-file={d}/m.pid\n",
+            d = d.display(),
+            s = sock.display(),
+            ip = net.server_ip
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.server, "mariadbd"])
+        .arg(format!("--defaults-file={}", cnf.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let p = Proc { child, dir };
+    let client = |sql: &str| {
+        sh(Command::new("mariadb")
+            .arg(format!("--socket={}", sock.display()))
+            .args(["-uroot", "-N", "-e", sql]))
+    };
+    wait_until("mariadbd", Duration::from_secs(60), || {
+        client("SELECT 1").is_ok()
+    })?;
+    client(&format!(
+        "CREATE USER 'bench'@'%' IDENTIFIED BY '{PASSWORD}'; \
+         GRANT ALL ON `ampbench\\_%`.* TO 'bench'@'%'; \
+         CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY); \
+         GRANT ALL ON shop.* TO 'bench'@'%'; \
+         CREATE DATABASE scratch; GRANT ALL ON scratch.* TO 'bench'@'%'"
+    ))?;
+    Ok(p)
+}
+
+/// Runs `sql` as root on the fixture's MariaDB.
+pub fn mariadb_root(p: &Proc, sql: &str) -> Result<String, String> {
+    sh(Command::new("mariadb")
+        .arg(format!(
+            "--socket={}",
+            p.dir.path().join("s.sock").display()
+        ))
+        .args(["-uroot", "-N", "-e", sql]))
+}
+
+/// A PostgreSQL in the server namespace on port 5432 (scram-sha-256 over
+/// TCP): `bench` may create databases and owns `shop` (with `orders`) and
+/// the empty `scratch`.
+pub fn postgres(net: &Net) -> Result<Proc, String> {
+    let bin = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|e| format!("no PostgreSQL: {e}"))?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.join("postgres").exists())
+        .max()
+        .ok_or("no PostgreSQL bin directory")?;
+    let dir = tempfile::Builder::new()
+        .prefix("ampt-postgres")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let (uid, gid) = ids("postgres")?;
+    let d = dir.path();
+    std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    let pw = d.join("pw");
+    std::fs::write(&pw, format!("{PASSWORD}\n")).map_err(|e| e.to_string())?;
+    std::os::unix::fs::chown(&pw, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    let data = d.join("data");
+    sh(Command::new(bin.join("initdb"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-U", "postgres", "--auth=scram-sha-256", "--no-sync"])
+        .arg(format!("--pwfile={}", pw.display()))
+        .uid(uid)
+        .gid(gid))?;
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("pg_hba.conf"))
+            .map_err(|e| e.to_string())?;
+        writeln!(f, "host all all 10.250.0.0/16 scram-sha-256").map_err(|e| e.to_string())?;
+    }
+    let child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.server,
+            "runuser",
+            "-u",
+            "postgres",
+            "--",
+        ])
+        .arg(bin.join("postgres"))
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", "5432", "-k"])
+        .arg(d)
+        .args(["-c", &format!("listen_addresses={}", net.server_ip)])
+        .args(["-c", "shared_buffers=64MB"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let p = Proc { child, dir };
+    wait_until("postgres", Duration::from_secs(60), || {
+        postgres_as(&p, "postgres", "postgres", "SELECT 1").is_ok()
+    })?;
+    postgres_as(
+        &p,
+        "postgres",
+        "postgres",
+        &format!("CREATE ROLE bench LOGIN CREATEDB PASSWORD '{PASSWORD}'"),
+    )?;
+    postgres_as(
+        &p,
+        "postgres",
+        "postgres",
+        "CREATE DATABASE shop OWNER bench",
+    )?;
+    postgres_as(
+        &p,
+        "postgres",
+        "postgres",
+        "CREATE DATABASE scratch OWNER bench",
+    )?;
+    postgres_as(
+        &p,
+        "bench",
+        "shop",
+        "CREATE TABLE orders (id INT PRIMARY KEY)",
+    )?;
+    Ok(p)
+}
+
+/// Runs `sql` on the fixture's PostgreSQL over its socket.
+pub fn postgres_as(p: &Proc, user: &str, db: &str, sql: &str) -> Result<String, String> {
+    sh(Command::new("psql")
+        .arg("-h")
+        .arg(p.dir.path())
+        .args(["-p", "5432", "-U", user, "-d", db, "-At", "-c", sql])
+        .env("PGPASSWORD", PASSWORD))
+}

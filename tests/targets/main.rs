@@ -1,0 +1,386 @@
+//! `--target`: ampbench against a MariaDB and a PostgreSQL it did not
+//! start, each in a network namespace of its own reached over a veth
+//! address (not 127.0.0.1) with password authentication. The workloads
+//! run by URL; efficiency comes from the servers' counters; bad input
+//! gives one line naming what was wrong; nothing of ampbench's stays on
+//! the servers.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod fixture;
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use fixture::{Net, PASSWORD};
+
+macro_rules! need_net {
+    ($net:ident) => {
+        let $net = match Net::new() {
+            Ok(n) => n,
+            Err(why) => {
+                ampbench::testing::skip("targets", &format!("no network namespaces here: {why}"));
+                return;
+            }
+        };
+    };
+}
+
+/// ampbench run in the client namespace, with `env` set.
+fn run_in(net: &Net, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = net.in_client(common::BIN);
+    c.arg("run").args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run ampbench in the client namespace")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A run that must succeed; returns its output.
+fn passes(net: &Net, args: &[&str], env: &[(&str, &str)]) -> String {
+    let o = run_in(net, args, env);
+    let t = text(&o);
+    assert!(o.status.success(), "ampbench run {args:?} failed:\n{t}");
+    assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
+    t
+}
+
+/// A run that must fail with a line naming `says`.
+fn refused(net: &Net, args: &[&str], says: &str) -> String {
+    refused_with(net, args, &[], says)
+}
+
+/// [`refused`] with `env` set.
+fn refused_with(net: &Net, args: &[&str], env: &[(&str, &str)], says: &str) -> String {
+    let o = run_in(net, args, env);
+    let t = text(&o);
+    assert!(!o.status.success(), "ampbench run {args:?} passed:\n{t}");
+    let line = t
+        .lines()
+        .find(|l| l.contains(says))
+        .unwrap_or_else(|| panic!("no line says '{says}':\n{t}"));
+    assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
+    line.to_string()
+}
+
+/// Every step of the latest run in `results`, as the JSON report has it.
+fn steps(results: &std::path::Path) -> Vec<serde_json::Value> {
+    common::report_json(results.to_str().unwrap(), "latest")["steps"]
+        .as_array()
+        .expect("steps")
+        .clone()
+}
+
+/// Checks the figures of a run against a target: the server's counters
+/// measured, this host's device, process and files said not to be.
+fn external_figures(results: &std::path::Path, engine: &str) {
+    let steps = steps(results);
+    assert!(!steps.is_empty());
+    let mut wrote = 0.0;
+    for s in &steps {
+        assert_eq!(s["engine"], engine);
+        assert_eq!(s["status"], "done", "{}", s["error"]);
+        for k in ["r_per_op", "cpu_us_per_op", "db_bytes", "rss_bytes"] {
+            assert!(s[k].is_null(), "{k} measured on a remote server: {}", s[k]);
+            let why = s["not_measured"][k].as_str().unwrap_or_default();
+            assert!(why.contains("external target"), "{k}: {why}");
+        }
+        assert!(
+            s["srv_db_bytes"].as_f64().is_some_and(|v| v > 0.0),
+            "{}",
+            s["step"]
+        );
+        assert!(s["client_cpu_us_per_op"].as_f64().is_some_and(|v| v > 0.0));
+        wrote += s["srv_wkb_per_op"].as_f64().unwrap_or(0.0);
+    }
+    assert!(wrote > 0.0, "no step wrote by the server's counters");
+}
+
+#[test]
+fn mariadb_by_url() {
+    need_net!(net);
+    let server = fixture::mariadb(&net).expect("the fixture's MariaDB");
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("r.db");
+    let r = results.to_str().unwrap();
+    let ip = net.server_ip.clone();
+    let url = format!("mysql://bench:{PASSWORD}@{ip}/");
+    let dir = d.path().to_str().unwrap();
+    // LinkBench by URL, the password in it.
+    let out = passes(
+        &net,
+        &[
+            "-w",
+            "linkbench",
+            "-p",
+            "maxid1=2001",
+            "--warmup",
+            "0",
+            "--duration",
+            "3",
+            "--target",
+            &url,
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        &[],
+    );
+    assert!(out.contains("consistency check: 0 mismatches"), "{out}");
+    assert!(
+        out.contains(&format!("at mysql://bench@{ip}:3306")),
+        "{out}"
+    );
+    external_figures(&results, "mariadb-innodb");
+    let cfg = common::run_config(&results, 1);
+    assert_eq!(cfg["target"]["url"], format!("mysql://bench@{ip}:3306"));
+    // Its database is gone.
+    let left = fixture::mariadb_root(&server, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
+    assert_eq!(left.trim(), "", "ampbench left a database");
+    // YCSB, the password from the environment, in a named database: the
+    // tables it made are dropped, the database stays.
+    let url = format!("mysql://bench@{ip}:3306");
+    passes(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "-p",
+            "recordcount=2000",
+            "--steps",
+            "load,a",
+            "--warmup",
+            "0",
+            "--duration",
+            "2",
+            "--target",
+            &url,
+            "--target-db",
+            "scratch",
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        &[("AMPBENCH_TARGET_PASSWORD", PASSWORD)],
+    );
+    external_figures(&results, "mariadb-innodb");
+    let tables = fixture::mariadb_root(&server, "SHOW TABLES FROM scratch").unwrap();
+    assert_eq!(tables.trim(), "", "tables left in scratch");
+    // Bad input, one line each.
+    let bad = format!("mysql://bench:wrong@{ip}/");
+    let l = refused(
+        &net,
+        &["-w", "ycsb", "--target", &bad, "--results", r, "--dir", dir],
+        "cannot log in",
+    );
+    assert!(l.contains("Access denied"), "{l}");
+    assert!(!l.contains("wrong"), "the wrong password was printed: {l}");
+    let t0 = Instant::now();
+    let dead = format!("mysql://bench:{PASSWORD}@{}/", net.dead_ip);
+    let l = refused(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "--target",
+            &dead,
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        "cannot log in",
+    );
+    assert!(l.contains(&net.dead_ip), "{l}");
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    let l = refused_with(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "--target",
+            &url,
+            "--target-db",
+            "shop",
+            "--target-db-owned",
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        &[("AMPBENCH_TARGET_PASSWORD", PASSWORD)],
+        "does not know",
+    );
+    assert!(l.contains("orders"), "{l}");
+    let n: String = fixture::mariadb_root(
+        &server,
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop'",
+    )
+    .unwrap();
+    assert_eq!(n.trim(), "1", "the foreign table was touched");
+    refused(
+        &net,
+        &["-w", "ycsb", "--target", &format!("mysq://bench@{ip}/")],
+        "scheme 'mysq'",
+    );
+    refused(
+        &net,
+        &["-w", "ycsb", "--target", &url, "--memory", "256MB"],
+        "--memory with --target",
+    );
+    refused(
+        &net,
+        &["-w", "ycsb", "--target", &url, "-e", "postgres"],
+        "--engine postgres",
+    );
+}
+
+#[test]
+fn postgres_by_url() {
+    need_net!(net);
+    let server = fixture::postgres(&net).expect("the fixture's PostgreSQL");
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("r.db");
+    let r = results.to_str().unwrap();
+    let dir = d.path().to_str().unwrap();
+    let ip = net.server_ip.clone();
+    let pw = d.path().join("pw");
+    std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let url = format!("postgres://bench@{ip}/postgres?sslmode=disable");
+    let pwf = pw.to_str().unwrap();
+    // The insert benchmark by URL, the password from a file.
+    let out = passes(
+        &net,
+        &[
+            "-w",
+            "insert",
+            "-p",
+            "load_rows=3000",
+            "-p",
+            "i1_rows=600",
+            "-p",
+            "i2_rows=200",
+            "--warmup",
+            "0",
+            "--duration",
+            "2",
+            "--target",
+            &url,
+            "--target-password-file",
+            pwf,
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        &[],
+    );
+    assert!(
+        !out.contains("mismatch") || out.contains("0 mismatches"),
+        "{out}"
+    );
+    external_figures(&results, "postgres");
+    let left = fixture::postgres_as(
+        &server,
+        "postgres",
+        "postgres",
+        "SELECT count(*) FROM pg_database WHERE datname LIKE 'ampbench%'",
+    )
+    .unwrap();
+    assert_eq!(left.trim(), "0", "ampbench left a database");
+    // YCSB in a named database.
+    passes(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "-p",
+            "recordcount=2000",
+            "--steps",
+            "load,a",
+            "--warmup",
+            "0",
+            "--duration",
+            "2",
+            "--target",
+            &url,
+            "--target-password-file",
+            pwf,
+            "--target-db",
+            "scratch",
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        &[],
+    );
+    external_figures(&results, "postgres");
+    // Bad input.
+    let bad = format!("postgres://bench:wrong@{ip}/postgres");
+    let l = refused(
+        &net,
+        &["-w", "ycsb", "--target", &bad, "--results", r, "--dir", dir],
+        "cannot log in",
+    );
+    assert!(l.contains("password authentication failed"), "{l}");
+    let l = refused(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "--target",
+            &url,
+            "--target-password-file",
+            pwf,
+            "--target-db",
+            "shop",
+            "--results",
+            r,
+            "--dir",
+            dir,
+        ],
+        "does not know",
+    );
+    assert!(l.contains("orders"), "{l}");
+    refused(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "--target",
+            &format!("postgres://bench@{ip}/postgres?sslmode=prefer"),
+        ],
+        "sslmode=prefer",
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    refused(
+        &net,
+        &[
+            "-w",
+            "ycsb",
+            "--target",
+            &url,
+            "--target-password-file",
+            pwf,
+        ],
+        "readable by others",
+    );
+}
