@@ -1,0 +1,287 @@
+//! External targets: a MariaDB, MySQL or PostgreSQL server ampbench did
+//! not start, reached by `--target URL` (see [`url`]). The server side of
+//! the pipeline is then Local (`engine::server`, a server ampbench starts
+//! and stops) or External (here): the same SQL face, workloads and
+//! figures, but no process, data directory or device of the server is on
+//! this host, so efficiency per operation comes from the server's own
+//! counters (`probe::server`).
+//!
+//! Someone else's server is treated with care:
+//! - ampbench works in a database it creates (`ampbench_` and 12 random
+//!   hex digits) and drops at the end (unless `--keep`), or in the one
+//!   `--target-db` names;
+//! - it never drops what it did not create: a named database must hold
+//!   no table, or with `--target-db-owned` only tables of ampbench's
+//!   workloads, which it then drops; any other table stops the run;
+//! - it sets nothing server-wide (durability stays the server's, and is
+//!   recorded).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+pub mod mysql;
+pub mod postgres;
+pub mod url;
+
+pub use url::{Endpoint, Protocol, Target, Tls};
+
+/// The environment variable a target's password may come from.
+pub const PASSWORD_ENV: &str = "AMPBENCH_TARGET_PASSWORD";
+
+/// How long a connection to a target may take to open.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything an engine needs to reach a target.
+#[derive(Clone, Debug)]
+pub struct TargetSpec {
+    /// The target, its password resolved.
+    pub target: Target,
+    /// `--target-db`: work in this database rather than one of ampbench's.
+    pub db: Option<String>,
+    /// `--target-db-owned`: the named database's workload tables may be
+    /// dropped.
+    pub db_owned: bool,
+    /// `--keep`: leave the database (or tables) on the server.
+    pub keep: bool,
+}
+
+impl serde::Serialize for TargetSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("url", &self.target.shown())?;
+        m.serialize_entry("db", &self.db)?;
+        m.serialize_entry("db_owned", &self.db_owned)?;
+        m.end()
+    }
+}
+
+/// Fills in a target's password from `file` (its first line; the file
+/// must be readable by its owner only) or, failing that, from
+/// [`PASSWORD_ENV`]. A password in the URL and a file is an error.
+pub fn resolve_password(t: &mut Target, file: Option<&Path>) -> Result<(), crate::UsageError> {
+    use crate::UsageError;
+    if let Some(f) = file {
+        if t.password.is_some() {
+            return Err(UsageError(
+                "--target-password-file: the URL has a password already; give one or the other"
+                    .into(),
+            ));
+        }
+        let meta = std::fs::symlink_metadata(f)
+            .map_err(|e| UsageError(format!("--target-password-file {}: {e}", f.display())))?;
+        use std::os::unix::fs::MetadataExt;
+        if !meta.is_file() {
+            return Err(UsageError(format!(
+                "--target-password-file {}: not a regular file",
+                f.display()
+            )));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(UsageError(format!(
+                "--target-password-file {}: readable by others (mode {:o}); chmod 600 it",
+                f.display(),
+                meta.mode() & 0o777
+            )));
+        }
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("--target-password-file {}: {e}", f.display())))?;
+        t.password = Some(text.lines().next().unwrap_or_default().to_string());
+    } else if t.password.is_none() {
+        if let Ok(p) = std::env::var(PASSWORD_ENV) {
+            t.password = Some(p);
+        }
+    }
+    Ok(())
+}
+
+/// Checks a database name given by `--target-db` or the URL: letters,
+/// digits, `_` and `$` (nothing to quote, on either server).
+pub fn check_db_name(name: &str) -> Result<(), crate::UsageError> {
+    if name.is_empty()
+        || name.len() > 63
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    {
+        return Err(crate::UsageError(format!(
+            "--target-db '{name}': 1-63 ASCII letters, digits, '_' or '$'"
+        )));
+    }
+    Ok(())
+}
+
+/// A fresh database name: `ampbench_` and 12 random hex digits.
+pub fn fresh_db_name() -> Result<String> {
+    Ok(format!(
+        "ampbench_{}",
+        &crate::engine::server::random_password()?[..12]
+    ))
+}
+
+/// True for a table one of ampbench's workloads creates: LinkBench's
+/// (with PostgreSQL's partitions), the insert benchmark's `piN`, and
+/// the key-value workloads' `docs` and `usertable`, or one of `extra`
+/// (the open spec's tables).
+pub fn is_workload_table(name: &str, extra: &[String]) -> bool {
+    let n = name.to_ascii_lowercase();
+    let digits_after = |p: &str| {
+        n.strip_prefix(p)
+            .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+    };
+    matches!(
+        n.as_str(),
+        "linktable" | "counttable" | "nodetable" | "docs" | "usertable"
+    ) || digits_after("linktable_p")
+        || digits_after("pi")
+        || extra.iter().any(|e| e.eq_ignore_ascii_case(&n))
+}
+
+/// What to do with the tables found in a database ampbench is to work
+/// in: Ok(tables to drop first) or the one-line refusal.
+pub fn judge_tables(
+    db: &str,
+    found: &[String],
+    owned: bool,
+    extra: &[String],
+) -> Result<Vec<String>> {
+    let foreign: Vec<&String> = found
+        .iter()
+        .filter(|t| !is_workload_table(t, extra))
+        .collect();
+    if !foreign.is_empty() {
+        bail!(
+            "database {db} holds {} table{} ampbench does not know ({}): it works only in a database of its own",
+            foreign.len(),
+            if foreign.len() == 1 { "" } else { "s" },
+            foreign
+                .iter()
+                .take(5)
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !found.is_empty() && !owned {
+        bail!(
+            "database {db} holds workload tables from before ({}): pass --target-db-owned to let ampbench drop them",
+            found.join(", ")
+        );
+    }
+    Ok(found.to_vec())
+}
+
+/// A target's endpoints, resolved once, handed to connections in turn.
+pub struct Endpoints {
+    addrs: Vec<(Endpoint, SocketAddr)>,
+    next: AtomicUsize,
+}
+
+impl Endpoints {
+    /// Resolves every endpoint; an unknown host is a one-line error.
+    pub fn resolve(t: &Target) -> Result<Endpoints> {
+        let mut addrs = Vec::new();
+        for e in &t.endpoints {
+            let a = (e.host.as_str(), e.port)
+                .to_socket_addrs()
+                .with_context(|| format!("--target: cannot resolve host '{}'", e.host))?
+                .next()
+                .ok_or_else(|| anyhow!("--target: host '{}' has no address", e.host))?;
+            addrs.push((e.clone(), a));
+        }
+        Ok(Endpoints {
+            addrs,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// The next endpoint, round-robin (as go-tpc hands out connections).
+    pub fn next(&self) -> &(Endpoint, SocketAddr) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.addrs.len();
+        &self.addrs[i]
+    }
+
+    /// The first endpoint (administration and counters).
+    pub fn first(&self) -> &(Endpoint, SocketAddr) {
+        &self.addrs[0]
+    }
+
+    /// Every endpoint.
+    pub fn all(&self) -> &[(Endpoint, SocketAddr)] {
+        &self.addrs
+    }
+}
+
+/// Refuses TLS until this build speaks it: a benchmark never falls back to
+/// plain text silently.
+pub fn check_tls(t: &Target) -> Result<()> {
+    if t.tls != Tls::Off {
+        bail!(
+            "--target {}: TLS is not in this build yet; reach the server without it (tls=false / sslmode=disable) on a network you trust",
+            t.shown()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_tables_are_known_and_others_refused() {
+        assert!(is_workload_table("linktable_p3", &[]));
+        assert!(is_workload_table("PI12", &[]));
+        assert!(!is_workload_table("pi", &[]));
+        assert!(!is_workload_table("orders", &[]));
+        assert!(judge_tables("d", &[], false, &[]).unwrap().is_empty());
+        let e = judge_tables("d", &["orders".into(), "pi1".into()], true, &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("1 table ampbench does not know (orders)"),
+            "{e}"
+        );
+        let e = judge_tables("d", &["pi1".into()], false, &[]).unwrap_err();
+        assert!(e.to_string().contains("--target-db-owned"), "{e}");
+        assert_eq!(
+            judge_tables("d", &["pi1".into()], true, &[]).unwrap(),
+            vec!["pi1"]
+        );
+    }
+
+    #[test]
+    fn password_file_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("pw");
+        std::fs::write(&f, "s3cret\nignored\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut t = Target::parse("mysql://u@h/db").unwrap();
+        let e = resolve_password(&mut t, Some(&f)).unwrap_err();
+        assert!(e.0.contains("readable by others"), "{}", e.0);
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        resolve_password(&mut t, Some(&f)).unwrap();
+        assert_eq!(t.password.as_deref(), Some("s3cret"));
+        let e = resolve_password(&mut t, Some(&f)).unwrap_err();
+        assert!(e.0.contains("has a password already"), "{}", e.0);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        let mut t = Target::parse("mysql://u@h/db").unwrap();
+        let e = resolve_password(&mut t, Some(&link)).unwrap_err();
+        assert!(e.0.contains("not a regular file"), "{}", e.0);
+    }
+
+    #[test]
+    fn db_names() {
+        assert!(check_db_name("ampbench_x1").is_ok());
+        assert!(check_db_name("a;drop").is_err());
+        assert!(check_db_name("").is_err());
+        let n = fresh_db_name().unwrap();
+        assert_eq!(n.len(), "ampbench_".len() + 12);
+        assert_ne!(n, fresh_db_name().unwrap());
+    }
+}
