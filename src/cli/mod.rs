@@ -124,6 +124,25 @@ fn host_config(a: &crate::runner::host::HostArgs) -> Result<crate::runner::RunCo
     Ok(cfgs.swap_remove(a.corner))
 }
 
+/// The command line as it is recorded: the password of a `--target` URL
+/// (`--target URL` or `--target=URL`) replaced by `***`.
+pub fn redact_args(args: impl Iterator<Item = String>) -> String {
+    let mut out = Vec::new();
+    let mut next_is_target = false;
+    for a in args {
+        let shown = if next_is_target {
+            crate::engine::target::Target::redact_list(&a)
+        } else if let Some(v) = a.strip_prefix("--target=") {
+            format!("--target={}", crate::engine::target::Target::redact_list(v))
+        } else {
+            a.clone()
+        };
+        next_is_target = a == "--target";
+        out.push(shown);
+    }
+    out.join(" ")
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> Result<i32> {
     use clap::{CommandFactory, FromArgMatches};
@@ -134,7 +153,8 @@ pub fn main() -> Result<i32> {
     let mut out = stdout.lock();
     match cli.cmd {
         Cmd::Run(a) => {
-            let command = std::env::args().collect::<Vec<_>>().join(" ");
+            // Recorded and reported: a target's password never is.
+            let command = redact_args(std::env::args());
             let mut cfgs = (*a).into_configs()?;
             // What the engine host parses again (see runner::host).
             let after_run: Vec<String> = std::env::args().skip(2).collect();

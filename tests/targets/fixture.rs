@@ -101,9 +101,12 @@ impl Drop for Net {
     }
 }
 
-/// A server process the fixture started, killed (with its group) on drop.
+/// A server process the fixture started, stopped (with its group) on
+/// drop: its shutdown signal first, so it takes its backends and shared
+/// memory with it, then SIGKILL if it is still there after 20 s.
 pub struct Proc {
     child: Child,
+    stop: i32,
     /// Its scratch directory.
     pub dir: tempfile::TempDir,
 }
@@ -113,14 +116,23 @@ impl Drop for Proc {
         let pid = self.child.id() as i32;
         // SAFETY: signals the process group this fixture made.
         unsafe {
+            libc::kill(-pid, self.stop);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(20) {
+            // The group is gone once no process of it is left.
+            // SAFETY: signal 0 only checks that the group exists.
+            if unsafe { libc::kill(-pid, 0) } != 0 {
+                break;
+            }
+            let _ = self.child.try_wait();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: as above.
+        unsafe {
             libc::kill(-pid, libc::SIGKILL);
         }
         let _ = self.child.wait();
-        // The servers' own processes may have left the group (a
-        // PostgreSQL backend): any process still under dir goes too.
-        let _ = Command::new("pkill")
-            .args(["-9", "-f", &self.dir.path().display().to_string()])
-            .status();
     }
 }
 
@@ -186,7 +198,11 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
         .process_group(0)
         .spawn()
         .map_err(|e| e.to_string())?;
-    let p = Proc { child, dir };
+    let p = Proc {
+        child,
+        stop: libc::SIGTERM,
+        dir,
+    };
     let client = |sql: &str| {
         sh(Command::new("mariadb")
             .arg(format!("--socket={}", sock.display()))
@@ -274,7 +290,12 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
         .process_group(0)
         .spawn()
         .map_err(|e| e.to_string())?;
-    let p = Proc { child, dir };
+    // Fast shutdown: the postmaster ends its backends.
+    let p = Proc {
+        child,
+        stop: libc::SIGINT,
+        dir,
+    };
     wait_until("postgres", Duration::from_secs(60), || {
         postgres_as(&p, "postgres", "postgres", "SELECT 1").is_ok()
     })?;

@@ -203,6 +203,18 @@ fn mariadb_by_url() {
     );
     assert!(l.contains(&net.dead_ip), "{l}");
     assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    // Runs given the password in the URL recorded their command lines:
+    // without it.
+    for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+        let name = f.file_name().to_string_lossy().into_owned();
+        if name.starts_with("r.db") {
+            let bytes = std::fs::read(f.path()).unwrap();
+            let found = bytes
+                .windows(PASSWORD.len())
+                .any(|w| w == PASSWORD.as_bytes());
+            assert!(!found, "{name} holds the password");
+        }
+    }
     let l = refused_with(
         &net,
         &[

@@ -37,6 +37,24 @@ pub(super) fn config(
     if let Some(d) = &s.target_db {
         target::check_db_name(d)?;
     }
+    if s.target_db.is_some() && t.endpoints.len() > 1 {
+        return Err(UsageError(
+            "--target-db with several endpoints: ampbench checks a named database's tables on one server only; give one endpoint, or let ampbench create its own database"
+                .into(),
+        )
+        .into());
+    }
+    if t.password.is_some() && url.contains('@') && s.target_password_file.is_none() {
+        let given = url
+            .split_once("://")
+            .and_then(|(_, r)| r.rsplit_once('@'))
+            .is_some_and(|(auth, _)| auth.contains(':'));
+        if given {
+            eprintln!(
+                "note: --target's password is in the command line, which other users of this machine can read (ps); --target-password-file or AMPBENCH_TARGET_PASSWORD keep it out"
+            );
+        }
+    }
     if s.target_db_owned && s.target_db.is_none() {
         return Err(UsageError(
             "--target-db-owned: only with --target-db (ampbench's own database is always its own)"

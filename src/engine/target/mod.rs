@@ -72,24 +72,43 @@ pub fn resolve_password(t: &mut Target, file: Option<&Path>) -> Result<(), crate
                     .into(),
             ));
         }
-        let meta = std::fs::symlink_metadata(f)
-            .map_err(|e| UsageError(format!("--target-password-file {}: {e}", f.display())))?;
-        use std::os::unix::fs::MetadataExt;
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let named = |e: &dyn std::fmt::Display| {
+            UsageError(format!("--target-password-file {}: {e}", f.display()))
+        };
+        // Opened once, never through a link, never blocking on a FIFO;
+        // what is checked is the file that is read.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(f)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => named(&"a symbolic link; give the file itself"),
+                _ => named(&e),
+            })?;
+        let meta = file.metadata().map_err(|e| named(&e))?;
         if !meta.is_file() {
-            return Err(UsageError(format!(
-                "--target-password-file {}: not a regular file",
-                f.display()
-            )));
+            return Err(named(&"not a regular file"));
         }
         if meta.mode() & 0o077 != 0 {
-            return Err(UsageError(format!(
-                "--target-password-file {}: readable by others (mode {:o}); chmod 600 it",
-                f.display(),
+            return Err(named(&format!(
+                "readable by others (mode {:o}); chmod 600 it",
                 meta.mode() & 0o777
             )));
         }
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("--target-password-file {}: {e}", f.display())))?;
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(named(&format!(
+                "owned by uid {}, not by this user (uid {me})",
+                meta.uid()
+            )));
+        }
+        let mut text = String::new();
+        file.take(4096)
+            .read_to_string(&mut text)
+            .map_err(|e| named(&e))?;
         t.password = Some(text.lines().next().unwrap_or_default().to_string());
     } else if t.password.is_none() {
         if let Ok(p) = std::env::var(PASSWORD_ENV) {
@@ -128,17 +147,19 @@ pub fn fresh_db_name() -> Result<String> {
 /// the key-value workloads' `docs` and `usertable`, or one of `extra`
 /// (the open spec's tables).
 pub fn is_workload_table(name: &str, extra: &[String]) -> bool {
-    let n = name.to_ascii_lowercase();
+    // Exact case: ampbench makes only lower-case names, and MySQL's table
+    // names may be case-sensitive (someone's `Docs` is not ours).
+    let n = name;
     let digits_after = |p: &str| {
         n.strip_prefix(p)
             .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
     };
     matches!(
-        n.as_str(),
+        n,
         "linktable" | "counttable" | "nodetable" | "docs" | "usertable"
     ) || digits_after("linktable_p")
         || digits_after("pi")
-        || extra.iter().any(|e| e.eq_ignore_ascii_case(&n))
+        || extra.iter().any(|e| e == n)
 }
 
 /// What to do with the tables found in a database ampbench is to work
@@ -235,7 +256,8 @@ mod tests {
     #[test]
     fn workload_tables_are_known_and_others_refused() {
         assert!(is_workload_table("linktable_p3", &[]));
-        assert!(is_workload_table("PI12", &[]));
+        assert!(is_workload_table("pi12", &[]));
+        assert!(!is_workload_table("PI12", &[]), "exact case only");
         assert!(!is_workload_table("pi", &[]));
         assert!(!is_workload_table("orders", &[]));
         assert!(judge_tables("d", &[], false, &[]).unwrap().is_empty());
@@ -272,7 +294,13 @@ mod tests {
         std::os::unix::fs::symlink(&f, &link).unwrap();
         let mut t = Target::parse("mysql://u@h/db").unwrap();
         let e = resolve_password(&mut t, Some(&link)).unwrap_err();
-        assert!(e.0.contains("not a regular file"), "{}", e.0);
+        assert!(e.0.contains("symbolic link"), "{}", e.0);
+        let e = resolve_password(&mut t, Some(d.path())).unwrap_err();
+        assert!(
+            e.0.contains("not a regular file") || e.0.contains("readable by others"),
+            "{}",
+            e.0
+        );
     }
 
     #[test]

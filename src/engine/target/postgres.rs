@@ -189,7 +189,8 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             let drop = super::judge_tables(db, &found, spec.db_owned, &open.tables)?;
             for t in drop {
                 // Names checked by judge_tables: letters, digits and '_'.
-                w.batch_execute(&format!("DROP TABLE IF EXISTS {t} CASCADE"))?;
+                w.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
+                    .map_err(|e| anyhow!("--target-db {db}: cannot drop {t}: {}", one_line(&e)))?;
             }
             (db.clone(), false)
         }
@@ -355,7 +356,7 @@ impl Engine for External {
                 .iter()
                 .filter(|t| super::is_workload_table(t, &self.tables))
             {
-                c.batch_execute(&format!("DROP TABLE IF EXISTS {t} CASCADE"))?;
+                c.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))?;
             }
         }
         Ok(())

@@ -188,15 +188,30 @@ fn decode(part: &str, s: &str) -> Result<String, UsageError> {
     String::from_utf8(out).map_err(|_| bad(format!("{part}: the escapes are not UTF-8")))
 }
 
-/// Parses one `host[:port]` of a URL's host list.
+/// Parses one `host[:port]` of a URL's host list (an IPv6 address in
+/// brackets).
 fn endpoint(h: &str, default_port: u16) -> Result<Endpoint, UsageError> {
     let (host, port) = if let Some(rest) = h.strip_prefix('[') {
         let (host, after) = rest
             .split_once(']')
             .ok_or_else(|| bad(format!("host '{h}': an IPv6 address needs its closing ']'")))?;
-        (host, after.strip_prefix(':'))
+        match after {
+            "" => (host, None),
+            a => (
+                host,
+                Some(
+                    a.strip_prefix(':')
+                        .ok_or_else(|| bad(format!("host '{h}': expected ':PORT' after ']'")))?,
+                ),
+            ),
+        }
     } else {
-        match h.rsplit_once(':') {
+        match h.split_once(':') {
+            Some((_, p)) if p.contains(':') => {
+                return Err(bad(format!(
+                    "host '{h}': an IPv6 address goes in brackets ([::1]:3306)"
+                )));
+            }
             Some((host, port)) => (host, Some(port)),
             None => (h, None),
         }
@@ -228,7 +243,7 @@ fn endpoint(h: &str, default_port: u16) -> Result<Endpoint, UsageError> {
 fn parse_one(url: &str) -> Result<Target, UsageError> {
     let (scheme, rest) = url
         .split_once("://")
-        .ok_or_else(|| bad(format!("'{url}' is not a URL (mysql://… or postgres://…)")))?;
+        .ok_or_else(|| bad("not a URL (mysql://… or postgres://…)".into()))?;
     let protocol = match scheme {
         "mysql" | "mariadb" => Protocol::MySql,
         "postgres" | "postgresql" => Protocol::Postgres,
@@ -238,18 +253,25 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
             )));
         }
     };
-    let (rest, query) = match rest.split_once('?') {
-        Some((r, q)) => (r, Some(q)),
-        None => (rest, None),
+    // The authority ends at the first '/' or '?': a password with one
+    // of those (or '@') in it must be escaped (%2F, %3F, %40).
+    let cut = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(cut);
+    if tail.contains('@') {
+        return Err(bad(
+            "an '@' after the host: escape '/', '?' and '@' in the user or password as %2F, %3F, %40"
+                .into(),
+        ));
+    }
+    let (auth, hosts) = match authority.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, authority),
     };
-    let (auth, rest) = match rest.rsplit_once('@') {
-        Some((a, r)) => (Some(a), r),
-        None => (None, rest),
+    let (path, query) = match tail.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (tail, None),
     };
-    let (hosts, db) = match rest.split_once('/') {
-        Some((h, d)) => (h, Some(d)),
-        None => (rest, None),
-    };
+    let db = path.strip_prefix('/');
     let (user, password) = match auth {
         None => (None, None),
         Some(a) => match a.split_once(':') {
@@ -286,7 +308,7 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv
             .split_once('=')
-            .ok_or_else(|| bad(format!("parameter '{kv}': expected KEY=VALUE")))?;
+            .ok_or_else(|| bad("a parameter without '=': expected KEY=VALUE".into()))?;
         let v = decode(k, v)?;
         match (protocol, k) {
             (Protocol::MySql, "tls" | "ssl-mode" | "ssl_mode") => {
@@ -378,19 +400,30 @@ impl Target {
         Ok(t)
     }
 
-    /// A URL as it may be printed: its password replaced by `***`.
+    /// A URL as it may be printed: everything between the user's name
+    /// and the last `@` (the password, escaped or not) replaced by `***`.
     pub fn redact(url: &str) -> String {
-        let Some((scheme, rest)) = url.split_once("://") else {
-            return url.to_string();
+        let (scheme, rest) = match url.split_once("://") {
+            Some((s, r)) => (format!("{s}://"), r),
+            None => (String::new(), url),
         };
-        let hosts_end = rest.find(['/', '?']).unwrap_or(rest.len());
-        match rest[..hosts_end].rsplit_once('@') {
-            Some((auth, _)) if auth.contains(':') => {
-                let user = auth.split(':').next().unwrap_or_default();
-                format!("{scheme}://{user}:***@{}", &rest[auth.len() + 1..])
-            }
-            _ => url.to_string(),
+        match rest.rsplit_once('@') {
+            Some((auth, after)) => match auth.split_once(':') {
+                Some((user, _)) => format!("{scheme}{user}:***@{after}"),
+                None if scheme.is_empty() => format!("***@{after}"),
+                None => url.to_string(),
+            },
+            None => url.to_string(),
         }
+    }
+
+    /// [`Target::redact`] of each URL of a `--target` list.
+    pub fn redact_list(s: &str) -> String {
+        split_urls(s)
+            .into_iter()
+            .map(Target::redact)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -465,17 +498,28 @@ mod tests {
             ("mysql://u@h/d%4", "database: '%'"),
             ("mysql://u@ho st/db", "host 'ho st'"),
             ("mysql://u@h/db?engine=myisam", "engine=myisam"),
+            ("mysql://u:pw@2001:db8::a:10/db", "in brackets"),
+            ("mysql://u:pw@[::1]3306/db", "after ']'"),
+            ("mysql://bob:pw?x@db1/shop", "escape"),
+            ("mysql://u:pw@prod/db@x", "escape"),
+            ("bob:pw@db1", "not a URL"),
         ] {
             let e = Target::parse(url).unwrap_err().0;
             assert!(e.starts_with("--target: "), "{e}");
             assert!(e.contains(says), "{url}: {e}");
             assert!(!e.contains('\n'));
-            assert!(!e.contains(":pw@"), "{e}");
+            assert!(!e.contains("pw"), "{e}");
         }
     }
 
     #[test]
     fn redacts_passwords_only() {
+        assert_eq!(Target::redact("mysql://a:b?c@h/d"), "mysql://a:***@h/d");
+        assert_eq!(Target::redact("a:b@h"), "a:***@h");
+        assert_eq!(
+            Target::redact_list("mysql://a:b@h/d,mysql://a:b@g/d"),
+            "mysql://a:***@h/d,mysql://a:***@g/d"
+        );
         assert_eq!(Target::redact("mysql://a:b@h/d"), "mysql://a:***@h/d");
         assert_eq!(Target::redact("mysql://a@h/d"), "mysql://a@h/d");
         assert_eq!(
