@@ -436,6 +436,16 @@ impl MariaDb {
     }
 }
 
+/// Every numeric `SHOW GLOBAL STATUS` variable (a local server's or a
+/// target's).
+pub(super) fn global_status(c: &mut mysql::Conn) -> Result<Vec<(String, f64)>> {
+    let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS")?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.parse::<f64>().ok()?)))
+        .collect())
+}
+
 /// One client connection, over ampbench's own protocol client
 /// ([`mywire`](super::mywire): the measured path's statements cost a
 /// fifth of the `mysql` crate's).
@@ -575,13 +585,10 @@ impl Engine for MariaDb {
     }
     fn stats(&self) -> Result<EngineStats> {
         let mut c = self.admin()?;
-        let mut st = EngineStats::default();
-        let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS")?;
-        for (k, v) in rows {
-            if let Ok(x) = v.parse::<f64>() {
-                st.values.push((k, x));
-            }
-        }
+        let mut st = EngineStats {
+            values: global_status(&mut c)?,
+            ..EngineStats::default()
+        };
         if self.myrocks {
             let rows: Vec<(String, String, String)> = c.query("SHOW ENGINE ROCKSDB STATUS")?;
             for (typ, name, status) in rows {

@@ -315,7 +315,7 @@ fn pg_params(stmt: &postgres::Statement, params: &[Val<'_>]) -> Vec<Box<dyn ToSq
         .collect()
 }
 
-pub(super) fn cell(row: &postgres::Row, i: usize) -> Cell {
+fn cell(row: &postgres::Row, i: usize) -> Cell {
     let ty = row.columns()[i].type_().clone();
     let c = match ty {
         Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Cell::Int)),
@@ -485,25 +485,7 @@ impl Engine for Postgres {
         ))))
     }
     fn stats(&self) -> Result<EngineStats> {
-        let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;
-        let mut st = EngineStats::default();
-        for (prefix, sql) in [
-            (
-                "pg_stat_database",
-                "SELECT * FROM pg_stat_database WHERE datname = 'ampbench'",
-            ),
-            ("pg_stat_bgwriter", "SELECT * FROM pg_stat_bgwriter"),
-        ] {
-            for row in c.query(sql, &[])? {
-                for (i, col) in row.columns().iter().enumerate() {
-                    if let Some(v) = cell(&row, i).int() {
-                        st.values
-                            .push((format!("{prefix}.{}", col.name()), v as f64));
-                    }
-                }
-            }
-        }
-        Ok(st)
+        pg_stats(&mut connect(self.port, "postgres", "ampbench", &self.password)?)
     }
     fn settle(&self) -> Result<String> {
         let t = Instant::now();
@@ -514,6 +496,28 @@ impl Engine for Postgres {
     fn close(self: Box<Self>) -> Result<()> {
         self.server.stop()
     }
+}
+
+/// The connected database's pg_stat_database row and pg_stat_bgwriter,
+/// as `view.column` counters (a local server's or a target's).
+pub(super) fn pg_stats(c: &mut Client) -> Result<EngineStats> {
+    let mut st = EngineStats::default();
+    for (prefix, sql) in [
+        (
+            "pg_stat_database",
+            "SELECT * FROM pg_stat_database WHERE datname = current_database()",
+        ),
+        ("pg_stat_bgwriter", "SELECT * FROM pg_stat_bgwriter"),
+    ] {
+        for row in c.query(sql, &[])? {
+            for (i, col) in row.columns().iter().enumerate() {
+                if let Some(v) = cell(&row, i).int() {
+                    st.values.push((format!("{prefix}.{}", col.name()), v as f64));
+                }
+            }
+        }
+    }
+    Ok(st)
 }
 
 /// A startup packet asking for TLS: length 8, code 80877103.

@@ -153,6 +153,12 @@ pub trait SqlEngine: Engine {
     fn table_options(&self) -> &str;
     /// A new connection to the benchmark database, for one thread.
     fn connect(&self) -> Result<Box<dyn SqlConn>>;
+    /// Called once the workload's schema is made: an external target
+    /// takes note of the tables that are this run's (the only ones it
+    /// drops from a database it did not create).
+    fn schema_made(&self) -> Result<()> {
+        Ok(())
+    }
     /// The server's process, which `crashcheck` kills and starts again;
     /// None for an external target (`--target`), which ampbench did not
     /// start.

@@ -807,7 +807,8 @@ fn open_engine(
         let ddl = workload.sql_schema(s.dialect(), s.table_options());
         let created = s
             .connect()
-            .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)));
+            .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)))
+            .and_then(|()| s.schema_made());
         if let Err(e) = created {
             writeln!(out, "{}: cannot create the schema: {e:#}", r.label)?;
             r.status = Status::Failed;

@@ -160,17 +160,23 @@ fn ids(user: &str) -> Result<(u32, u32), String> {
     Ok((id("-u")?, id("-g")?))
 }
 
+/// A scratch directory owned by the server's system user, with its ids.
+fn server_dir(prefix: &str, user: &str) -> Result<(tempfile::TempDir, u32, u32), String> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let (uid, gid) = ids(user)?;
+    std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    Ok((dir, uid, gid))
+}
+
 /// A MariaDB in the server namespace on port 3306: `bench` may create
 /// `ampbench_…` databases and owns `shop` (with a table of its own,
 /// `orders`) and the empty `scratch`.
 pub fn mariadb(net: &Net) -> Result<Proc, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("ampt-mariadb")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
-    let (uid, gid) = ids("mysql")?;
+    let (dir, _, _) = server_dir("ampt-mariadb", "mysql")?;
     let d = dir.path();
-    std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
     sh(Command::new("mariadb-install-db").args([
         "--no-defaults",
         "--auth-root-authentication-method=socket",
@@ -242,13 +248,8 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
         .filter(|p| p.join("postgres").exists())
         .max()
         .ok_or("no PostgreSQL bin directory")?;
-    let dir = tempfile::Builder::new()
-        .prefix("ampt-postgres")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
-    let (uid, gid) = ids("postgres")?;
+    let (dir, uid, gid) = server_dir("ampt-postgres", "postgres")?;
     let d = dir.path();
-    std::os::unix::fs::chown(d, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
     let pw = d.join("pw");
     std::fs::write(&pw, format!("{PASSWORD}\n")).map_err(|e| e.to_string())?;
     std::os::unix::fs::chown(&pw, Some(uid), Some(gid)).map_err(|e| e.to_string())?;

@@ -26,10 +26,11 @@ macro_rules! need_net {
     };
 }
 
-/// ampbench run in the client namespace, with `env` set.
-fn run_in(net: &Net, args: &[&str], env: &[(&str, &str)]) -> Output {
+/// `ampbench run ARGS` in the client namespace, with `env` set; `args`
+/// are split at spaces (no value here has one).
+fn run_in(net: &Net, args: &str, env: &[(&str, &str)]) -> Output {
     let mut c = net.in_client(common::BIN);
-    c.arg("run").args(args);
+    c.arg("run").args(args.split_whitespace());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -45,24 +46,24 @@ fn text(o: &Output) -> String {
 }
 
 /// A run that must succeed; returns its output.
-fn passes(net: &Net, args: &[&str], env: &[(&str, &str)]) -> String {
+fn passes(net: &Net, args: &str, env: &[(&str, &str)]) -> String {
     let o = run_in(net, args, env);
     let t = text(&o);
-    assert!(o.status.success(), "ampbench run {args:?} failed:\n{t}");
+    assert!(o.status.success(), "ampbench run {args} failed:\n{t}");
     assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
     t
 }
 
 /// A run that must fail with a line naming `says`.
-fn refused(net: &Net, args: &[&str], says: &str) -> String {
+fn refused(net: &Net, args: &str, says: &str) -> String {
     refused_with(net, args, &[], says)
 }
 
 /// [`refused`] with `env` set.
-fn refused_with(net: &Net, args: &[&str], env: &[(&str, &str)], says: &str) -> String {
+fn refused_with(net: &Net, args: &str, env: &[(&str, &str)], says: &str) -> String {
     let o = run_in(net, args, env);
     let t = text(&o);
-    assert!(!o.status.success(), "ampbench run {args:?} passed:\n{t}");
+    assert!(!o.status.success(), "ampbench run {args} passed:\n{t}");
     let line = t
         .lines()
         .find(|l| l.contains(says))
@@ -110,29 +111,17 @@ fn mariadb_by_url() {
     let server = fixture::mariadb(&net).expect("the fixture's MariaDB");
     let d = tempfile::tempdir().unwrap();
     let results = d.path().join("r.db");
-    let r = results.to_str().unwrap();
     let ip = net.server_ip.clone();
     let url = format!("mysql://bench:{PASSWORD}@{ip}/");
-    let dir = d.path().to_str().unwrap();
+    let at = format!(
+        "--results {} --dir {}",
+        results.display(),
+        d.path().display()
+    );
     // LinkBench by URL, the password in it.
     let out = passes(
         &net,
-        &[
-            "-w",
-            "linkbench",
-            "-p",
-            "maxid1=2001",
-            "--warmup",
-            "0",
-            "--duration",
-            "3",
-            "--target",
-            &url,
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
+        &format!("-w linkbench -p maxid1=2001 --warmup 0 --duration 3 --target {url} {at}"),
         &[],
     );
     assert!(out.contains("consistency check: 0 mismatches"), "{out}");
@@ -149,29 +138,13 @@ fn mariadb_by_url() {
     // YCSB, the password from the environment, in a named database: the
     // tables it made are dropped, the database stays.
     let url = format!("mysql://bench@{ip}:3306");
+    let env = [("AMPBENCH_TARGET_PASSWORD", PASSWORD)];
     passes(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "-p",
-            "recordcount=2000",
-            "--steps",
-            "load,a",
-            "--warmup",
-            "0",
-            "--duration",
-            "2",
-            "--target",
-            &url,
-            "--target-db",
-            "scratch",
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
-        &[("AMPBENCH_TARGET_PASSWORD", PASSWORD)],
+        &format!(
+            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 --target {url} --target-db scratch {at}"
+        ),
+        &env,
     );
     external_figures(&results, "mariadb-innodb");
     let tables = fixture::mariadb_root(&server, "SHOW TABLES FROM scratch").unwrap();
@@ -180,7 +153,7 @@ fn mariadb_by_url() {
     let bad = format!("mysql://bench:wrong@{ip}/");
     let l = refused(
         &net,
-        &["-w", "ycsb", "--target", &bad, "--results", r, "--dir", dir],
+        &format!("-w ycsb --target {bad} {at}"),
         "cannot log in",
     );
     assert!(l.contains("Access denied"), "{l}");
@@ -189,16 +162,7 @@ fn mariadb_by_url() {
     let dead = format!("mysql://bench:{PASSWORD}@{}/", net.dead_ip);
     let l = refused(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "--target",
-            &dead,
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
+        &format!("-w ycsb --target {dead} {at}"),
         "cannot log in",
     );
     assert!(l.contains(&net.dead_ip), "{l}");
@@ -217,20 +181,8 @@ fn mariadb_by_url() {
     }
     let l = refused_with(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "--target",
-            &url,
-            "--target-db",
-            "shop",
-            "--target-db-owned",
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
-        &[("AMPBENCH_TARGET_PASSWORD", PASSWORD)],
+        &format!("-w ycsb --target {url} --target-db shop --target-db-owned {at}"),
+        &env,
         "does not know",
     );
     assert!(l.contains("orders"), "{l}");
@@ -242,17 +194,17 @@ fn mariadb_by_url() {
     assert_eq!(n.trim(), "1", "the foreign table was touched");
     refused(
         &net,
-        &["-w", "ycsb", "--target", &format!("mysq://bench@{ip}/")],
+        &format!("-w ycsb --target mysq://bench@{ip}/"),
         "scheme 'mysq'",
     );
     refused(
         &net,
-        &["-w", "ycsb", "--target", &url, "--memory", "256MB"],
+        &format!("-w ycsb --target {url} --memory 256MB"),
         "--memory with --target",
     );
     refused(
         &net,
-        &["-w", "ycsb", "--target", &url, "-e", "postgres"],
+        &format!("-w ycsb --target {url} -e postgres"),
         "--engine postgres",
     );
 }
@@ -263,42 +215,27 @@ fn postgres_by_url() {
     let server = fixture::postgres(&net).expect("the fixture's PostgreSQL");
     let d = tempfile::tempdir().unwrap();
     let results = d.path().join("r.db");
-    let r = results.to_str().unwrap();
-    let dir = d.path().to_str().unwrap();
+    let at = format!(
+        "--results {} --dir {}",
+        results.display(),
+        d.path().display()
+    );
     let ip = net.server_ip.clone();
     let pw = d.path().join("pw");
     std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
-    {
+    let mode = |m: u32| {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(0o600);
     let url = format!("postgres://bench@{ip}/postgres?sslmode=disable");
-    let pwf = pw.to_str().unwrap();
+    let with_pw = format!("--target {url} --target-password-file {}", pw.display());
     // The insert benchmark by URL, the password from a file.
     let out = passes(
         &net,
-        &[
-            "-w",
-            "insert",
-            "-p",
-            "load_rows=3000",
-            "-p",
-            "i1_rows=600",
-            "-p",
-            "i2_rows=200",
-            "--warmup",
-            "0",
-            "--duration",
-            "2",
-            "--target",
-            &url,
-            "--target-password-file",
-            pwf,
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
+        &format!(
+            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 {with_pw} {at}"
+        ),
         &[],
     );
     assert!(
@@ -317,28 +254,9 @@ fn postgres_by_url() {
     // YCSB in a named database.
     passes(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "-p",
-            "recordcount=2000",
-            "--steps",
-            "load,a",
-            "--warmup",
-            "0",
-            "--duration",
-            "2",
-            "--target",
-            &url,
-            "--target-password-file",
-            pwf,
-            "--target-db",
-            "scratch",
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
+        &format!(
+            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 {with_pw} --target-db scratch {at}"
+        ),
         &[],
     );
     external_figures(&results, "postgres");
@@ -346,53 +264,21 @@ fn postgres_by_url() {
     let bad = format!("postgres://bench:wrong@{ip}/postgres");
     let l = refused(
         &net,
-        &["-w", "ycsb", "--target", &bad, "--results", r, "--dir", dir],
+        &format!("-w ycsb --target {bad} {at}"),
         "cannot log in",
     );
     assert!(l.contains("password authentication failed"), "{l}");
     let l = refused(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "--target",
-            &url,
-            "--target-password-file",
-            pwf,
-            "--target-db",
-            "shop",
-            "--results",
-            r,
-            "--dir",
-            dir,
-        ],
+        &format!("-w ycsb {with_pw} --target-db shop {at}"),
         "does not know",
     );
     assert!(l.contains("orders"), "{l}");
     refused(
         &net,
-        &[
-            "-w",
-            "ycsb",
-            "--target",
-            &format!("postgres://bench@{ip}/postgres?sslmode=prefer"),
-        ],
+        &format!("-w ycsb --target postgres://bench@{ip}/postgres?sslmode=prefer"),
         "sslmode=prefer",
     );
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
-    }
-    refused(
-        &net,
-        &[
-            "-w",
-            "ycsb",
-            "--target",
-            &url,
-            "--target-password-file",
-            pwf,
-        ],
-        "readable by others",
-    );
+    mode(0o644);
+    refused(&net, &format!("-w ycsb {with_pw}"), "readable by others");
 }

@@ -196,6 +196,58 @@ pub fn judge_tables(
     Ok(found.to_vec())
 }
 
+/// Where a run works on a target, and what it may remove at the end:
+/// the database it created, or in a named database exactly the workload
+/// tables that existed once the workload's schema was made (a table of
+/// that name someone else makes later is not touched).
+pub struct Place {
+    /// The database.
+    pub db: String,
+    /// ampbench created it: it is dropped at the end.
+    pub created: bool,
+    /// The open spec's tables (workload names beside the built-in ones).
+    tables: Vec<String>,
+    /// The workload tables found right after the schema was made.
+    made: std::sync::Mutex<Vec<String>>,
+}
+
+impl Place {
+    /// A place in `db`; `tables` are the open spec's.
+    pub fn new(db: String, created: bool, tables: Vec<String>) -> Place {
+        Place {
+            db,
+            created,
+            tables,
+            made: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Takes note of the tables present once the schema is made: its
+    /// workload tables are this run's.
+    pub fn schema_made(&self, found: Vec<String>) {
+        let mine: Vec<String> = found
+            .into_iter()
+            .filter(|t| is_workload_table(t, &self.tables))
+            .collect();
+        if let Ok(mut m) = self.made.lock() {
+            *m = mine;
+        }
+    }
+
+    /// Of the tables `found` now in a named database, those this run made
+    /// (names checked by [`is_workload_table`]: letters, digits, `_`).
+    pub fn to_drop(&self, found: &[String]) -> Vec<String> {
+        let made = self.made.lock().map(|m| m.clone()).unwrap_or_default();
+        found.iter().filter(|t| made.contains(t)).cloned().collect()
+    }
+
+    /// Judges the tables found in a named database at open (see
+    /// [`judge_tables`]).
+    pub fn judge(&self, found: &[String], owned: bool) -> Result<Vec<String>> {
+        judge_tables(&self.db, found, owned, &self.tables)
+    }
+}
+
 /// A target's endpoints, resolved once, handed to connections in turn.
 pub struct Endpoints {
     addrs: Vec<(Endpoint, SocketAddr)>,
@@ -273,6 +325,20 @@ mod tests {
             judge_tables("d", &["pi1".into()], true, &[]).unwrap(),
             vec!["pi1"]
         );
+    }
+
+    #[test]
+    fn a_place_drops_only_what_its_schema_made() {
+        let p = Place::new("scratch".into(), false, vec!["extra1".into()]);
+        assert!(p.to_drop(&["pi1".into()]).is_empty(), "nothing made yet");
+        p.schema_made(vec!["pi1".into(), "orders".into(), "extra1".into()]);
+        let now = [
+            "pi1".into(),
+            "docs".into(),
+            "extra1".into(),
+            "orders".into(),
+        ];
+        assert_eq!(p.to_drop(&now), vec!["pi1", "extra1"]);
     }
 
     #[test]

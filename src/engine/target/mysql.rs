@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
 
-use super::{CONNECT_TIMEOUT, Endpoints, TargetSpec};
+use super::{CONNECT_TIMEOUT, Endpoints, Place, TargetSpec};
 use crate::engine::mariadb::MySqlConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -27,6 +27,8 @@ pub struct Counters {
     conn: Mutex<Option<mysql::Conn>>,
     db: String,
     myrocks: bool,
+    /// The query that sizes the database on this server, found once.
+    size_query: std::sync::OnceLock<String>,
 }
 
 impl Counters {
@@ -37,6 +39,7 @@ impl Counters {
             conn: Mutex::new(None),
             db,
             myrocks,
+            size_query: std::sync::OnceLock::new(),
         }
     }
 
@@ -82,25 +85,29 @@ impl Counters {
     }
 
     /// The database's size: InnoDB's tablespaces as allocated on disk
-    /// (MariaDB's INNODB_SYS_TABLESPACES, MySQL 8's INNODB_TABLESPACES),
-    /// else the tables' data and index lengths.
+    /// (MariaDB's INNODB_SYS_TABLESPACES, MySQL 8's INNODB_TABLESPACES,
+    /// whichever this server has, found at the first reading), else the
+    /// tables' data and index lengths.
     fn db_bytes(&self, c: &mut mysql::Conn) -> Result<Option<u64>> {
-        if !self.myrocks {
-            for view in ["INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES"] {
-                let q = format!(
-                    "SELECT CAST(SUM(ALLOCATED_SIZE) AS UNSIGNED) FROM information_schema.{view} WHERE LEFT(NAME, CHAR_LENGTH(?) + 1) = CONCAT(?, '/')"
-                );
-                if let Ok(Some(Some(v))) =
-                    c.exec_first::<Option<u64>, _, _>(q, (&self.db, &self.db))
-                {
-                    return Ok(Some(v));
-                }
+        let q = match self.size_query.get() {
+            Some(q) => q,
+            None => {
+                let views = ["INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES"];
+                let q = views
+                    .iter()
+                    .filter(|_| !self.myrocks)
+                    .map(|view| format!(
+                        "SELECT CAST(SUM(ALLOCATED_SIZE) AS UNSIGNED) FROM information_schema.{view} WHERE LEFT(NAME, CHAR_LENGTH(?) + 1) = CONCAT(?, '/')"
+                    ))
+                    .find(|q| c.exec_first::<Option<u64>, _, _>(q, (&self.db, &self.db)).is_ok())
+                    .unwrap_or_else(|| {
+                        // Two parameters, as the queries above take.
+                        "SELECT CAST(SUM(DATA_LENGTH + INDEX_LENGTH) AS UNSIGNED) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND ? IS NOT NULL".into()
+                    });
+                self.size_query.get_or_init(|| q)
             }
-        }
-        let v: Option<Option<u64>> = c.exec_first(
-            "SELECT CAST(SUM(DATA_LENGTH + INDEX_LENGTH) AS UNSIGNED) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
-            (&self.db,),
-        )?;
+        };
+        let v: Option<Option<u64>> = c.exec_first(q, (&self.db, &self.db))?;
         Ok(v.flatten())
     }
 }
@@ -150,12 +157,7 @@ pub struct External {
     info: EngineInfo,
     spec: TargetSpec,
     endpoints: Endpoints,
-    db: String,
-    /// ampbench created the database: it drops it at the end.
-    created: bool,
-    /// The workload's tables (spec.tables), for the drop of a named
-    /// database's tables at the end.
-    tables: Vec<String>,
+    place: Place,
     myrocks: bool,
     table_options: String,
     timeout: Option<Duration>,
@@ -169,6 +171,23 @@ fn named_version(v: &str) -> String {
     } else {
         format!("MySQL {v}")
     }
+}
+
+/// The tables of database `db`.
+fn list_tables(c: &mut mysql::Conn, db: &str) -> Result<Vec<String>> {
+    Ok(c.exec(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+        (db,),
+    )?)
+}
+
+/// True when the server behind `c` has database `db`.
+fn has_db(c: &mut mysql::Conn, db: &str) -> Result<bool> {
+    let seen: Option<String> = c.exec_first(
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+        (db,),
+    )?;
+    Ok(seen.is_some())
 }
 
 /// Opens the target: checks who it is, makes or checks the database.
@@ -202,53 +221,8 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             bail!("{shown}: the server has no RocksDB storage engine (MyRocks) enabled");
         }
     }
-    let (db, created) = match &spec.db {
-        Some(db) => {
-            let exists: Option<String> = c.exec_first(
-                "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
-                (db,),
-            )?;
-            if exists.is_none() {
-                bail!(
-                    "--target-db {db}: no such database on {shown} (without --target-db ampbench creates one of its own)"
-                );
-            }
-            let found: Vec<String> = c.exec(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
-                (db,),
-            )?;
-            let drop = super::judge_tables(db, &found, spec.db_owned, &open.tables)?;
-            for t in drop {
-                // Names checked by judge_tables: letters, digits and '_'.
-                c.query_drop(format!("DROP TABLE `{db}`.`{t}`"))?;
-            }
-            (db.clone(), false)
-        }
-        None => {
-            let db = super::fresh_db_name()?;
-            c.query_drop(format!("CREATE DATABASE `{db}`")).map_err(|e| {
-                anyhow!("{shown}: cannot create database {db}: {} (grant CREATE on `ampbench\\_%`.* or give --target-db)", one_line(&e))
-            })?;
-            (db, true)
-        }
-    };
-    // Connections go to every endpoint in turn: each must serve the
-    // database (one cluster, not independent servers).
-    for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
-        let seen: Option<String> = o.exec_first(
-            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
-            (&db,),
-        )?;
-        if seen.is_none() {
-            if created {
-                let _ = c.query_drop(format!("DROP DATABASE `{db}`"));
-            }
-            bail!(
-                "{shown}: endpoint {e} does not serve database {db} that {} does: the endpoints of a target must be one database (a cluster)",
-                endpoints.first().0
-            );
-        }
-    }
+    // Everything that can fail comes before a database is made, so
+    // that an error leaves nothing behind.
     let vars = if myrocks {
         "'rocksdb_block_cache_size','rocksdb_flush_log_at_trx_commit','innodb_buffer_pool_size','sync_binlog','log_bin'"
     } else {
@@ -260,6 +234,42 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     settings.sort();
     settings.insert(0, ("target".into(), shown.clone()));
     settings.insert(1, ("host".into(), host));
+    let place = match &spec.db {
+        Some(db) => {
+            if !has_db(&mut c, db)? {
+                bail!(
+                    "--target-db {db}: no such database on {shown} (without --target-db ampbench creates one of its own)"
+                );
+            }
+            let place = Place::new(db.clone(), false, open.tables.clone());
+            for t in place.judge(&list_tables(&mut c, db)?, spec.db_owned)? {
+                // Names checked by judge: letters, digits and '_'.
+                c.query_drop(format!("DROP TABLE `{db}`.`{t}`"))?;
+            }
+            place
+        }
+        None => {
+            let db = super::fresh_db_name()?;
+            c.query_drop(format!("CREATE DATABASE `{db}`")).map_err(|e| {
+                anyhow!("{shown}: cannot create database {db}: {} (grant CREATE on `ampbench\\_%`.* or give --target-db)", one_line(&e))
+            })?;
+            Place::new(db, true, open.tables.clone())
+        }
+    };
+    // Connections go to every endpoint in turn: each must serve the
+    // database (one cluster, not independent servers).
+    for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
+        if !has_db(o, &place.db).unwrap_or(false) {
+            if place.created {
+                let _ = c.query_drop(format!("DROP DATABASE `{}`", place.db));
+            }
+            bail!(
+                "{shown}: endpoint {e} does not serve database {} that {} does: the endpoints of a target must be one database (a cluster)",
+                place.db,
+                endpoints.first().0
+            );
+        }
+    }
     Ok(Box::new(External {
         info: EngineInfo {
             kind,
@@ -269,9 +279,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
         },
         spec: spec.clone(),
         endpoints,
-        db,
-        created,
-        tables: open.tables.clone(),
+        place,
         myrocks,
         table_options: if myrocks {
             "ENGINE=ROCKSDB".into()
@@ -295,7 +303,7 @@ fn one_line(e: &mysql::Error) -> String {
 impl External {
     fn admin(&self) -> Result<mysql::Conn> {
         let (e, at) = self.endpoints.first();
-        mysql::Conn::new(opts(&self.spec, at, Some(&self.db), self.timeout)).map_err(|err| {
+        mysql::Conn::new(opts(&self.spec, at, Some(&self.place.db), self.timeout)).map_err(|err| {
             anyhow!(
                 "{}: cannot connect to {e}: {}",
                 self.info.kind,
@@ -308,6 +316,11 @@ impl External {
 impl SqlEngine for External {
     fn dialect(&self) -> Dialect {
         Dialect::MySql
+    }
+    fn schema_made(&self) -> Result<()> {
+        let found = list_tables(&mut self.admin()?, &self.place.db)?;
+        self.place.schema_made(found);
+        Ok(())
     }
     fn table_options(&self) -> &str {
         &self.table_options
@@ -323,7 +336,7 @@ impl SqlEngine for External {
             Addr::Tcp(*at),
             &self.spec.target.user,
             pw,
-            &self.db,
+            &self.place.db,
             self.timeout,
         )
         .map_err(|err| anyhow!("{}: cannot connect to {e}: {err:#}", self.info.kind))?;
@@ -352,25 +365,20 @@ impl Engine for External {
         let (spec, at, db, t) = (
             self.spec.clone(),
             self.endpoints.first().1,
-            self.db.clone(),
+            self.place.db.clone(),
             self.timeout,
         );
         Some(std::sync::Arc::new(Counters::new(
             Box::new(move || mysql::Conn::new(opts(&spec, &at, Some(&db), t))),
-            self.db.clone(),
+            self.place.db.clone(),
             self.myrocks,
         )))
     }
     fn stats(&self) -> Result<EngineStats> {
-        let mut c = self.admin()?;
-        let mut st = EngineStats::default();
-        let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS")?;
-        for (k, v) in rows {
-            if let Ok(x) = v.parse::<f64>() {
-                st.values.push((k, x));
-            }
-        }
-        Ok(st)
+        Ok(EngineStats {
+            values: crate::engine::mariadb::global_status(&mut self.admin()?)?,
+            ..EngineStats::default()
+        })
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: an external target's background work is its own (ampbench changes nothing server-wide)".into())
@@ -380,19 +388,13 @@ impl Engine for External {
             return Ok(());
         }
         let mut c = self.admin()?;
-        if self.created {
-            c.query_drop(format!("DROP DATABASE `{}`", self.db))
-                .with_context(|| format!("dropping database {}", self.db))?;
+        let db = &self.place.db;
+        if self.place.created {
+            c.query_drop(format!("DROP DATABASE `{db}`"))
+                .with_context(|| format!("dropping database {db}"))?;
         } else {
-            let found: Vec<String> = c.exec(
-                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
-                (&self.db,),
-            )?;
-            for t in found
-                .iter()
-                .filter(|t| super::is_workload_table(t, &self.tables))
-            {
-                c.query_drop(format!("DROP TABLE `{}`.`{t}`", self.db))?;
+            for t in self.place.to_drop(&list_tables(&mut c, db)?) {
+                c.query_drop(format!("DROP TABLE `{db}`.`{t}`"))?;
             }
         }
         Ok(())

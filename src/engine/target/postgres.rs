@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use anyhow::{Result, anyhow, bail};
 use postgres::{Client, NoTls};
 
-use super::{CONNECT_TIMEOUT, Endpoints, TargetSpec};
+use super::{CONNECT_TIMEOUT, Endpoints, Place, TargetSpec};
 use crate::engine::postgres::PgConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -23,6 +23,8 @@ pub type Connector = Box<dyn Fn() -> Result<Client, postgres::Error> + Send + Sy
 pub struct Counters {
     connect: Connector,
     conn: Mutex<Option<Client>>,
+    /// The query for this server's version, chosen at the first reading.
+    query: std::sync::OnceLock<&'static str>,
 }
 
 /// The counters' query: reads and writes of the whole cluster (as /proc
@@ -49,17 +51,25 @@ impl Counters {
         Counters {
             connect,
             conn: Mutex::new(None),
+            query: std::sync::OnceLock::new(),
         }
     }
 
-    fn read_with(c: &mut Client) -> Result<ServerCounters> {
-        let num: i32 = c
-            .query_one("SELECT current_setting('server_version_num')::int", &[])?
-            .get(0);
-        let q = if num >= 160_000 {
-            COUNTERS_16
-        } else {
-            COUNTERS_15
+    fn read_with(&self, c: &mut Client) -> Result<ServerCounters> {
+        let q = match self.query.get() {
+            Some(q) => *q,
+            None => {
+                let num: i32 = c
+                    .query_one("SELECT current_setting('server_version_num')::int", &[])?
+                    .get(0);
+                *self.query.get_or_init(|| {
+                    if num >= 160_000 {
+                        COUNTERS_16
+                    } else {
+                        COUNTERS_15
+                    }
+                })
+            }
         };
         let r = c.query_one(q, &[])?;
         let g = |i: usize| {
@@ -85,7 +95,7 @@ impl CounterSource for Counters {
             *g = (self.connect)().ok();
         }
         let c = g.as_mut()?;
-        match Counters::read_with(c) {
+        match self.read_with(c) {
             Ok(v) => Some(v),
             Err(_) => {
                 *g = None;
@@ -132,9 +142,28 @@ pub struct External {
     /// The database logged in to for administration (the URL's, or
     /// `postgres`).
     login_db: String,
-    db: String,
-    created: bool,
-    tables: Vec<String>,
+    place: Place,
+}
+
+/// The tables of the connected database, those of other schemas than the
+/// current one qualified (`schema.table`: never a workload table).
+fn list_tables(c: &mut Client) -> Result<Vec<String>> {
+    Ok(c.query(
+        "SELECT CASE WHEN schemaname = current_schema() THEN tablename ELSE schemaname || '.' || tablename END \
+         FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+        &[],
+    )?
+    .iter()
+    .map(|r| r.get(0))
+    .collect())
+}
+
+/// True when the server behind `c` has database `db`.
+fn has_db(c: &mut Client, db: &str) -> Result<bool> {
+    Ok(
+        c.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
+            .is_some(),
+    )
 }
 
 /// Opens the target: checks who it is, makes or checks the database.
@@ -166,60 +195,8 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
         bail!("{shown}: PostgreSQL {version} is too old: ampbench needs 14 or newer (pg_stat_wal)");
     }
     let host: Option<String> = c.query_one("SELECT host(inet_server_addr())", &[])?.get(0);
-    let (db, created) = match &spec.db {
-        Some(db) => {
-            let exists = c.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[db])?;
-            if exists.is_none() {
-                bail!(
-                    "--target-db {db}: no such database on {shown} (without --target-db ampbench creates one of its own)"
-                );
-            }
-            let mut w = connect_to(spec, &endpoints.first().1, db).map_err(|e| {
-                anyhow!("{shown}: cannot connect to database {db}: {}", one_line(&e))
-            })?;
-            let found: Vec<String> = w
-                .query(
-                    "SELECT CASE WHEN schemaname = current_schema() THEN tablename ELSE schemaname || '.' || tablename END \
-                     FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
-                    &[],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let drop = super::judge_tables(db, &found, spec.db_owned, &open.tables)?;
-            for t in drop {
-                // Names checked by judge_tables: letters, digits and '_'.
-                w.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
-                    .map_err(|e| anyhow!("--target-db {db}: cannot drop {t}: {}", one_line(&e)))?;
-            }
-            (db.clone(), false)
-        }
-        None => {
-            let db = super::fresh_db_name()?;
-            c.batch_execute(&format!("CREATE DATABASE {db}")).map_err(|e| {
-                anyhow!(
-                    "{shown}: cannot create database {db}: {} (grant CREATEDB or give --target-db)",
-                    one_line(&e)
-                )
-            })?;
-            (db, true)
-        }
-    };
-    // Connections go to every endpoint in turn: each must serve the
-    // database (one cluster, not independent servers).
-    for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
-        if o.query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&db])?
-            .is_none()
-        {
-            if created {
-                let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"));
-            }
-            bail!(
-                "{shown}: endpoint {e} does not serve database {db} that {} does: the endpoints of a target must be one database (a cluster)",
-                endpoints.first().0
-            );
-        }
-    }
+    // Everything that can fail comes before a database is made, so
+    // that an error leaves nothing behind.
     let names: Vec<String> = [
         "shared_buffers",
         "synchronous_commit",
@@ -244,6 +221,52 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
         1,
         ("host".into(), host.unwrap_or_else(|| "(not said)".into())),
     );
+    let place = match &spec.db {
+        Some(db) => {
+            if !has_db(&mut c, db)? {
+                bail!(
+                    "--target-db {db}: no such database on {shown} (without --target-db ampbench creates one of its own)"
+                );
+            }
+            let mut w = connect_to(spec, &endpoints.first().1, db).map_err(|e| {
+                anyhow!("{shown}: cannot connect to database {db}: {}", one_line(&e))
+            })?;
+            let place = Place::new(db.clone(), false, open.tables.clone());
+            for t in place.judge(&list_tables(&mut w)?, spec.db_owned)? {
+                // Names checked by judge: letters, digits and '_'.
+                w.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
+                    .map_err(|e| anyhow!("--target-db {db}: cannot drop {t}: {}", one_line(&e)))?;
+            }
+            place
+        }
+        None => {
+            let db = super::fresh_db_name()?;
+            c.batch_execute(&format!("CREATE DATABASE {db}")).map_err(|e| {
+                anyhow!(
+                    "{shown}: cannot create database {db}: {} (grant CREATEDB or give --target-db)",
+                    one_line(&e)
+                )
+            })?;
+            Place::new(db, true, open.tables.clone())
+        }
+    };
+    // Connections go to every endpoint in turn: each must serve the
+    // database (one cluster, not independent servers).
+    for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
+        if !has_db(o, &place.db).unwrap_or(false) {
+            if place.created {
+                let _ = c.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    place.db
+                ));
+            }
+            bail!(
+                "{shown}: endpoint {e} does not serve database {} that {} does: the endpoints of a target must be one database (a cluster)",
+                place.db,
+                endpoints.first().0
+            );
+        }
+    }
     Ok(Box::new(External {
         info: EngineInfo {
             kind,
@@ -254,9 +277,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
         spec: spec.clone(),
         endpoints,
         login_db,
-        db,
-        created,
-        tables: open.tables.clone(),
+        place,
     }))
 }
 
@@ -277,6 +298,11 @@ impl SqlEngine for External {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
+    fn schema_made(&self) -> Result<()> {
+        let found = list_tables(&mut self.admin(&self.place.db)?)?;
+        self.place.schema_made(found);
+        Ok(())
+    }
     fn table_options(&self) -> &str {
         ""
     }
@@ -285,7 +311,7 @@ impl SqlEngine for External {
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let (e, at) = self.endpoints.next();
-        let c = connect_to(&self.spec, at, &self.db)
+        let c = connect_to(&self.spec, at, &self.place.db)
             .map_err(|err| anyhow!("postgres: cannot connect to {e}: {}", one_line(&err)))?;
         Ok(Box::new(PgConn::new(c)))
     }
@@ -305,31 +331,17 @@ impl Engine for External {
         None
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn CounterSource>> {
-        let (spec, at, db) = (self.spec.clone(), self.endpoints.first().1, self.db.clone());
+        let (spec, at, db) = (
+            self.spec.clone(),
+            self.endpoints.first().1,
+            self.place.db.clone(),
+        );
         Some(std::sync::Arc::new(Counters::new(Box::new(move || {
             connect_to(&spec, &at, &db)
         }))))
     }
     fn stats(&self) -> Result<EngineStats> {
-        let mut c = self.admin(&self.db)?;
-        let mut st = EngineStats::default();
-        for (prefix, sql) in [
-            (
-                "pg_stat_database",
-                "SELECT * FROM pg_stat_database WHERE datname = current_database()",
-            ),
-            ("pg_stat_bgwriter", "SELECT * FROM pg_stat_bgwriter"),
-        ] {
-            for row in c.query(sql, &[])? {
-                for (i, col) in row.columns().iter().enumerate() {
-                    if let Some(v) = crate::engine::postgres::cell(&row, i).int() {
-                        st.values
-                            .push((format!("{prefix}.{}", col.name()), v as f64));
-                    }
-                }
-            }
-        }
-        Ok(st)
+        crate::engine::postgres::pg_stats(&mut self.admin(&self.place.db)?)
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: an external target's checkpoints are its own (CHECKPOINT needs rights ampbench does not ask for)".into())
@@ -338,24 +350,14 @@ impl Engine for External {
         if self.spec.keep {
             return Ok(());
         }
-        if self.created {
+        let db = &self.place.db;
+        if self.place.created {
             let mut c = self.admin(&self.login_db)?;
-            c.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db))
-                .map_err(|e| anyhow!("dropping database {}: {}", self.db, one_line(&e)))?;
+            c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+                .map_err(|e| anyhow!("dropping database {db}: {}", one_line(&e)))?;
         } else {
-            let mut c = self.admin(&self.db)?;
-            let found: Vec<String> = c
-                .query(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()",
-                    &[],
-                )?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            for t in found
-                .iter()
-                .filter(|t| super::is_workload_table(t, &self.tables))
-            {
+            let mut c = self.admin(db)?;
+            for t in self.place.to_drop(&list_tables(&mut c)?) {
                 c.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))?;
             }
         }
