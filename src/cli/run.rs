@@ -14,8 +14,13 @@ use crate::setup::storage::Fs;
 use crate::units::MAX_SECS;
 use crate::workload::WorkloadKind;
 
+mod check;
+mod corner;
 mod storage;
 mod target;
+
+pub use check::{check_args, check_plan};
+use corner::corner;
 
 /// Arrival process under --rate.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -572,122 +577,6 @@ impl RunArgs {
                 ..base.clone()
             })
             .collect())
-    }
-}
-
-/// What one corner sets: its memory limit and the engine cache.
-struct Corner {
-    bound: Bound,
-    memory: Option<u64>,
-    memory_from_data: Option<u64>,
-    cache_bytes: u64,
-    cache_from_memory: bool,
-}
-
-/// The memory limit and cache of one corner. `cache`: unlimited, the
-/// given cache or 256MB. `io`: `--memory`, or a quarter of the bytes the
-/// load writes (at least 64MB); the cache a quarter of the limit unless
-/// given.
-fn corner(
-    bound: Bound,
-    given_memory: Option<u64>,
-    given_cache: Option<&str>,
-    workload: WorkloadKind,
-    params: &[(String, String)],
-) -> Result<Corner> {
-    let mut memory_from_data = None;
-    let memory = match (bound, given_memory) {
-        (Bound::Cache, _) => None,
-        (Bound::Io, Some(m)) => Some(m),
-        (Bound::Io, None) => {
-            let p = crate::workload::Params::new(workload.name(), workload.params(), params)?;
-            let Some(bytes) = workload.expected_bytes(&p)? else {
-                return Err(UsageError(format!(
-                    "--bound io: give --memory for workload {} (its data size is not known before the load)",
-                    workload.name()
-                ))
-                .into());
-            };
-            memory_from_data = Some(bytes);
-            // A quarter of the data, in whole MB, at least 64MB (at 32MB
-            // the harness and LMDB's page cache alone were OOM-killed).
-            Some(((bytes / 4) >> 20).max(64) << 20)
-        }
-    };
-    let cache_bytes = match (given_cache, memory) {
-        (Some(c), _) => {
-            crate::units::parse_size(c).map_err(|e| UsageError(format!("--cache: {e}")))?
-        }
-        (None, Some(m)) => (m / 4) >> 20 << 20,
-        (None, None) => 256 << 20,
-    };
-    Ok(Corner {
-        bound,
-        memory,
-        memory_from_data,
-        cache_bytes,
-        cache_from_memory: given_cache.is_none() && memory.is_some(),
-    })
-}
-
-/// Checks a plan file as `ampbench run PLAN` would, without running it.
-pub fn check_plan(path: &std::path::Path) -> Result<Vec<RunConfig>> {
-    use clap::Parser;
-    let cli = super::Cli::try_parse_from(["ampbench", "run", path.to_str().unwrap_or_default()])
-        .map_err(|e| UsageError(e.to_string()))?;
-    let super::Cmd::Run(args) = cli.cmd else {
-        return Err(UsageError("not a run".into()).into());
-    };
-    let cfgs = (*args).into_configs()?;
-    for cfg in &cfgs {
-        let params =
-            crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
-        cfg.workload.build(&params)?;
-        for (k, o) in &cfg.sets {
-            crate::engine::validate_options(*k, o)?;
-        }
-    }
-    Ok(cfgs)
-}
-
-/// Checks a command line of `run` or `crashcheck` (`argv` after the
-/// program's name) as far as it goes before anything starts: parsed,
-/// validated, and for a run each engine's options, the workload built
-/// and every step's timings made as the runner makes them. The fuzz
-/// target `args` feeds it.
-pub fn check_args(argv: &[String]) -> Result<()> {
-    use clap::Parser;
-    let cli = super::Cli::try_parse_from(
-        std::iter::once("ampbench".to_string()).chain(argv.iter().cloned()),
-    )
-    .map_err(|e| UsageError(e.to_string().lines().next().unwrap_or_default().to_string()))?;
-    match cli.cmd {
-        super::Cmd::Run(args) => {
-            for cfg in (*args).into_configs()? {
-                let params = crate::workload::Params::new(
-                    cfg.workload.name(),
-                    cfg.workload.params(),
-                    &cfg.params,
-                )?;
-                cfg.workload.build(&params)?;
-                for (k, o) in &cfg.sets {
-                    crate::engine::validate_options(*k, o)?;
-                }
-                let levels: Vec<Option<usize>> = if cfg.thread_levels.is_empty() {
-                    vec![None]
-                } else {
-                    cfg.thread_levels.iter().map(|&n| Some(n)).collect()
-                };
-                for si in 0..cfg.steps.len() {
-                    for &l in &levels {
-                        crate::runner::step_ctx(&cfg, si, l, 0)?;
-                    }
-                }
-            }
-            Ok(())
-        }
-        super::Cmd::Crashcheck(args) => crate::crashcheck::check_args(args),
-        _ => Err(UsageError("only run and crashcheck are checked".into()).into()),
     }
 }
 

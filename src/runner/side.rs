@@ -1,0 +1,214 @@
+//! Where an engine runs (in this process, or in the engine host), how it
+//! is opened with its schema, and what the run says of it once open.
+
+use super::*;
+
+/// Where an engine runs: in this process, or in the engine host.
+pub(super) trait EngineSide {
+    /// Runs one step (see `step::run_step`).
+    fn step(
+        &mut self,
+        r: &mut Run<'_>,
+        mem: &EngineMem,
+        at: (usize, Step, Level),
+        out: &mut dyn Write,
+    ) -> Result<After>;
+    /// Closes the engine; the memory group's peak and refusals over its
+    /// steps, when the side kept them.
+    fn close(self: Box<Self>, r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>>;
+}
+
+/// An engine opened in this process, with its workload and probe.
+pub(super) struct InProcess {
+    eng: Box<dyn Engine>,
+    workload: Box<dyn Workload>,
+    probe: Probe,
+}
+
+impl InProcess {
+    /// Builds the workload and opens the engine in `dir`; None when it
+    /// could not open (recorded and printed).
+    pub(super) fn open(
+        r: &mut Run<'_>,
+        kind: EngineKind,
+        options: EngineOptions,
+        dir: &std::path::Path,
+        mem: &EngineMem,
+        out: &mut dyn Write,
+    ) -> Result<Option<InProcess>> {
+        let cfg = r.cfg;
+        let mut workload = cfg.workload.build(&r.params)?;
+        workload.configure(&r.steps, cfg.threads);
+        let spec = OpenSpec {
+            dir: dir.to_path_buf(),
+            tables: workload.tables(),
+            cache_bytes: cfg.cache_bytes,
+            options,
+            transactions: workload.transactions(),
+            transport: cfg.transport_of(kind),
+            replication_log: cfg.replication_log,
+            cgroup: mem.cg.as_ref().map(|c| c.procs_file()),
+            timeout: Some(std::time::Duration::from_secs_f64(cfg.server_timeout)),
+            target: cfg.target.clone(),
+        };
+        let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
+            return Ok(None);
+        };
+        engine_lines(cfg, &*eng, dir, out)?;
+        let probe = probe_of(&*eng);
+        Ok(Some(InProcess {
+            eng,
+            workload,
+            probe,
+        }))
+    }
+}
+
+impl EngineSide for InProcess {
+    fn step(
+        &mut self,
+        r: &mut Run<'_>,
+        mem: &EngineMem,
+        at: (usize, Step, Level),
+        out: &mut dyn Write,
+    ) -> Result<After> {
+        run_step(r, &*self.eng, &*self.workload, &self.probe, mem, at, out)
+    }
+
+    fn close(self: Box<Self>, _r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>> {
+        let InProcess { eng, probe, .. } = *self;
+        // The probe's connection to a server goes first: a target's
+        // database is dropped at close.
+        drop(probe);
+        let kind = eng.kind();
+        if let Err(e) = eng.close() {
+            writeln!(out, "{kind}: close failed: {e:#}")?;
+        }
+        Ok(None)
+    }
+}
+
+/// The lines after an engine opened: its version, directory and process,
+/// its settings, and how it is reached.
+pub(super) fn engine_lines(
+    cfg: &RunConfig,
+    eng: &dyn Engine,
+    dir: &std::path::Path,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let kind = eng.kind();
+    if cfg.memory.is_some() && !kind.def().direct_io {
+        writeln!(
+            out,
+            "  {kind} has no direct IO: its reads and writes go through the page cache (charged to its memory limit)"
+        )?;
+    }
+    match (eng.pid(), &cfg.target) {
+        (Some(pid), _) => writeln!(
+            out,
+            "{kind} {} in {} (pid {pid})",
+            eng.version(),
+            dir.display(),
+        )?,
+        (None, target) => writeln!(
+            out,
+            "{kind} {} at {}",
+            eng.version(),
+            target
+                .as_ref()
+                .map_or_else(String::new, |t| t.target.shown()),
+        )?,
+    }
+    let settings = eng.settings();
+    if !settings.is_empty() {
+        writeln!(out, "  settings: {}", engine::options::show(&settings))?;
+    }
+    if cfg.target.is_some() {
+        writeln!(
+            out,
+            "  an external target: efficiency per op from the server's own counters (SHOW GLOBAL STATUS, pg_stat_*); its durability settings are its own"
+        )?;
+    } else if kind.def().server {
+        writeln!(
+            out,
+            "  clients connect over {} (--transport)",
+            cfg.transport_of(kind)
+        )?;
+    }
+    if let (Some(pid), true) = (
+        eng.pid(),
+        cfg.allocator != crate::setup::allocator::Allocator::Glibc,
+    ) {
+        writeln!(out, "  {}", cfg.allocator.describe(pid))?;
+    }
+    if cfg.replication_log && !kind.def().server {
+        writeln!(
+            out,
+            "  replication log: none ({kind} is embedded; --replication-log applies to servers)"
+        )?;
+    }
+    Ok(())
+}
+
+/// The probe of an open engine: its device, data paths and process, and a
+/// server's own counters; for an external target only the counters.
+pub(crate) fn probe_of(eng: &dyn Engine) -> Probe {
+    match (eng.pid(), eng.counters()) {
+        (Some(pid), c) => Probe::with_paths(eng.dir(), eng.data_paths(), pid).with_server(c),
+        (None, Some(c)) => Probe::remote(
+            c,
+            "external target: its device is on another host (srv_* figures are the server's counters)",
+        ),
+        (None, None) => Probe::with_paths(eng.dir(), Vec::new(), std::process::id()),
+    }
+}
+
+/// Opens the engine and, on a server, creates the workload's schema. A
+/// failure is recorded (an `open` step for the engine) and printed, and the
+/// run goes on with the next engine.
+pub(super) fn open_engine(
+    r: &mut Run<'_>,
+    kind: EngineKind,
+    spec: &OpenSpec,
+    workload: &dyn Workload,
+    out: &mut dyn Write,
+) -> Result<Option<Box<dyn Engine>>> {
+    let eng = match engine::open(kind, spec) {
+        Ok(e) => e,
+        Err(e) => {
+            writeln!(out, "{}: cannot open: {e:#}", r.label)?;
+            fail_open(r, &format!("cannot open: {e:#}"))?;
+            return Ok(None);
+        }
+    };
+    if let EngineRef::Sql(s) = eng.face() {
+        let ddl = workload.sql_schema(s.dialect(), s.table_options());
+        let created = s
+            .connect()
+            .and_then(|mut c| ddl.iter().try_for_each(|q| c.batch(q)))
+            .and_then(|()| s.schema_made());
+        if let Err(e) = created {
+            writeln!(out, "{}: cannot create the schema: {e:#}", r.label)?;
+            r.status = Status::Failed;
+            let _ = eng.close();
+            return Ok(None);
+        }
+    }
+    Ok(Some(eng))
+}
+
+/// Records a failed `open` step for an engine that could not start.
+pub(super) fn fail_open(r: &mut Run<'_>, why: &str) -> Result<()> {
+    let id = r.results.begin_step(
+        r.id,
+        (r.ordinal, r.rep),
+        &r.label,
+        "open",
+        &serde_json::json!({}),
+    )?;
+    r.ordinal += 1;
+    r.results
+        .end_step(id, Status::Failed, Some(why), 0.0, None)?;
+    r.status = Status::Failed;
+    Ok(())
+}
