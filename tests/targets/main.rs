@@ -260,6 +260,37 @@ fn postgres_by_url() {
         &[],
     );
     external_figures(&results, "postgres");
+    // At SERIALIZABLE, LinkBench's conflicting requests fail with 40001:
+    // retried, counted per operation, and the counts stay consistent.
+    fixture::postgres_as(
+        &server,
+        "postgres",
+        "postgres",
+        "ALTER DATABASE scratch SET default_transaction_isolation TO 'serializable'",
+    )
+    .unwrap();
+    let out = passes(
+        &net,
+        &format!(
+            "-w linkbench -p maxid1=2001 --warmup 0 --duration 8 --threads 16 {with_pw} --target-db scratch {at}"
+        ),
+        &[],
+    );
+    assert!(out.contains("consistency check: 0 mismatches"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("retries after conflicts:"))
+        .unwrap_or_else(|| panic!("no retry counts:\n{out}"));
+    let retries: u64 = line
+        .split("retries after conflicts:")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .filter_map(|p| p.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    eprintln!("{line}");
+    assert!(retries > 0, "no serialization failure was retried: {line}");
+    assert!(line.contains("serialization failures retried"), "{line}");
     // Bad input.
     let bad = format!("postgres://bench:wrong@{ip}/postgres");
     let l = refused(

@@ -534,7 +534,7 @@ impl Workload for Linkbench {
 pub fn concurrency(engine: EngineRef<'_>) -> String {
     match engine {
         EngineRef::Sql(e) => format!(
-            "{} transactions (deadlocks and lock-wait timeouts retried)",
+            "{} transactions (deadlocks, lock-wait timeouts and serialization failures retried)",
             e.kind()
         ),
         EngineRef::Kv(e) => match e.transactions() {

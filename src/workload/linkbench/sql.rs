@@ -92,9 +92,10 @@ impl SqlLinks {
     }
 
     /// Runs a write transaction on `rw`: `f` ends it (COMMIT or ROLLBACK);
-    /// on a deadlock or lock-wait timeout it is rolled back and run again.
+    /// on a deadlock, lock-wait timeout or serialization failure it is
+    /// rolled back and run again, at most [`MAX_RETRIES`] times.
     fn write<R>(&mut self, mut f: impl FnMut(&mut Conns, &Texts) -> Result<R>) -> Result<R> {
-        loop {
+        for _ in 0..=MAX_RETRIES {
             self.c.begin()?;
             match f(&mut self.c, &self.t) {
                 Ok(r) => return Ok(r),
@@ -108,17 +109,20 @@ impl SqlLinks {
                 }
             }
         }
+        Err(gave_up())
     }
 
-    /// Runs one autocommitted statement on `ac`, again after a deadlock or
-    /// lock-wait timeout.
+    /// Runs one autocommitted statement on `ac`, again after a deadlock,
+    /// lock-wait timeout or serialization failure (at most [`MAX_RETRIES`]
+    /// times).
     fn auto<R>(&mut self, mut f: impl FnMut(&mut Conns, &Texts) -> Result<R>) -> Result<R> {
-        loop {
+        for _ in 0..=MAX_RETRIES {
             match f(&mut self.c, &self.t) {
                 Err(e) if self.c.ac.is_retryable(&e) => self.c.cost.retries += 1,
                 r => return r,
             }
         }
+        Err(gave_up())
     }
 
     /// The fork's `newLinkLoop`: the insert or the update path, switching
@@ -475,6 +479,19 @@ impl LinkStore for SqlLinks {
     fn take_cost(&mut self) -> OpCost {
         std::mem::take(&mut self.c.cost)
     }
+}
+
+/// Retries of one transaction or statement after conflicts before its
+/// step fails: a server that refuses it this often is not contended but
+/// stuck (a certification or serialization failure that recurs).
+pub const MAX_RETRIES: u32 = 1000;
+
+/// The error of a transaction that kept failing on conflicts.
+fn gave_up() -> anyhow::Error {
+    anyhow::anyhow!(
+        "a transaction failed on conflicts (deadlock, lock wait or serialization) {} times in a row: the step stops",
+        MAX_RETRIES + 1
+    )
 }
 
 /// A marker error for PostgreSQL's lost insert race (treated as retryable).
