@@ -162,6 +162,8 @@ pub struct Settings {
     pub target_db: Option<String>,
     /// The named database's workload tables may be dropped.
     pub target_db_owned: bool,
+    /// Another build's server tree or bin directory to start.
+    pub server_bin: Option<String>,
     /// The C allocator under the engines.
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers.
@@ -229,6 +231,7 @@ impl Default for Settings {
             target_password_file: None,
             target_db: None,
             target_db_owned: false,
+            server_bin: None,
             allocator: crate::setup::allocator::Allocator::Glibc,
             replication_log: false,
             server_timeout: crate::engine::SERVER_TIMEOUT.as_secs_f64(),

@@ -86,6 +86,7 @@ fn exercise_variant(kind: EngineKind, variant: &str) {
         cgroup: None,
         timeout: Some(ampbench::engine::SERVER_TIMEOUT),
         target: None,
+        server_bin: None,
     };
     let opened = engine::open(kind, &spec).unwrap();
     if let EngineRef::Sql(s) = opened.face() {
@@ -407,6 +408,7 @@ fn no_link_is_dated_in_the_future() {
         cgroup: None,
         timeout: Some(ampbench::engine::SERVER_TIMEOUT),
         target: None,
+        server_bin: None,
     };
     let opened = engine::open(EngineKind::parse("sqlite").unwrap(), &spec).unwrap();
     let ctx = StepCtx {

@@ -50,6 +50,7 @@ fn load_then_full_scan_counts_every_doc() {
             cgroup: None,
             timeout: Some(ampbench::engine::SERVER_TIMEOUT),
             target: None,
+            server_bin: None,
         };
         let e = engine::open(kind, &spec).unwrap();
         let ctx = StepCtx {

@@ -154,6 +154,12 @@ pub(crate) struct RunArgs {
     /// (never any other table).
     #[arg(long)]
     target_db_owned: bool,
+    /// Start this build of the server instead of Debian's: a MariaDB
+    /// installation tree (bin/mariadb-install-db, sbin/ or bin/mariadbd,
+    /// share/mysql) or a PostgreSQL bin directory (postgres, initdb). Its
+    /// version is read from the binary and recorded.
+    #[arg(long, value_name = "DIR")]
+    server_bin: Option<PathBuf>,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
     ///.
@@ -304,6 +310,9 @@ impl RunArgs {
             target_db
         );
         on!(keep, settle, drop_caches, reuse, target_db_owned);
+        if let Some(d) = &self.server_bin {
+            s.server_bin = Some(d.to_string_lossy().into_owned());
+        }
         if let Some(f) = &self.target_password_file {
             s.target_password_file = Some(f.to_string_lossy().into_owned());
         }
@@ -377,6 +386,7 @@ impl RunArgs {
             }
         }
         let target = target::config(&s, &self.set, &mut engines)?;
+        let server_bin = target::server_bin(&s, &mut engines)?;
         let steps = match &s.steps {
             Some(v) if !v.is_empty() => v
                 .iter()
@@ -553,6 +563,7 @@ impl RunArgs {
             verbose: self.verbose,
             transport: s.transport,
             target,
+            server_bin,
             allocator: s.allocator,
             replication_log: s.replication_log,
             server_timeout: positive("server-timeout", s.server_timeout)?,

@@ -64,6 +64,11 @@ const DERIVED: &[(&str, &str, &str)] = &[
         "the URL's password, else AMPBENCH_TARGET_PASSWORD",
     ),
     (
+        "server_bin",
+        r#""/opt/mariadb-11.4""#,
+        "Debian's server binaries",
+    ),
+    (
         "target_db",
         r#""bench""#,
         "a database of ampbench's own (ampbench_…), dropped at the end",
@@ -121,6 +126,7 @@ pub const FLAG_IDS: &[&str] = &[
     "target_password_file",
     "target_db",
     "target_db_owned",
+    "server_bin",
     "allocator",
     "replication_log",
     "server_timeout",

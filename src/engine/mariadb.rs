@@ -244,7 +244,26 @@ impl MariaDb {
             crate::engine::server::chown_tree(&root, uid, gid)?;
         }
         crate::engine::server::private_dir(&root)?;
-        let mut install = Command::new("mariadb-install-db");
+        // Debian's binaries, or another build's (`--server-bin`).
+        let tree = match &spec.server_bin {
+            Some(crate::engine::server::ServerBin::MariaDb {
+                base,
+                mariadbd,
+                install_db,
+                ..
+            }) => Some((base.clone(), mariadbd.clone(), install_db.clone())),
+            _ => None,
+        };
+        let mariadbd = tree
+            .as_ref()
+            .map_or_else(|| PathBuf::from("mariadbd"), |t| t.1.clone());
+        let mut install = Command::new(
+            tree.as_ref()
+                .map_or_else(|| PathBuf::from("mariadb-install-db"), |t| t.2.clone()),
+        );
+        if let Some((base, _, _)) = &tree {
+            install.arg(format!("--basedir={}", base.display()));
+        }
         install
             .args([
                 "--no-defaults",
@@ -305,6 +324,18 @@ impl MariaDb {
             files.display(),
             root.join("error.log").display()
         );
+        if let Some((base, _, _)) = &tree {
+            // The tree's own messages and plugins, not Debian's.
+            cnf.push_str(&format!("basedir={}\n", base.display()));
+            for (key, sub) in [
+                ("lc-messages-dir", "share/mysql"),
+                ("plugin-dir", "lib/mysql/plugin"),
+            ] {
+                if base.join(sub).is_dir() {
+                    cnf.push_str(&format!("{key}={}\n", base.join(sub).display()));
+                }
+            }
+        }
         for (k, v) in &settings {
             if v.is_empty() {
                 cnf.push_str(&format!("{k}\n"));
@@ -338,7 +369,7 @@ impl MariaDb {
         }
         let (sock, cgroup, at) = (socket.clone(), spec.cgroup.clone(), root.clone());
         let server = Server::start(Box::new(move || {
-            let mut cmd = Command::new("mariadbd");
+            let mut cmd = Command::new(&mariadbd);
             cmd.arg(format!("--defaults-file={}", cnf_path.display()));
             // Started as its user rather than switching to it itself: a
             // change of user would clear the parent-death signal.

@@ -203,6 +203,9 @@ pub struct OpenSpec {
     /// `--target`: reach this server instead of starting one (server
     /// engines only).
     pub target: Option<target::TargetSpec>,
+    /// `--server-bin`: start this build of the server rather than
+    /// Debian's.
+    pub server_bin: Option<server::ServerBin>,
 }
 
 /// `--server-timeout`'s default: generous, since one statement of a
@@ -249,6 +252,7 @@ impl OpenSpec {
             cgroup: None,
             timeout: Some(SERVER_TIMEOUT),
             target: None,
+            server_bin: None,
         }
     }
 }

@@ -133,7 +133,10 @@ impl Postgres {
         validate(kind, &spec.options)?;
         let (uid, gid) = user_ids("postgres")
             .context("make deps installs postgresql, which creates the 'postgres' user")?;
-        let bin = bin_dir()?;
+        let bin = match &spec.server_bin {
+            Some(crate::engine::server::ServerBin::Postgres { bin, .. }) => bin.clone(),
+            _ => bin_dir()?,
+        };
         let root = spec.dir.clone();
         crate::engine::server::chown_tree(&root, uid, gid)?;
         crate::engine::server::private_dir(&root)?;

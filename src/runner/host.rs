@@ -453,6 +453,7 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         cgroup: None,
         timeout: None,
         target: None,
+        server_bin: None,
     };
     let Some(eng) = open_engine(&mut r, kind, &spec, &*workload, &mut out)? else {
         out.flush()?;

@@ -108,6 +108,10 @@ pub struct RunConfig {
     /// recorded without its password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<crate::engine::target::TargetSpec>,
+    /// Another build of the server to start (`--server-bin`), with its
+    /// version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_bin: Option<crate::engine::server::ServerBin>,
     /// The C allocator preloaded under the engines (`--allocator`).
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers (`--replication-log`).
@@ -429,9 +433,16 @@ fn begin<'c>(
     }
     let mut versions = serde_json::Map::new();
     for e in &cfg.engines {
-        let v = e
-            .library_version()
-            .unwrap_or_else(|err| format!("unavailable: {err:#}"));
+        let v = match (&cfg.target, &cfg.server_bin) {
+            (Some(t), _) => format!(
+                "external target {} (its version: the engine's, read at open)",
+                t.target.shown()
+            ),
+            (None, Some(b)) if b.serves(e.name()) => b.version(),
+            _ => e
+                .library_version()
+                .unwrap_or_else(|err| format!("unavailable: {err:#}")),
+        };
         versions.insert(e.name().into(), v.into());
     }
     let mut config = serde_json::to_value(cfg)?;

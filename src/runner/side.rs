@@ -50,6 +50,7 @@ impl InProcess {
             cgroup: mem.cg.as_ref().map(|c| c.procs_file()),
             timeout: Some(std::time::Duration::from_secs_f64(cfg.server_timeout)),
             target: cfg.target.clone(),
+            server_bin: cfg.server_bin.clone(),
         };
         let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
             return Ok(None);

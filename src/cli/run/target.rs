@@ -1,4 +1,4 @@
-//! `--target` and its companions: the URL parsed, the password found, the
+//! `--target` and its companions, and `--server-bin`: the URL parsed, the password found, the
 //! engines it means, and every setting that only a server ampbench starts
 //! can honour refused by name.
 
@@ -67,12 +67,7 @@ pub(super) fn config(
         (Protocol::MySql, _) => "mariadb-innodb",
         (Protocol::Postgres, _) => "postgres",
     };
-    let default: Vec<EngineKind> = Settings::default()
-        .engines
-        .iter()
-        .filter_map(|e| EngineKind::parse(e).ok())
-        .collect();
-    if *engines == default {
+    if *engines == default_engines() {
         *engines = vec![EngineKind::parse(url_engine)?];
     }
     for k in engines.iter() {
@@ -142,4 +137,41 @@ pub(super) fn config(
         db_owned: s.target_db_owned,
         keep: s.keep,
     }))
+}
+
+/// `--server-bin`: the build found in the directory, which must run every
+/// engine of the run (without `-e`, its server's: mariadb-innodb or
+/// postgres).
+pub(super) fn server_bin(
+    s: &Settings,
+    engines: &mut Vec<EngineKind>,
+) -> Result<Option<crate::engine::server::ServerBin>> {
+    use crate::engine::server::ServerBin;
+    let Some(dir) = s.server_bin.as_deref() else {
+        return Ok(None);
+    };
+    let b = ServerBin::detect(std::path::Path::new(dir))?;
+    if *engines == default_engines() {
+        *engines = vec![EngineKind::parse(match b {
+            ServerBin::MariaDb { .. } => "mariadb-innodb",
+            ServerBin::Postgres { .. } => "postgres",
+        })?];
+    }
+    if let Some(k) = engines.iter().find(|k| !b.serves(k.name())) {
+        return Err(UsageError(format!(
+            "--engine {k}: --server-bin {dir} holds {}",
+            b.version()
+        ))
+        .into());
+    }
+    Ok(Some(b))
+}
+
+/// The engines a run has when neither the plan nor `-e` names any.
+fn default_engines() -> Vec<EngineKind> {
+    Settings::default()
+        .engines
+        .iter()
+        .filter_map(|e| EngineKind::parse(e).ok())
+        .collect()
 }

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+mod bin;
 mod files;
 mod running;
 mod settings;
 
 pub use crate::sys::random_password;
+pub use bin::ServerBin;
 pub use files::{check_reachable, chown_tree, private_dir, user_ids};
 use running::kill_family;
 pub use running::{Server, Starter};
