@@ -12,7 +12,6 @@
 //! (a mistyped key stops the server at start-up, and the error names it).
 //! Durability is per session: `synchronous_commit` on or off.
 
-use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -265,7 +264,10 @@ impl Postgres {
 /// One client connection with its prepared statements.
 pub(super) struct PgConn {
     c: Client,
-    stmts: HashMap<String, postgres::Statement>,
+    /// Prepared statements: the text's address (the fast lookup: the
+    /// workloads' statement texts live as long as the connection), the
+    /// text, and the statement.
+    stmts: Vec<(usize, String, postgres::Statement)>,
     durability: Option<Durability>,
 }
 
@@ -274,53 +276,87 @@ impl PgConn {
     pub(super) fn new(c: Client) -> PgConn {
         PgConn {
             c,
-            stmts: HashMap::new(),
+            stmts: Vec::new(),
             durability: None,
         }
     }
-}
 
-impl PgConn {
+    /// The prepared statement of `sql`, prepared on first use: found by
+    /// the text's address, then by the text, never by hashing it.
     fn stmt(&mut self, sql: &str) -> Result<postgres::Statement> {
-        if let Some(s) = self.stmts.get(sql) {
-            return Ok(s.clone());
+        let at = sql.as_ptr() as usize;
+        if let Some(i) = self
+            .stmts
+            .iter()
+            .position(|(a, t, _)| *a == at && t == sql)
+            .or_else(|| self.stmts.iter().position(|(_, t, _)| t == sql))
+        {
+            self.stmts[i].0 = at;
+            return Ok(self.stmts[i].2.clone());
         }
         let s = self
             .c
             .prepare(sql)
             .with_context(|| format!("preparing: {sql}"))?;
-        self.stmts.insert(sql.to_string(), s.clone());
+        self.stmts.push((at, sql.to_string(), s.clone()));
         Ok(s)
     }
 }
 
+/// A statement parameter as the server expects it, borrowed from the
+/// caller's values: no box and no copy per value.
+#[derive(Debug)]
+enum PgParam<'a> {
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    Bytes(&'a [u8]),
+    Text(&'a str),
+    Null,
+}
+
+impl ToSql for PgParam<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            PgParam::I16(v) => v.to_sql(ty, out),
+            PgParam::I32(v) => v.to_sql(ty, out),
+            PgParam::I64(v) => v.to_sql(ty, out),
+            PgParam::Bytes(v) => v.to_sql(ty, out),
+            PgParam::Text(v) => v.to_sql(ty, out),
+            PgParam::Null => Ok(postgres::types::IsNull::Yes),
+        }
+    }
+    /// Typed by [`pg_params`] from the statement's own parameter types.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+    postgres::types::to_sql_checked!();
+}
+
 /// Parameters typed as the statement expects them.
-fn pg_params(stmt: &postgres::Statement, params: &[Val<'_>]) -> Vec<Box<dyn ToSql + Sync>> {
+fn pg_params<'a>(stmt: &postgres::Statement, params: &[Val<'a>]) -> Vec<PgParam<'a>> {
     params
         .iter()
         .zip(stmt.params())
-        .map(|(p, ty)| -> Box<dyn ToSql + Sync> {
-            match p {
-                Val::Int(i) => match *ty {
-                    Type::INT2 => Box::new(*i as i16),
-                    Type::INT4 => Box::new(*i as i32),
-                    _ => Box::new(*i),
-                },
-                Val::Bytes(b) => Box::new(b.to_vec()),
-                Val::Text(t) => Box::new(t.to_string()),
-                Val::Null => match *ty {
-                    Type::BYTEA => Box::new(None::<Vec<u8>>),
-                    Type::INT2 | Type::INT4 | Type::INT8 => Box::new(None::<i64>),
-                    _ => Box::new(None::<String>),
-                },
-            }
+        .map(|(p, ty)| match *p {
+            Val::Int(i) => match *ty {
+                Type::INT2 => PgParam::I16(i as i16),
+                Type::INT4 => PgParam::I32(i as i32),
+                _ => PgParam::I64(i),
+            },
+            Val::Bytes(b) => PgParam::Bytes(b),
+            Val::Text(t) => PgParam::Text(t),
+            Val::Null => PgParam::Null,
         })
         .collect()
 }
 
 fn cell(row: &postgres::Row, i: usize) -> Cell {
-    let ty = row.columns()[i].type_().clone();
-    let c = match ty {
+    let c = match *row.columns()[i].type_() {
         Type::INT8 => row.try_get::<_, Option<i64>>(i).map(|v| v.map(Cell::Int)),
         Type::INT4 => row
             .try_get::<_, Option<i32>>(i)
@@ -349,20 +385,16 @@ fn cell(row: &postgres::Row, i: usize) -> Cell {
 
 impl SqlConn for PgConn {
     fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
+        use postgres::fallible_iterator::FallibleIterator;
         let s = self.stmt(sql)?;
-        let p = pg_params(&s, params);
-        let refs: Vec<&(dyn ToSql + Sync)> = p.iter().map(|b| b.as_ref()).collect();
-        Ok(self.c.execute(&s, &refs)?)
+        let mut rows = self.c.query_raw(&s, pg_params(&s, params))?;
+        while rows.next()?.is_some() {}
+        Ok(rows.rows_affected().unwrap_or(0))
     }
     fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        let s = self.stmt(sql)?;
-        let p = pg_params(&s, params);
-        let refs: Vec<&(dyn ToSql + Sync)> = p.iter().map(|b| b.as_ref()).collect();
-        let rows = self.c.query(&s, &refs)?;
-        Ok(rows
-            .iter()
-            .map(|r| (0..r.len()).map(|i| cell(r, i)).collect())
-            .collect())
+        let mut out = Vec::new();
+        self.query_each(sql, params, &mut |r| out.push(std::mem::take(r)))?;
+        Ok(out)
     }
     /// Rows as the server sends them (`query_raw`), decoded into one
     /// reused row: a 10,000-row list is never held whole twice (the
@@ -376,10 +408,7 @@ impl SqlConn for PgConn {
     ) -> Result<()> {
         use postgres::fallible_iterator::FallibleIterator;
         let s = self.stmt(sql)?;
-        let p = pg_params(&s, params);
-        let mut rows = self
-            .c
-            .query_raw(&s, p.iter().map(|b| b.as_ref()))?;
+        let mut rows = self.c.query_raw(&s, pg_params(&s, params))?;
         let mut row = Vec::new();
         while let Some(r) = rows.next()? {
             row.clear();
@@ -457,11 +486,7 @@ impl SqlEngine for Postgres {
             .connect_timeout(Duration::from_secs(5))
             .connect(NoTls)
         .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
-        Ok(Box::new(PgConn {
-            c,
-            stmts: HashMap::new(),
-            durability: None,
-        }))
+        Ok(Box::new(PgConn::new(c)))
     }
 }
 
