@@ -40,3 +40,34 @@ pub trait CounterSource: Send + Sync {
     /// `SHOW GLOBAL STATUS`).
     fn source(&self) -> &'static str;
 }
+
+/// A connection of a counter source's own, made on first use and made
+/// again after the server dropped it (an error forgets it).
+pub struct Reconnecting<C> {
+    connect: Box<dyn Fn() -> anyhow::Result<C> + Send + Sync>,
+    conn: std::sync::Mutex<Option<C>>,
+}
+
+impl<C> Reconnecting<C> {
+    /// A connection made by `connect` when needed.
+    pub fn new(connect: Box<dyn Fn() -> anyhow::Result<C> + Send + Sync>) -> Reconnecting<C> {
+        Reconnecting {
+            connect,
+            conn: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// `f` on the connection; None when there is none or `f` failed (the
+    /// connection is then made anew next time).
+    pub fn with<R>(&self, f: impl FnOnce(&mut C) -> anyhow::Result<R>) -> Option<R> {
+        let mut g = self.conn.lock().ok()?;
+        if g.is_none() {
+            *g = (self.connect)().ok();
+        }
+        let r = f(g.as_mut()?);
+        if r.is_err() {
+            *g = None;
+        }
+        r.ok()
+    }
+}

@@ -5,7 +5,6 @@
 //! crate. The server's counters ([`Counters`], also read on a local
 //! server beside /proc) give the efficiency figures.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -16,6 +15,7 @@ use crate::engine::mariadb::MySqlConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
 use crate::engine::{Engine, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec};
+use crate::probe::server::Reconnecting;
 use crate::probe::{CounterSource, ServerCounters};
 
 /// How a counters connection is made (again, after the server dropped it).
@@ -23,8 +23,7 @@ pub type Connector = Box<dyn Fn() -> mysql::Result<mysql::Conn> + Send + Sync>;
 
 /// A MariaDB/MySQL server's counters, read over a connection of their own.
 pub struct Counters {
-    connect: Connector,
-    conn: Mutex<Option<mysql::Conn>>,
+    conn: Reconnecting<mysql::Conn>,
     db: String,
     myrocks: bool,
     /// The query that sizes the database on this server, found once.
@@ -35,8 +34,7 @@ impl Counters {
     /// Counters of database `db` (its size), read through `connect`.
     pub fn new(connect: Connector, db: String, myrocks: bool) -> Counters {
         Counters {
-            connect,
-            conn: Mutex::new(None),
+            conn: Reconnecting::new(Box::new(move || Ok(connect()?))),
             db,
             myrocks,
             size_query: std::sync::OnceLock::new(),
@@ -114,19 +112,7 @@ impl Counters {
 
 impl CounterSource for Counters {
     fn read(&self) -> Option<ServerCounters> {
-        let mut g = self.conn.lock().ok()?;
-        if g.is_none() {
-            *g = (self.connect)().ok();
-        }
-        let c = g.as_mut()?;
-        match self.read_with(c) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                // Asked again next time, on a new connection.
-                *g = None;
-                None
-            }
-        }
+        self.conn.with(|c| self.read_with(c))
     }
     fn source(&self) -> &'static str {
         "SHOW GLOBAL STATUS"

@@ -4,8 +4,6 @@
 //! ([`Counters`], also read on a local server beside /proc) give the
 //! efficiency figures.
 
-use std::sync::Mutex;
-
 use anyhow::{Result, anyhow, bail};
 use postgres::{Client, NoTls};
 
@@ -14,6 +12,7 @@ use crate::engine::postgres::PgConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
 use crate::engine::{Engine, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec};
+use crate::probe::server::Reconnecting;
 use crate::probe::{CounterSource, ServerCounters};
 
 /// How a counters connection is made (again, after the server dropped it).
@@ -21,8 +20,7 @@ pub type Connector = Box<dyn Fn() -> Result<Client, postgres::Error> + Send + Sy
 
 /// A PostgreSQL server's counters, read over a connection of their own.
 pub struct Counters {
-    connect: Connector,
-    conn: Mutex<Option<Client>>,
+    conn: Reconnecting<Client>,
     /// The query for this server's version, chosen at the first reading.
     query: std::sync::OnceLock<&'static str>,
 }
@@ -49,8 +47,7 @@ impl Counters {
     /// Counters read through `connect` (whose database is the one sized).
     pub fn new(connect: Connector) -> Counters {
         Counters {
-            connect,
-            conn: Mutex::new(None),
+            conn: Reconnecting::new(Box::new(move || Ok(connect()?))),
             query: std::sync::OnceLock::new(),
         }
     }
@@ -90,18 +87,7 @@ impl Counters {
 
 impl CounterSource for Counters {
     fn read(&self) -> Option<ServerCounters> {
-        let mut g = self.conn.lock().ok()?;
-        if g.is_none() {
-            *g = (self.connect)().ok();
-        }
-        let c = g.as_mut()?;
-        match self.read_with(c) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                *g = None;
-                None
-            }
-        }
+        self.conn.with(|c| self.read_with(c))
     }
     fn source(&self) -> &'static str {
         "pg_stat_*"
