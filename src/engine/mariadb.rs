@@ -563,7 +563,7 @@ impl SqlEngine for MariaDb {
                 self.socket.display().to_string(),
             ),
         };
-        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout)
+        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None)
             .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,

@@ -171,12 +171,78 @@ fn server_dir(prefix: &str, user: &str) -> Result<(tempfile::TempDir, u32, u32),
     Ok((dir, uid, gid))
 }
 
+/// Certificates for a server at `ip`, in `d`: `ca.pem` (the CA that
+/// signed the server's), `server.pem` and `server.key` (the address and
+/// `db.test` as its names; the key private to `uid`), and `other-ca.pem`,
+/// a CA that signed nothing here.
+fn certs(d: &std::path::Path, ip: &str, uid: u32, gid: u32) -> Result<(), String> {
+    let ssl = |args: &[&str]| sh(Command::new("openssl").current_dir(d).args(args));
+    for ca in ["ca", "other-ca"] {
+        ssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=ampbench fixture {ca}"),
+            "-keyout",
+            &format!("{ca}.key"),
+            "-out",
+            &format!("{ca}.pem"),
+        ])?;
+    }
+    ssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=db.test",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+    ])?;
+    std::fs::write(
+        d.join("san.ext"),
+        format!("subjectAltName=IP:{ip},DNS:db.test\n"),
+    )
+    .map_err(|e| e.to_string())?;
+    ssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.pem",
+    ])?;
+    let key = d.join("server.key");
+    std::os::unix::fs::chown(&key, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| e.to_string())
+}
+
 /// A MariaDB in the server namespace on port 3306: `bench` may create
 /// `ampbench_…` databases and owns `shop` (with a table of its own,
-/// `orders`) and the empty `scratch`.
+/// `orders`) and the empty `scratch`; `secure`, with the same password
+/// and rights, must come over TLS (certificates from [`certs`]).
 pub fn mariadb(net: &Net) -> Result<Proc, String> {
-    let (dir, _, _) = server_dir("ampt-mariadb", "mysql")?;
+    let (dir, uid, gid) = server_dir("ampt-mariadb", "mysql")?;
     let d = dir.path();
+    certs(d, &net.server_ip, uid, gid)?;
     sh(Command::new("mariadb-install-db").args([
         "--no-defaults",
         "--auth-root-authentication-method=socket",
@@ -189,7 +255,7 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
     std::fs::write(
         &cnf,
         format!(
-            "[mysqld]\nuser=mysql\ndatadir={d}/data\nsocket={s}\nport=3306\nbind-address={ip}\nskip-name-resolve\nskip-log-bin\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\npid-file={d}/m.pid\n",
+            "[mysqld]\nuser=mysql\ndatadir={d}/data\nsocket={s}\nport=3306\nbind-address={ip}\nskip-name-resolve\nskip-log-bin\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\npid-file={d}/m.pid\nssl-ca={d}/ca.pem\nssl-cert={d}/server.pem\nssl-key={d}/server.key\n",
             d = d.display(),
             s = sock.display(),
             ip = net.server_ip
@@ -222,7 +288,9 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
          GRANT ALL ON `ampbench\\_%`.* TO 'bench'@'%'; \
          CREATE DATABASE shop; CREATE TABLE shop.orders (id INT PRIMARY KEY); \
          GRANT ALL ON shop.* TO 'bench'@'%'; \
-         CREATE DATABASE scratch; GRANT ALL ON scratch.* TO 'bench'@'%'"
+         CREATE DATABASE scratch; GRANT ALL ON scratch.* TO 'bench'@'%'; \
+         CREATE USER 'secure'@'%' IDENTIFIED BY '{PASSWORD}' REQUIRE SSL; \
+         GRANT ALL ON `ampbench\\_%`.* TO 'secure'@'%'"
     ))?;
     Ok(p)
 }
@@ -239,7 +307,8 @@ pub fn mariadb_root(p: &Proc, sql: &str) -> Result<String, String> {
 
 /// A PostgreSQL in the server namespace on port 5432 (scram-sha-256 over
 /// TCP): `bench` may create databases and owns `shop` (with `orders`) and
-/// the empty `scratch`.
+/// the empty `scratch`; `secure`, who may create databases too, must come
+/// over TLS (certificates from [`certs`]).
 pub fn postgres(net: &Net) -> Result<Proc, String> {
     let bin = std::fs::read_dir("/usr/lib/postgresql")
         .map_err(|e| format!("no PostgreSQL: {e}"))?
@@ -253,6 +322,7 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
     let pw = d.join("pw");
     std::fs::write(&pw, format!("{PASSWORD}\n")).map_err(|e| e.to_string())?;
     std::os::unix::fs::chown(&pw, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+    certs(d, &net.server_ip, uid, gid)?;
     let data = d.join("data");
     sh(Command::new(bin.join("initdb"))
         .arg("-D")
@@ -267,7 +337,11 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
             .append(true)
             .open(data.join("pg_hba.conf"))
             .map_err(|e| e.to_string())?;
-        writeln!(f, "host all all 10.250.0.0/16 scram-sha-256").map_err(|e| e.to_string())?;
+        writeln!(
+            f,
+            "hostnossl all secure 10.250.0.0/16 reject\nhost all all 10.250.0.0/16 scram-sha-256"
+        )
+        .map_err(|e| e.to_string())?;
     }
     let child = Command::new("ip")
         .args([
@@ -285,7 +359,11 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
         .args(["-p", "5432", "-k"])
         .arg(d)
         .args(["-c", &format!("listen_addresses={}", net.server_ip)])
-        .args(["-c", "shared_buffers=64MB"])
+        .args(["-c", "shared_buffers=64MB", "-c", "ssl=on"])
+        .arg("-c")
+        .arg(format!("ssl_cert_file={}/server.pem", d.display()))
+        .arg("-c")
+        .arg(format!("ssl_key_file={}/server.key", d.display()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
@@ -304,7 +382,9 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
         &p,
         "postgres",
         "postgres",
-        &format!("CREATE ROLE bench LOGIN CREATEDB PASSWORD '{PASSWORD}'"),
+        &format!(
+            "CREATE ROLE bench LOGIN CREATEDB PASSWORD '{PASSWORD}'; CREATE ROLE secure LOGIN CREATEDB PASSWORD '{PASSWORD}'"
+        ),
     )?;
     postgres_as(
         &p,

@@ -112,26 +112,47 @@ fn mariadb_by_url() {
     let d = tempfile::tempdir().unwrap();
     let results = d.path().join("r.db");
     let ip = net.server_ip.clone();
-    let url = format!("mysql://bench:{PASSWORD}@{ip}/");
+    let ca = server.dir.path().join("ca.pem");
     let at = format!(
         "--results {} --dir {}",
         results.display(),
         d.path().display()
     );
-    // LinkBench by URL, the password in it.
+    // LinkBench by URL under TLS, the certificate verified against the
+    // fixture's CA, as a user the server lets in over TLS only; the
+    // password in the URL.
+    let url = format!(
+        "mysql://secure:{PASSWORD}@{ip}/?tls=true&tlsca={}",
+        ca.display()
+    );
     let out = passes(
         &net,
         &format!("-w linkbench -p maxid1=2001 --warmup 0 --duration 3 --target {url} {at}"),
         &[],
     );
     assert!(out.contains("consistency check: 0 mismatches"), "{out}");
-    assert!(
-        out.contains(&format!("at mysql://bench@{ip}:3306")),
-        "{out}"
-    );
+    let shown = format!("mysql://secure@{ip}:3306?tls=true");
+    assert!(out.contains(&format!("at {shown}")), "{out}");
     external_figures(&results, "mariadb-innodb");
     let cfg = common::run_config(&results, 1);
-    assert_eq!(cfg["target"]["url"], format!("mysql://bench@{ip}:3306"));
+    assert_eq!(cfg["target"]["url"], shown);
+    // A certificate that does not verify: another CA.
+    let other = server.dir.path().join("other-ca.pem");
+    let l = refused(
+        &net,
+        &format!(
+            "-w ycsb --target mysql://secure:{PASSWORD}@{ip}/?tls=true&tlsca={} {at}",
+            other.display()
+        ),
+        "cannot log in",
+    );
+    assert!(l.contains("certificate"), "{l}");
+    // Without TLS, the server refuses that user: TLS was in use above.
+    refused(
+        &net,
+        &format!("-w ycsb --target mysql://secure:{PASSWORD}@{ip}/ {at}"),
+        "Access denied",
+    );
     // Its database is gone.
     let left = fixture::mariadb_root(&server, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
     assert_eq!(left.trim(), "", "ampbench left a database");
@@ -228,9 +249,15 @@ fn postgres_by_url() {
         std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(m)).unwrap();
     };
     mode(0o600);
-    let url = format!("postgres://bench@{ip}/postgres?sslmode=disable");
+    // The insert benchmark by URL under TLS (verify-full against the
+    // fixture's CA), as a role the server lets in over TLS only, the
+    // password from a file.
+    let ca = server.dir.path().join("ca.pem");
+    let url = format!(
+        "postgres://secure@{ip}/postgres?sslmode=verify-full&sslrootcert={}",
+        ca.display()
+    );
     let with_pw = format!("--target {url} --target-password-file {}", pw.display());
-    // The insert benchmark by URL, the password from a file.
     let out = passes(
         &net,
         &format!(
@@ -243,6 +270,36 @@ fn postgres_by_url() {
         "{out}"
     );
     external_figures(&results, "postgres");
+    let cfg = common::run_config(&results, 1);
+    assert_eq!(
+        cfg["target"]["url"],
+        format!("postgres://secure@{ip}:5432/postgres?sslmode=verify-full")
+    );
+    let other = server.dir.path().join("other-ca.pem");
+    let l = refused(
+        &net,
+        &format!(
+            "-w ycsb --target postgres://secure@{ip}/postgres?sslmode=verify-ca&sslrootcert={} --target-password-file {} {at}",
+            other.display(),
+            pw.display()
+        ),
+        "cannot log in",
+    );
+    assert!(l.contains("certificate"), "{l}");
+    let l = refused(
+        &net,
+        &format!(
+            "-w ycsb --target postgres://secure@{ip}/postgres?sslmode=disable --target-password-file {} {at}",
+            pw.display()
+        ),
+        "cannot log in",
+    );
+    assert!(
+        l.contains("no pg_hba.conf entry") || l.contains("rejects"),
+        "{l}"
+    );
+    let url = format!("postgres://bench@{ip}/postgres?sslmode=disable");
+    let with_pw = format!("--target {url} --target-password-file {}", pw.display());
     let left = fixture::postgres_as(
         &server,
         "postgres",
@@ -312,4 +369,83 @@ fn postgres_by_url() {
     );
     mode(0o644);
     refused(&net, &format!("-w ycsb {with_pw}"), "readable by others");
+}
+
+/// A server on 127.0.0.1 that sends `first` (after reading `read`
+/// bytes), then reads until the client hangs up; returns its port and
+/// what the client sent after `first`.
+fn scripted(read: usize, first: Vec<u8>) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = vec![0; read];
+        s.read_exact(&mut b).unwrap();
+        s.write_all(&first).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        rest
+    });
+    (port, h)
+}
+
+/// `ampbench run ARGS` on this host (not in a namespace).
+fn run_here(args: &str) -> String {
+    let d = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(common::BIN)
+        .arg("run")
+        .args(args.split_whitespace())
+        .arg("--results")
+        .arg(d.path().join("r.db"))
+        .arg("--dir")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "ampbench run {args} passed");
+    text(&o)
+}
+
+#[test]
+fn tls_refused_by_the_server_is_one_line_and_nothing_in_clear() {
+    // A PostgreSQL with ssl=off answers the SSL request with 'N'.
+    let (port, h) = scripted(8, b"N".to_vec());
+    let t = run_here(&format!(
+        "-w ycsb --target postgres://u:p@127.0.0.1:{port}/db?sslmode=require"
+    ));
+    assert!(
+        t.contains("cannot log in") && t.contains("does not support TLS"),
+        "{t}"
+    );
+    assert!(h.join().unwrap().is_empty(), "the client went on in clear");
+    // A MariaDB without TLS: its handshake lacks the SSL capability.
+    let mut p = vec![10];
+    p.extend_from_slice(b"5.5.5-10.11.6-MariaDB\0");
+    p.extend_from_slice(&[7, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 0]);
+    let caps: u32 = 0x000f_f7ff; // everything but SSL (0x800)
+    p.extend_from_slice(&(caps as u16).to_le_bytes());
+    p.extend_from_slice(&[45, 2, 0]);
+    p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
+    p.push(21);
+    p.extend_from_slice(&[0; 10]);
+    p.extend_from_slice(&[9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 0]);
+    p.extend_from_slice(b"mysql_native_password\0");
+    let mut pkt = (p.len() as u32).to_le_bytes().to_vec();
+    pkt[3] = 0;
+    pkt.extend_from_slice(&p);
+    let (port, h) = scripted(0, pkt);
+    let t = run_here(&format!(
+        "-w ycsb --target mysql://u:p@127.0.0.1:{port}/db?tls=true"
+    ));
+    let line = t
+        .lines()
+        .find(|l| l.contains("cannot log in"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(line.contains("TLS"), "{line}");
+    // At most a COM_QUIT (the mysql crate's goodbye): no login packet.
+    let sent = h.join().unwrap();
+    assert!(
+        sent.is_empty() || sent == [1, 0, 0, 0, 1],
+        "the client went on in clear: {sent:?}"
+    );
 }

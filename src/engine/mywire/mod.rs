@@ -72,6 +72,10 @@ pub fn error_code(e: &anyhow::Error) -> Option<u16> {
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TCP under TLS, after the login's SSL request.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    /// Nothing: the moment a TCP stream is taken to be wrapped in TLS.
+    Closed,
     /// Bytes given in advance as the server's, what is written dropped:
     /// the fuzz targets' server.
     Replay(std::io::Cursor<Vec<u8>>),
@@ -82,7 +86,9 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             Stream::Replay(s) => s.read(buf),
+            Stream::Closed => Err(std::io::ErrorKind::NotConnected.into()),
         }
     }
 }
@@ -92,7 +98,13 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.write_all(b),
             Stream::Unix(s) => s.write_all(b),
+            Stream::Tls(s) => {
+                s.write_all(b)?;
+                // rustls buffers what is written: send it now.
+                s.flush()
+            }
             Stream::Replay(_) => Ok(()),
+            Stream::Closed => Err(std::io::ErrorKind::NotConnected.into()),
         }
     }
 
@@ -108,7 +120,11 @@ impl Stream {
                 s.set_read_timeout(t)?;
                 s.set_write_timeout(t)
             }
-            Stream::Replay(_) => Ok(()),
+            Stream::Tls(s) => {
+                s.sock.set_read_timeout(t)?;
+                s.sock.set_write_timeout(t)
+            }
+            Stream::Replay(_) | Stream::Closed => Ok(()),
         }
     }
 }
@@ -137,6 +153,16 @@ pub enum Addr<'a> {
     Tcp(std::net::SocketAddr),
     /// A Unix socket.
     Socket(&'a Path),
+}
+
+/// TLS for a TCP connection: the client configuration and the name the
+/// server's certificate must carry.
+#[derive(Clone)]
+pub struct TlsTo {
+    /// The configuration (roots, verification).
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    /// The server's name as the certificate must carry it.
+    pub name: rustls::pki_types::ServerName<'static>,
 }
 
 /// A prepared statement: its text (and that text's address, the fast
@@ -187,14 +213,17 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects and logs in as `user` to database `db`; every read and
-    /// write gives up after `timeout` (None: waits as long as it takes).
+    /// Connects and logs in as `user` to database `db`, under TLS when
+    /// `tls` is given (a server that does not offer it is refused); every
+    /// read and write gives up after `timeout` (None: waits as long as it
+    /// takes).
     pub fn connect(
         addr: Addr<'_>,
         user: &str,
         password: &str,
         db: &str,
         timeout: Option<std::time::Duration>,
+        tls: Option<&TlsTo>,
     ) -> Result<Conn> {
         let stream = match addr {
             Addr::Tcp(to) => {
@@ -210,7 +239,8 @@ impl Conn {
         stream.set_timeout(timeout)?;
         let mut c = Conn::over(stream, timeout);
         c.in_flight = true;
-        c.login(user, password, db).context("mariadb: logging in")?;
+        c.login(user, password, db, tls)
+            .context("mariadb: logging in")?;
         c.in_flight = false;
         Ok(c)
     }
@@ -642,7 +672,12 @@ impl Conn {
 
 impl Drop for Conn {
     fn drop(&mut self) {
-        // COM_QUIT; the server closes the connection.
+        // COM_QUIT; the server closes the connection. Not on a connection
+        // that broke off or never logged in (nothing is sent in clear to
+        // a server that refused TLS).
+        if self.in_flight {
+            return;
+        }
         self.begin_packet(0);
         self.out.push(0x01);
         let _ = self.send();
@@ -659,7 +694,7 @@ fn is_eof(p: &[u8]) -> bool {
 /// a login. Returns the error's text, if any; never panics.
 pub fn replay_login(data: &[u8]) -> Option<String> {
     let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(data.to_vec())), None);
-    c.login("bench", "secret", "ampbench")
+    c.login("bench", "secret", "ampbench", None)
         .err()
         .map(|e| format!("{e:#}"))
 }

@@ -25,6 +25,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 pub mod mysql;
 pub mod postgres;
+pub mod tls;
 pub mod url;
 
 pub use url::{Endpoint, Protocol, Target, Tls};
@@ -287,18 +288,6 @@ impl Endpoints {
     pub fn all(&self) -> &[(Endpoint, SocketAddr)] {
         &self.addrs
     }
-}
-
-/// Refuses TLS until this build speaks it: a benchmark never falls back to
-/// plain text silently.
-pub fn check_tls(t: &Target) -> Result<()> {
-    if t.tls != Tls::Off {
-        bail!(
-            "--target {}: TLS is not in this build yet; reach the server without it (tls=false / sslmode=disable) on a network you trust",
-            t.shown()
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
 
-use super::{CONNECT_TIMEOUT, Endpoints, Place, TargetSpec};
+use super::{CONNECT_TIMEOUT, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::mariadb::MySqlConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -120,14 +120,22 @@ impl CounterSource for Counters {
 }
 
 /// The connection options to one endpoint as `user`, in `db` if given.
+/// Under TLS the host is given by name (the name the certificate must
+/// carry); otherwise by the address resolved at open.
 fn opts(
     spec: &TargetSpec,
-    at: &std::net::SocketAddr,
+    (e, at): &(Endpoint, std::net::SocketAddr),
     db: Option<&str>,
     timeout: Option<Duration>,
 ) -> mysql::OptsBuilder {
+    let ssl = super::tls::mysql_opts(&spec.target);
+    let host = match ssl {
+        Some(_) => e.host.clone(),
+        None => at.ip().to_string(),
+    };
     mysql::OptsBuilder::new()
-        .ip_or_hostname(Some(at.ip().to_string()))
+        .ip_or_hostname(Some(host))
+        .ssl_opts(ssl)
         .tcp_port(at.port())
         .prefer_socket(false)
         .user(Some(spec.target.user.clone()))
@@ -147,6 +155,8 @@ pub struct External {
     myrocks: bool,
     table_options: String,
     timeout: Option<Duration>,
+    /// The workers' TLS configuration, when the URL asks for TLS.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// The server's version string as `SELECT version()` gives it, named:
@@ -178,13 +188,13 @@ fn has_db(c: &mut mysql::Conn, db: &str) -> Result<bool> {
 
 /// Opens the target: checks who it is, makes or checks the database.
 pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<dyn Engine>> {
-    super::check_tls(&spec.target)?;
+    let tls = super::tls::client_config(&spec.target)?;
     let shown = spec.target.shown();
     let endpoints = Endpoints::resolve(&spec.target)?;
     let myrocks = crate::engine::mariadb::is_myrocks(kind);
     let mut conns = Vec::new();
-    for (e, at) in endpoints.all() {
-        let c = mysql::Conn::new(opts(spec, at, None, open.timeout)).map_err(|err| {
+    for ep @ (e, _) in endpoints.all() {
+        let c = mysql::Conn::new(opts(spec, ep, None, open.timeout)).map_err(|err| {
             anyhow!(
                 "{shown}: cannot log in to {e} as {}: {}",
                 spec.target.user,
@@ -273,6 +283,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             "ENGINE=InnoDB".into()
         },
         timeout: open.timeout,
+        tls,
     }))
 }
 
@@ -281,6 +292,10 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
 fn one_line(e: &mysql::Error) -> String {
     let s = match e {
         mysql::Error::MySqlError(m) => format!("ERROR {} ({}): {}", m.code, m.state, m.message),
+        mysql::Error::DriverError(mysql::DriverError::TlsNotSupported) => {
+            "TLS was asked for (tls=…) but the server does not offer it".into()
+        }
+        mysql::Error::TlsError(e) => format!("TLS: {e}"),
         e => e.to_string(),
     };
     s.lines().next().unwrap_or_default().trim().to_string()
@@ -288,8 +303,8 @@ fn one_line(e: &mysql::Error) -> String {
 
 impl External {
     fn admin(&self) -> Result<mysql::Conn> {
-        let (e, at) = self.endpoints.first();
-        mysql::Conn::new(opts(&self.spec, at, Some(&self.place.db), self.timeout)).map_err(|err| {
+        let ep @ (e, _) = self.endpoints.first();
+        mysql::Conn::new(opts(&self.spec, ep, Some(&self.place.db), self.timeout)).map_err(|err| {
             anyhow!(
                 "{}: cannot connect to {e}: {}",
                 self.info.kind,
@@ -315,15 +330,23 @@ impl SqlEngine for External {
         None
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        use crate::engine::mywire::{Addr, Conn};
+        use crate::engine::mywire::{Addr, Conn, TlsTo};
         let (e, at) = self.endpoints.next();
         let pw = self.spec.target.password.as_deref().unwrap_or_default();
+        let tls = match &self.tls {
+            Some(config) => Some(TlsTo {
+                config: config.clone(),
+                name: super::tls::server_name(&e.host)?,
+            }),
+            None => None,
+        };
         let c = Conn::connect(
             Addr::Tcp(*at),
             &self.spec.target.user,
             pw,
             &self.place.db,
             self.timeout,
+            tls.as_ref(),
         )
         .map_err(|err| anyhow!("{}: cannot connect to {e}: {err:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
@@ -348,14 +371,14 @@ impl Engine for External {
         None
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn CounterSource>> {
-        let (spec, at, db, t) = (
+        let (spec, ep, db, t) = (
             self.spec.clone(),
-            self.endpoints.first().1,
+            self.endpoints.first().clone(),
             self.place.db.clone(),
             self.timeout,
         );
         Some(std::sync::Arc::new(Counters::new(
-            Box::new(move || mysql::Conn::new(opts(&spec, &at, Some(&db), t))),
+            Box::new(move || mysql::Conn::new(opts(&spec, &ep, Some(&db), t))),
             self.place.db.clone(),
             self.myrocks,
         )))

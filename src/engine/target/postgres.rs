@@ -5,9 +5,14 @@
 //! efficiency figures.
 
 use anyhow::{Result, anyhow, bail};
-use postgres::{Client, NoTls};
+use std::sync::Arc;
 
-use super::{CONNECT_TIMEOUT, Endpoints, Place, TargetSpec};
+use postgres::config::SslMode;
+use postgres::{Client, NoTls};
+use rustls::ClientConfig;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::{CONNECT_TIMEOUT, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::postgres::PgConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -94,29 +99,53 @@ impl CounterSource for Counters {
     }
 }
 
-/// A connection to one endpoint of the target, in `db`.
+/// A connection to one endpoint of the target, in `db`: under TLS
+/// (required, never preferred) when `tls` is given, the host then named
+/// for the certificate and reached at the address resolved at open.
 fn connect_to(
     spec: &TargetSpec,
-    at: &std::net::SocketAddr,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    (e, at): &(Endpoint, std::net::SocketAddr),
     db: &str,
 ) -> Result<Client, postgres::Error> {
     let mut c = postgres::Config::new();
-    c.host(&at.ip().to_string())
-        .port(at.port())
+    c.port(at.port())
         .user(&spec.target.user)
         .dbname(db)
         .connect_timeout(CONNECT_TIMEOUT);
     if let Some(p) = &spec.target.password {
         c.password(p);
     }
-    c.connect(NoTls)
+    match tls {
+        None => {
+            c.host(&at.ip().to_string()).ssl_mode(SslMode::Disable);
+            c.connect(NoTls)
+        }
+        Some(config) => {
+            c.host(&e.host).hostaddr(at.ip()).ssl_mode(SslMode::Require);
+            c.connect(MakeRustlsConnect::new(ClientConfig::clone(config)))
+        }
+    }
 }
 
 /// The server's error on one line: its SQLSTATE message when it sent one.
 fn one_line(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(d) => d.message().to_string(),
-        None => e.to_string().lines().next().unwrap_or_default().to_string(),
+        None => {
+            // The driver's kind, then its causes ("error performing TLS
+            // handshake: server does not support TLS").
+            let mut s = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                let c_s = c.to_string();
+                if !s.contains(&c_s) {
+                    s = format!("{s}: {c_s}");
+                }
+                cause = c.source();
+            }
+            s.lines().next().unwrap_or_default().to_string()
+        }
     }
 }
 
@@ -129,6 +158,8 @@ pub struct External {
     /// `postgres`).
     login_db: String,
     place: Place,
+    /// The TLS configuration, when the URL asks for TLS.
+    tls: Option<Arc<ClientConfig>>,
 }
 
 /// The tables of the connected database, those of other schemas than the
@@ -154,13 +185,13 @@ fn has_db(c: &mut Client, db: &str) -> Result<bool> {
 
 /// Opens the target: checks who it is, makes or checks the database.
 pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<dyn Engine>> {
-    super::check_tls(&spec.target)?;
+    let tls = super::tls::client_config(&spec.target)?;
     let shown = spec.target.shown();
     let endpoints = Endpoints::resolve(&spec.target)?;
     let login_db = spec.target.db.clone().unwrap_or_else(|| "postgres".into());
     let mut conns = Vec::new();
-    for (e, at) in endpoints.all() {
-        let c = connect_to(spec, at, &login_db).map_err(|err| {
+    for ep @ (e, _) in endpoints.all() {
+        let c = connect_to(spec, tls.as_ref(), ep, &login_db).map_err(|err| {
             anyhow!(
                 "{shown}: cannot log in to {e} as {}: {}",
                 spec.target.user,
@@ -214,7 +245,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
                     "--target-db {db}: no such database on {shown} (without --target-db ampbench creates one of its own)"
                 );
             }
-            let mut w = connect_to(spec, &endpoints.first().1, db).map_err(|e| {
+            let mut w = connect_to(spec, tls.as_ref(), endpoints.first(), db).map_err(|e| {
                 anyhow!("{shown}: cannot connect to database {db}: {}", one_line(&e))
             })?;
             let place = Place::new(db.clone(), false, open.tables.clone());
@@ -264,13 +295,14 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
         endpoints,
         login_db,
         place,
+        tls,
     }))
 }
 
 impl External {
     fn admin(&self, db: &str) -> Result<Client> {
-        let (e, at) = self.endpoints.first();
-        connect_to(&self.spec, at, db).map_err(|err| {
+        let ep @ (e, _) = self.endpoints.first();
+        connect_to(&self.spec, self.tls.as_ref(), ep, db).map_err(|err| {
             anyhow!(
                 "{}: cannot connect to {e}: {}",
                 self.info.kind,
@@ -296,8 +328,8 @@ impl SqlEngine for External {
         None
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let (e, at) = self.endpoints.next();
-        let c = connect_to(&self.spec, at, &self.place.db)
+        let ep @ (e, _) = self.endpoints.next();
+        let c = connect_to(&self.spec, self.tls.as_ref(), ep, &self.place.db)
             .map_err(|err| anyhow!("postgres: cannot connect to {e}: {}", one_line(&err)))?;
         Ok(Box::new(PgConn::new(c)))
     }
@@ -317,13 +349,14 @@ impl Engine for External {
         None
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn CounterSource>> {
-        let (spec, at, db) = (
+        let (spec, tls, ep, db) = (
             self.spec.clone(),
-            self.endpoints.first().1,
+            self.tls.clone(),
+            self.endpoints.first().clone(),
             self.place.db.clone(),
         );
         Some(std::sync::Arc::new(Counters::new(Box::new(move || {
-            connect_to(&spec, &at, &db)
+            connect_to(&spec, tls.as_ref(), &ep, &db)
         }))))
     }
     fn stats(&self) -> Result<EngineStats> {
