@@ -24,6 +24,7 @@ run: build
 test: deps
 	@rm -f target/test-skips.txt
 	CARGO=$(CARGO) ./scripts/test.sh
+	CARGO=$(CARGO) ./scripts/own-build.sh
 	@if [ -s target/test-skips.txt ]; then \
 	  echo "== $$(wc -l < target/test-skips.txt) test(s) skipped on this machine:"; \
 	  sed 's/^/   /' target/test-skips.txt; \
@@ -33,6 +34,7 @@ lint: deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) check --no-default-features
+	CARGO=$(CARGO) ./scripts/own-build.sh --check-other-headers
 
 bench: build
 	./bench/vs-db_bench.sh

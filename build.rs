@@ -2,6 +2,15 @@
 //! links Debian's shared libraries. No engine is compiled from source: each
 //! engine is a cargo feature (all on by default) whose header and library
 //! come from the package `make deps` installs.
+//!
+//! Your own build of an engine instead: `ROCKSDB_LIB_DIR` and
+//! `ROCKSDB_INCLUDE_DIR` (the convention of the Rust RocksDB crates), and
+//! `WIREDTIGER_`, `LMDB_`, `LEVELDB_` likewise. The library directory is
+//! searched first at link time and put in the binary's run path, so the
+//! run loads that library; the engine's version line names the file
+//! loaded. The RocksDB read shim is compiled only for the handle layout
+//! it was checked against (7.8); with other headers point reads go
+//! through the C API, and the run says so.
 
 use std::env;
 use std::path::PathBuf;
@@ -53,13 +62,21 @@ const ENGINES: &[CEngine] = &[
 
 fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let include = env::var("AMPBENCH_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
+    let system = env::var("AMPBENCH_INCLUDE_DIR").unwrap_or_else(|_| "/usr/include".into());
     println!("cargo:rerun-if-env-changed=AMPBENCH_INCLUDE_DIR");
+    println!("cargo:rustc-check-cfg=cfg(rocksdb_shim)");
     for e in ENGINES {
-        let var = format!("CARGO_FEATURE_{}", e.feature.to_uppercase());
-        if env::var_os(&var).is_none() {
+        let upper = e.feature.to_uppercase();
+        let lib_var = format!("{upper}_LIB_DIR");
+        let inc_var = format!("{upper}_INCLUDE_DIR");
+        println!("cargo:rerun-if-env-changed={lib_var}");
+        println!("cargo:rerun-if-env-changed={inc_var}");
+        let lib_dir = env::var(&lib_var).unwrap_or_default();
+        println!("cargo:rustc-env=AMPBENCH_{lib_var}={lib_dir}");
+        if env::var_os(format!("CARGO_FEATURE_{upper}")).is_none() {
             continue;
         }
+        let include = env::var(&inc_var).unwrap_or_else(|_| system.clone());
         let header = format!("{include}/{}", e.header);
         println!("cargo:rerun-if-changed={header}");
         if !std::path::Path::new(&header).exists() {
@@ -85,6 +102,13 @@ fn main() {
         if e.feature == "rocksdb" {
             reader_shim(&include);
         }
+        if !lib_dir.is_empty() {
+            if !std::path::Path::new(&lib_dir).is_dir() {
+                panic!("{lib_var}={lib_dir}: no such directory");
+            }
+            println!("cargo:rustc-link-search=native={lib_dir}");
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
+        }
         println!("cargo:rustc-link-lib=dylib={}", e.lib);
     }
 }
@@ -92,7 +116,10 @@ fn main() {
 /// Compiles the point-read shim (src/engine/ffi/rocksdb/get.cc): a few
 /// calls to RocksDB's public C++ API that reuse one PinnableSlice per
 /// session, which the C API cannot. It is compiled against the same
-/// Debian headers as the bindings and links the same shared library.
+/// headers as the bindings and links the same shared library, and only
+/// for the release whose C API handle layout it reads (7.8): with other
+/// headers it is left out (cfg `rocksdb_shim` unset) and point reads go
+/// through the C API.
 fn reader_shim(include: &str) {
     let src = "src/engine/ffi/rocksdb/get.cc";
     println!("cargo:rerun-if-changed={src}");
@@ -113,6 +140,15 @@ fn reader_shim(include: &str) {
         part("MINOR"),
         part("PATCH")
     );
+    if (part("MAJOR").as_str(), part("MINOR").as_str()) != ("7", "8") {
+        println!(
+            "cargo:warning=RocksDB headers {}.{}: the read shim reads 7.8's handle layout and is left out; point reads go through the C API",
+            part("MAJOR"),
+            part("MINOR")
+        );
+        return;
+    }
+    println!("cargo:rustc-cfg=rocksdb_shim");
     cc::Build::new()
         .cpp(true)
         .file(src)

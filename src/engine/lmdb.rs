@@ -45,6 +45,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 40,
     server: false,
     run_as: None,
+    library: || ffi::library_file(),
     library_version: || Ok(ffi::version()),
     default_settings,
     // No readahead: a page fault on the map otherwise reads ahead whole

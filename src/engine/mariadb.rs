@@ -62,6 +62,7 @@ pub const ENGINES: &[EngineDef] = &[
         conformance_cases: 0,
         server: true,
         run_as: Some(SERVER_USER),
+        library: || None,
         library_version,
         default_settings: |cache| default_settings(false, cache),
         io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
@@ -84,6 +85,7 @@ pub const ENGINES: &[EngineDef] = &[
         conformance_cases: 0,
         server: true,
         run_as: Some(SERVER_USER),
+        library: || None,
         library_version,
         default_settings: |cache| default_settings(true, cache),
         io_bound: |memory| {

@@ -23,6 +23,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 20,
     server: false,
     run_as: None,
+    library: || None,
     library_version: || Ok(VERSION.into()),
     default_settings: |_| Vec::new(),
     io_bound: |_| Vec::new(),

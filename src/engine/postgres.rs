@@ -89,6 +89,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 0,
     server: true,
     run_as: Some("postgres"),
+    library: || None,
     library_version,
     default_settings,
     io_bound: |_| Vec::new(),

@@ -34,6 +34,11 @@ pub struct EngineDef {
     pub run_as: Option<&'static str>,
     /// The real version of the library or server installed here.
     pub library_version: fn() -> Result<String>,
+    /// The shared library an embedded engine runs with: the file loaded
+    /// and how the build chose it (the system's, or a `*_LIB_DIR`), and
+    /// anything that differs from the usual path (RocksDB's point reads
+    /// through the C API); None for servers and bundled engines.
+    pub library: fn() -> Option<String>,
     /// The default settings for a cache size in bytes (`--cache`).
     pub default_settings: fn(u64) -> Vec<(String, String)>,
     /// Settings added for IO-bound runs, from the memory limit in bytes
@@ -95,6 +100,11 @@ impl EngineKind {
     /// The real version installed here, or why it is not usable.
     pub fn library_version(self) -> Result<String> {
         (self.0.library_version)()
+    }
+
+    /// See [`EngineDef::library`].
+    pub fn library(self) -> Option<String> {
+        (self.0.library)()
     }
 
     /// The default settings for a cache size.

@@ -43,6 +43,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 40,
     server: false,
     run_as: None,
+    library: || None,
     library_version: || Ok(library_version()),
     default_settings,
     io_bound: |_| Vec::new(),

@@ -48,6 +48,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 40,
     server: false,
     run_as: None,
+    library: || ffi::library_file(),
     library_version: || Ok(ffi::version()),
     default_settings,
     io_bound: |_| vec![("direct_io".into(), "[data]".into())],

@@ -444,6 +444,9 @@ fn begin<'c>(
                 .unwrap_or_else(|err| format!("unavailable: {err:#}")),
         };
         versions.insert(e.name().into(), v.into());
+        if let Some(lib) = e.library() {
+            versions.insert(format!("{}_library", e.name()), lib.into());
+        }
     }
     let mut config = serde_json::to_value(cfg)?;
     config["params_effective"] = serde_json::to_value(params.effective())?;

@@ -120,6 +120,9 @@ pub(super) fn engine_lines(
                 .map_or_else(String::new, |t| t.target.shown()),
         )?,
     }
+    if let Some(lib) = kind.library() {
+        writeln!(out, "  library: {lib}")?;
+    }
     let settings = eng.settings();
     if !settings.is_empty() {
         writeln!(out, "  settings: {}", engine::options::show(&settings))?;

@@ -375,3 +375,13 @@ impl Drop for Iter<'_> {
         unsafe { sys::leveldb_iter_destroy(self.0) }
     }
 }
+
+/// The library file loaded and how the build chose it (see
+/// [`super::library_file`]).
+pub fn library_file() -> Option<String> {
+    super::library_file(
+        sys::leveldb_open as *const std::ffi::c_void,
+        "LEVELDB_LIB_DIR",
+        env!("AMPBENCH_LEVELDB_LIB_DIR"),
+    )
+}

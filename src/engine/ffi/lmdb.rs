@@ -496,3 +496,13 @@ impl Drop for LmdbCursor<'_> {
         unsafe { sys::mdb_cursor_close(self.c) }
     }
 }
+
+/// The library file loaded and how the build chose it (see
+/// [`super::library_file`]).
+pub fn library_file() -> Option<String> {
+    super::library_file(
+        sys::mdb_env_create as *const std::ffi::c_void,
+        "LMDB_LIB_DIR",
+        env!("AMPBENCH_LMDB_LIB_DIR"),
+    )
+}

@@ -90,3 +90,33 @@ pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: usize) -> &'a [u8] {
         unsafe { std::slice::from_raw_parts(p as *const u8, len) }
     }
 }
+
+/// Which shared library an engine runs with: the file the function at
+/// `sym` was loaded from (dladdr), and how the build chose it: from the
+/// `*_LIB_DIR` named by `var` (its value `build_dir`, recorded by
+/// build.rs; empty: the system's, Debian's package). E.g.
+/// `/opt/rocks/lib/librocksdb.so.7.8 (ROCKSDB_LIB_DIR=/opt/rocks/lib at build)`.
+#[allow(dead_code)]
+pub(crate) fn library_file(sym: *const c_void, var: &str, build_dir: &str) -> Option<String> {
+    // SAFETY: dladdr only reads the loader's tables; `info` is written
+    // on success, and its file name is a string the loader keeps.
+    let file = unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(sym, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    };
+    // The loader names the file as it found it (a soname's symlink):
+    // the real file says which build it is.
+    let real = std::fs::canonicalize(&file)
+        .map(|p| p.display().to_string())
+        .unwrap_or(file);
+    Some(if build_dir.is_empty() {
+        format!("{real} (the system's)")
+    } else {
+        format!("{real} ({var}={build_dir} at build)")
+    })
+}

@@ -503,3 +503,13 @@ impl Drop for ScanCursor<'_> {
         unsafe { wt!(self.c, reset) };
     }
 }
+
+/// The library file loaded and how the build chose it (see
+/// [`super::library_file`]).
+pub fn library_file() -> Option<String> {
+    super::library_file(
+        sys::wiredtiger_open as *const std::ffi::c_void,
+        "WIREDTIGER_LIB_DIR",
+        env!("AMPBENCH_WIREDTIGER_LIB_DIR"),
+    )
+}

@@ -66,6 +66,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     conformance_cases: 40,
     server: false,
     run_as: None,
+    library,
     library_version,
     default_settings,
     io_bound: |memory| {
@@ -108,6 +109,12 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     guard: options::guard,
     open: |kind, spec| Ok(Box::new(RocksDb::open(kind, spec)?)),
 }];
+
+/// The library file loaded, how the build chose it, and how point reads
+/// are made.
+fn library() -> Option<String> {
+    ffi::library_file()
+}
 
 /// The library version, read from the LOG of a scratch database.
 pub fn library_version() -> Result<String> {

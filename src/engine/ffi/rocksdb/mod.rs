@@ -21,7 +21,7 @@ mod reader;
 mod txn;
 
 pub use iter::Iter;
-pub use reader::{Reader, check_library};
+pub use reader::{Reader, point_reads};
 pub use txn::Transaction;
 
 super::bindings!("rocksdb_sys.rs");
@@ -269,7 +269,6 @@ impl Db {
     /// `default`), all with `options`; as an OptimisticTransactionDB when
     /// `optimistic`.
     pub fn open(options: Options, path: &Path, names: &[&str], optimistic: bool) -> Result<Db> {
-        check_library()?;
         let p = c_path(path)?;
         let cnames = names
             .iter()
@@ -479,4 +478,20 @@ pub fn log_version(dir: &Path) -> String {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown (no version line in LOG)".into())
+}
+
+/// The library file loaded and how the build chose it (see
+/// [`super::library_file`]), and how point reads are made.
+pub fn library_file() -> Option<String> {
+    let file = super::library_file(
+        sys::rocksdb_open as *const c_void,
+        "ROCKSDB_LIB_DIR",
+        env!("AMPBENCH_ROCKSDB_LIB_DIR"),
+    )?;
+    Some(match point_reads() {
+        Ok(()) => format!("{file}; point reads through the shim (one pinned slice per session)"),
+        Err(why) => {
+            format!("{file}; point reads through the C API (a pinned slice per read): {why}")
+        }
+    })
 }

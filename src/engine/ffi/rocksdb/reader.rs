@@ -1,22 +1,28 @@
 //! Point reads through the shim in `get.cc`: one PinnableSlice per session,
-//! reset at each read, instead of the C API's allocation per read.
+//! reset at each read, instead of the C API's allocation per read; or,
+//! where the shim's handle layout does not hold (another release), through
+//! the C API's `rocksdb_get_pinned_cf`.
 
 use std::ffi::c_void;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_char;
+#[cfg(rocksdb_shim)]
+use std::os::raw::c_int;
 use std::ptr;
 
 use anyhow::Result;
 
 use std::marker::PhantomData;
 
-use super::{Cf, Db, ReadOptions, bytes, check};
+use super::{Cf, Db, ReadOptions, bytes, check, sys};
 
 /// The shim's reader (opaque).
+#[cfg(rocksdb_shim)]
 #[repr(C)]
 struct RawReader {
     _private: [u8; 0],
 }
 
+#[cfg(rocksdb_shim)]
 unsafe extern "C" {
     fn ampbench_rocksdb_reader_create() -> *mut RawReader;
     fn ampbench_rocksdb_reader_destroy(r: *mut RawReader);
@@ -34,10 +40,19 @@ unsafe extern "C" {
     fn ampbench_rocksdb_library_matches(buf: *mut c_char, n: usize) -> c_int;
 }
 
-/// Checks that the RocksDB library loaded is the release whose handle
-/// layout the read shim was compiled for (its headers' major.minor);
-/// the error names both.
-pub fn check_library() -> Result<()> {
+/// How point reads are made in this process: `Ok` through the shim
+/// (one PinnableSlice per session), or `Err(why)` through the C API (a
+/// PinnableSlice allocated per read): the shim was left out of this build
+/// (other headers than the 7.8 whose handle layout it reads), or the
+/// library loaded is another release than the headers'. Decided once.
+pub fn point_reads() -> &'static std::result::Result<(), String> {
+    static HOW: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    HOW.get_or_init(shim_holds)
+}
+
+/// Whether the shim's layout holds for the library loaded.
+#[cfg(rocksdb_shim)]
+fn shim_holds() -> std::result::Result<(), String> {
     let mut buf = [0 as c_char; 32];
     // SAFETY: the shim writes at most `buf.len()` bytes, NUL-terminated.
     let ok = unsafe { ampbench_rocksdb_library_matches(buf.as_mut_ptr(), buf.len()) };
@@ -46,14 +61,21 @@ pub fn check_library() -> Result<()> {
     }
     // SAFETY: NUL-terminated within `buf` (above).
     let v = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    anyhow::bail!(
-        "rocksdb: the library loaded is {} but ampbench's read shim was built for {} (rebuild ampbench against this library's headers)",
-        v.to_string_lossy(),
-        HEADERS
-    )
+    Err(format!(
+        "the library loaded is {} but the read shim was built for {HEADERS}'s handle layout",
+        v.to_string_lossy()
+    ))
 }
 
-/// The headers' release the shim was compiled against (build.rs).
+/// Without the shim: the C API, and why.
+#[cfg(not(rocksdb_shim))]
+fn shim_holds() -> std::result::Result<(), String> {
+    Err(format!(
+        "this build's RocksDB headers are {HEADERS}; the read shim reads 7.8's handle layout and was left out"
+    ))
+}
+
+/// The headers' release the bindings were made from (build.rs).
 const HEADERS: &str = env!("AMPBENCH_ROCKSDB_HEADERS");
 
 /// One thread's point reader of one database. The value of the last read
@@ -61,10 +83,18 @@ const HEADERS: &str = env!("AMPBENCH_ROCKSDB_HEADERS");
 /// read loop; the reader borrows its database (`'d`), so the compiler
 /// keeps it from outliving what it pins.
 pub struct Reader<'d> {
-    raw: *mut RawReader,
+    how: How,
     db: &'d Db,
     /// Not `Sync`: one thread reads through it at a time.
     _one: PhantomData<std::cell::Cell<()>>,
+}
+
+/// Through the shim's reader, or the C API's last pinned value (null
+/// before the first read that found one).
+enum How {
+    #[cfg(rocksdb_shim)]
+    Shim(*mut RawReader),
+    CApi(*mut sys::rocksdb_pinnableslice_t),
 }
 
 // SAFETY: the reader is owned by one session at a time; RocksDB's
@@ -73,12 +103,27 @@ pub struct Reader<'d> {
 unsafe impl Send for Reader<'_> {}
 
 impl<'d> Reader<'d> {
-    /// A reader of `db` with nothing pinned.
+    /// A reader of `db` with nothing pinned, through the shim when
+    /// [`point_reads`] allows it.
     pub fn new(db: &'d Db) -> Reader<'d> {
-        // SAFETY: a plain constructor (operator new; throws only on
-        // exhaustion, which aborts like any allocation failure here).
+        match point_reads() {
+            #[cfg(rocksdb_shim)]
+            // SAFETY: a plain constructor (operator new; throws only on
+            // exhaustion, which aborts like any allocation failure here).
+            Ok(()) => Reader {
+                how: How::Shim(unsafe { ampbench_rocksdb_reader_create() }),
+                db,
+                _one: PhantomData,
+            },
+            _ => Reader::c_api(db),
+        }
+    }
+
+    /// A reader through the C API whatever the build (tests compare both
+    /// paths).
+    pub fn c_api(db: &'d Db) -> Reader<'d> {
         Reader {
-            raw: unsafe { ampbench_rocksdb_reader_create() },
+            how: How::CApi(ptr::null_mut()),
             db,
             _one: PhantomData,
         }
@@ -93,29 +138,63 @@ impl<'d> Reader<'d> {
         key: &[u8],
         f: impl FnOnce(&[u8]) -> T,
     ) -> Result<Option<T>> {
-        let (mut data, mut len, mut err) = (ptr::null(), 0usize, ptr::null_mut());
-        // SAFETY: the handles are live C API objects of the library the
-        // shim was compiled against (their first member is the C++ object,
-        // see get.cc); the key lives across the call; on 1 the value stays
-        // valid until this reader's next read, after `f` returns.
-        unsafe {
-            let rc = ampbench_rocksdb_reader_get(
-                self.raw,
-                self.db.base as *mut c_void,
-                ro.0 as *const c_void,
-                cf.0 as *mut c_void,
-                key.as_ptr() as *const c_char,
-                key.len(),
-                &mut data,
-                &mut len,
-                &mut err,
-            );
-            match rc {
-                1 => Ok(Some(f(bytes(data as *const c_void, len)))),
-                0 => Ok(None),
-                _ => {
+        let (mut len, mut err) = (0usize, ptr::null_mut());
+        match &mut self.how {
+            #[cfg(rocksdb_shim)]
+            How::Shim(raw) => {
+                let mut data = ptr::null();
+                // SAFETY: the handles are live C API objects of the library
+                // the shim was compiled against and checked for (their first
+                // member is the C++ object, see get.cc); the key lives across
+                // the call; on 1 the value stays valid until this reader's
+                // next read, after `f` returns.
+                unsafe {
+                    let rc = ampbench_rocksdb_reader_get(
+                        *raw,
+                        self.db.base as *mut c_void,
+                        ro.0 as *const c_void,
+                        cf.0 as *mut c_void,
+                        key.as_ptr() as *const c_char,
+                        key.len(),
+                        &mut data,
+                        &mut len,
+                        &mut err,
+                    );
+                    match rc {
+                        1 => Ok(Some(f(bytes(data as *const c_void, len)))),
+                        0 => Ok(None),
+                        _ => {
+                            check(err)?;
+                            Err(anyhow::anyhow!("rocksdb: read failed without a message"))
+                        }
+                    }
+                }
+            }
+            How::CApi(last) => {
+                // SAFETY: the previous value is released once, before the
+                // next read; the handles are live; the key lives across the
+                // call; a non-null result is owned here until the next read
+                // or drop, and its value stays valid while it lives.
+                unsafe {
+                    if !last.is_null() {
+                        sys::rocksdb_pinnableslice_destroy(*last);
+                        *last = ptr::null_mut();
+                    }
+                    let v = sys::rocksdb_get_pinned_cf(
+                        self.db.base,
+                        ro.0,
+                        cf.0,
+                        key.as_ptr() as *const c_char,
+                        key.len(),
+                        &mut err,
+                    );
                     check(err)?;
-                    Err(anyhow::anyhow!("rocksdb: read failed without a message"))
+                    if v.is_null() {
+                        return Ok(None);
+                    }
+                    *last = v;
+                    let p = sys::rocksdb_pinnableslice_value(v, &mut len);
+                    Ok(Some(f(bytes(p as *const c_void, len))))
                 }
             }
         }
@@ -126,6 +205,48 @@ impl Drop for Reader<'_> {
     fn drop(&mut self) {
         // SAFETY: created by us, destroyed once, before the database it
         // borrows.
-        unsafe { ampbench_rocksdb_reader_destroy(self.raw) }
+        unsafe {
+            match self.how {
+                #[cfg(rocksdb_shim)]
+                How::Shim(raw) => ampbench_rocksdb_reader_destroy(raw),
+                How::CApi(last) if !last.is_null() => sys::rocksdb_pinnableslice_destroy(last),
+                How::CApi(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Options, WriteBatch, WriteOptions};
+    use super::*;
+
+    #[test]
+    fn the_c_api_reads_what_the_default_path_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            Options::from_string("create_if_missing=true;create_missing_column_families=true")
+                .unwrap(),
+            d.path(),
+            &["default", "t"],
+            false,
+        )
+        .unwrap();
+        let cf = db.cf(1).unwrap();
+        let mut b = WriteBatch::new();
+        for i in 0..200u32 {
+            b.put(Some(cf), &i.to_be_bytes(), format!("value-{i}").as_bytes());
+        }
+        db.write(&WriteOptions::new(false), &b).unwrap();
+        let ro = ReadOptions::new();
+        let (mut usual, mut c) = (Reader::new(&db), Reader::c_api(&db));
+        for i in (0..260u32).step_by(7) {
+            let k = i.to_be_bytes();
+            let a = usual.get(&ro, cf, &k, |v| v.to_vec()).unwrap();
+            let b = c.get(&ro, cf, &k, |v| v.to_vec()).unwrap();
+            assert_eq!(a, b, "key {i}");
+            assert_eq!(b.is_some(), i < 200, "key {i}");
+        }
+        assert_eq!(point_reads().is_ok(), cfg!(rocksdb_shim));
     }
 }
