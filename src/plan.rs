@@ -164,6 +164,8 @@ pub struct Settings {
     pub target_db_owned: bool,
     /// Another build's server tree or bin directory to start.
     pub server_bin: Option<String>,
+    /// A node exporter on the server's host.
+    pub host_metrics: Option<String>,
     /// The C allocator under the engines.
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers.
@@ -232,6 +234,7 @@ impl Default for Settings {
             target_db: None,
             target_db_owned: false,
             server_bin: None,
+            host_metrics: None,
             allocator: crate::setup::allocator::Allocator::Glibc,
             replication_log: false,
             server_timeout: crate::engine::SERVER_TIMEOUT.as_secs_f64(),

@@ -160,6 +160,13 @@ pub(crate) struct RunArgs {
     /// version is read from the binary and recorded.
     #[arg(long, value_name = "DIR")]
     server_bin: Option<PathBuf>,
+    /// Prometheus' node exporter on the server's host
+    /// (http://HOST:9100/metrics[?device=NAME,…]): its devices' reads and
+    /// bytes and its CPU, sampled each interval, give per-operation
+    /// figures of a host ampbench cannot read /proc of. Devices: every
+    /// one but device-mapper, RAID and virtual ones, or those named.
+    #[arg(long, value_name = "URL")]
+    host_metrics: Option<String>,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
     ///.
@@ -307,7 +314,8 @@ impl RunArgs {
             io_scale,
             memory,
             target,
-            target_db
+            target_db,
+            host_metrics
         );
         on!(keep, settle, drop_caches, reuse, target_db_owned);
         if let Some(d) = &self.server_bin {
@@ -564,6 +572,7 @@ impl RunArgs {
             transport: s.transport,
             target,
             server_bin,
+            host_metrics: target::host_metrics(&s)?,
             allocator: s.allocator,
             replication_log: s.replication_log,
             server_timeout: positive("server-timeout", s.server_timeout)?,

@@ -69,6 +69,11 @@ const DERIVED: &[(&str, &str, &str)] = &[
         "Debian's server binaries",
     ),
     (
+        "host_metrics",
+        r#""http://10.0.0.5:9100/metrics""#,
+        "none: no figure of the server host's own devices and CPU",
+    ),
+    (
         "target_db",
         r#""bench""#,
         "a database of ampbench's own (ampbench_…), dropped at the end",
@@ -127,6 +132,7 @@ pub const FLAG_IDS: &[&str] = &[
     "target_db",
     "target_db_owned",
     "server_bin",
+    "host_metrics",
     "allocator",
     "replication_log",
     "server_timeout",

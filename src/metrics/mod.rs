@@ -139,6 +139,16 @@ crate::named! {
         /// The benchmark database's size as the server reports it, at the
         /// end.
         SrvDbBytes = "srv_db_bytes",
+        /// Δ reads of the server host's devices / ops, by its node
+        /// exporter (`--host-metrics`): see `probe::host`.
+        HostRPerOp = "host_r_per_op",
+        /// Δ bytes those reads moved / 1024 / ops.
+        HostRkbPerOp = "host_rkb_per_op",
+        /// Δ bytes written to the host's devices / 1024 / ops.
+        HostWkbPerOp = "host_wkb_per_op",
+        /// Δ CPU time the host's CPUs were busy / ops, µs (every process
+        /// of that host).
+        HostCpuUsPerOp = "host_cpu_us_per_op",
     }
 }
 
@@ -221,6 +231,15 @@ pub fn compute(
     };
     let srv_written = match (sd(|s| s.data_written), sd(|s| s.log_written)) {
         (Some(d), Some(l)) => Some(d + l),
+        _ => None,
+    };
+    let no_host = if a.host.is_none() || b.host.is_none() {
+        "no node exporter: give --host-metrics http://HOST:9100/metrics, or it did not answer"
+    } else {
+        ""
+    };
+    let hd = |f: fn(&crate::probe::HostCounters) -> u64| match (a.host, b.host) {
+        (Some(x), Some(y)) => Some(f(&y).saturating_sub(f(&x)) as f64),
         _ => None,
     };
     let not_modelled = "the device is not modelled (disk-array and slow-ssd are)";
@@ -344,6 +363,19 @@ pub fn compute(
                 Some(v) => Figure::Value(v as f64),
                 None => Figure::NotMeasured(no_server.into()),
             },
+        ),
+        (Metric::HostRPerOp, per_op(hd(|h| h.reads), no_host)),
+        (
+            Metric::HostRkbPerOp,
+            per_op(hd(|h| h.read_bytes).map(|v| v / 1024.0), no_host),
+        ),
+        (
+            Metric::HostWkbPerOp,
+            per_op(hd(|h| h.written_bytes).map(|v| v / 1024.0), no_host),
+        ),
+        (
+            Metric::HostCpuUsPerOp,
+            per_op(hd(|h| h.cpu_busy_us), no_host),
         ),
     ]);
     out

@@ -33,6 +33,7 @@ fn samples() -> (Sample, Sample) {
         model: None,
         server: None,
         remote: false,
+        host: None,
         dir: DirSize {
             allocated: 0,
             apparent: 0,
@@ -71,6 +72,7 @@ fn samples() -> (Sample, Sample) {
         model: None,
         server: None,
         remote: false,
+        host: None,
         dir: DirSize {
             allocated: 30 << 20,
             apparent: 25 << 20,
@@ -266,4 +268,36 @@ fn missing_device_and_zero_ops_are_not_zero() {
     assert!(matches!(fig("space_amp"), Figure::NotMeasured(_)));
     assert!(matches!(fig("write_amp"), Figure::NotMeasured(_)));
     assert_eq!(fig("ops"), Figure::Value(0.0));
+}
+
+#[test]
+fn host_counters_by_hand() {
+    use crate::probe::HostCounters;
+    let (mut a, mut b) = samples();
+    let w = WorkDone {
+        ops: 2000,
+        secs: 10.0,
+        ..Default::default()
+    };
+    let f = compute(&a, &b, &w, None, 100.0);
+    assert_eq!(get(&f, "host_cpu_us_per_op"), None, "no exporter: said, not 0");
+    a.host = Some(HostCounters {
+        reads: 10,
+        read_bytes: 10 * 4096,
+        writes: 5,
+        written_bytes: 1 << 20,
+        cpu_busy_us: 3_000_000,
+    });
+    b.host = Some(HostCounters {
+        reads: 1010,
+        read_bytes: 1010 * 4096,
+        writes: 50,
+        written_bytes: 5 << 20,
+        cpu_busy_us: 4_000_000,
+    });
+    let f = compute(&a, &b, &w, None, 100.0);
+    assert_eq!(get(&f, "host_r_per_op"), Some(0.5)); // 1000 / 2000
+    assert_eq!(get(&f, "host_rkb_per_op"), Some(2.0)); // 4000 KB / 2000
+    assert_eq!(get(&f, "host_wkb_per_op"), Some(2.048)); // 4096 KB / 2000
+    assert_eq!(get(&f, "host_cpu_us_per_op"), Some(500.0)); // 1 s / 2000
 }

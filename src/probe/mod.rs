@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod device;
 pub mod dirsize;
 pub mod diskstats;
+pub mod host;
 pub mod loopback;
 pub mod modelstats;
 pub mod process;
@@ -27,6 +28,7 @@ pub use cpu::MachineCpu;
 pub use device::Device;
 pub use dirsize::DirSize;
 pub use diskstats::DiskCounters;
+pub use host::{HostCounters, NodeExporter};
 pub use process::ProcCounters;
 pub use server::{CounterSource, ServerCounters};
 
@@ -77,6 +79,10 @@ pub struct Sample {
     /// process, device or data directory here is its.
     #[serde(default)]
     pub remote: bool,
+    /// The server host's devices and CPU by its node exporter
+    /// (`--host-metrics`).
+    #[serde(default)]
+    pub host: Option<HostCounters>,
 }
 
 /// What to sample: a data directory (and its device), a process, and a
@@ -90,6 +96,7 @@ pub struct Probe {
     /// None: the engine's processes are on another host.
     pid: Option<u32>,
     server: Option<std::sync::Arc<dyn CounterSource>>,
+    host: Option<std::sync::Arc<NodeExporter>>,
 }
 
 impl std::fmt::Debug for Probe {
@@ -125,6 +132,7 @@ impl Probe {
             device,
             pid: Some(pid),
             server: None,
+            host: None,
         }
     }
 
@@ -139,6 +147,7 @@ impl Probe {
             model: None,
             pid: None,
             server: Some(server),
+            host: None,
         }
     }
 
@@ -146,6 +155,17 @@ impl Probe {
     pub fn with_server(mut self, server: Option<std::sync::Arc<dyn CounterSource>>) -> Probe {
         self.server = server;
         self
+    }
+
+    /// The same probe, also reading a host's node exporter.
+    pub fn with_host(mut self, host: Option<std::sync::Arc<NodeExporter>>) -> Probe {
+        self.host = host;
+        self
+    }
+
+    /// The node exporter read, when one is.
+    pub fn host_source(&self) -> Option<&str> {
+        self.host.as_ref().map(|h| h.url())
     }
 
     /// Where the server's counters come from, when they are read.
@@ -185,6 +205,7 @@ impl Probe {
             backing: self.backing.as_ref().and_then(|d| diskstats::read(&d.name)),
             server: self.server.as_ref().and_then(|s| s.read()),
             remote: self.pid.is_none(),
+            host: self.host.as_ref().and_then(|h| h.read().ok()),
         }
     }
 }

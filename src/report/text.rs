@@ -63,6 +63,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     notes.extend(more);
     // 3b. The server's own counters, where the engine is a server.
     o.push_str(&server_counters(run).text());
+    o.push_str(&host_counters(run).text());
     // 3b. Ratios to the base engine.
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
         o.push_str(&super::repeat::render(run));
@@ -204,6 +205,36 @@ pub fn server_counters(run: &RunView) -> Table {
                 s.fig(Metric::SrvDbBytes).zip(logical).map(|(d, l)| d / l),
                 2,
             ),
+            s.engine.clone(),
+            s.step.clone(),
+        ]);
+    }
+    t
+}
+
+/// Efficiency per operation by the server host's node exporter
+/// (`--host-metrics`): its devices and CPU, whatever else runs there.
+pub fn host_counters(run: &RunView) -> Table {
+    let mut t = Table::new(
+        "efficiency per operation by the server host's node exporter (--host-metrics)",
+        "ops",
+    )
+    .right_first();
+    for c in ["r/o", "rKB/o", "wKB/o", "cpu.us/o"] {
+        t = t.figure(c);
+    }
+    t = t.label("engine").label("step");
+    for s in run
+        .steps
+        .iter()
+        .filter(|s| s.fig(Metric::HostCpuUsPerOp).is_some())
+    {
+        t.row(vec![
+            cell(s.fig(Metric::OpsPerSec), 0),
+            cell(s.fig(Metric::HostRPerOp), 3),
+            cell(s.fig(Metric::HostRkbPerOp), 3),
+            cell(s.fig(Metric::HostWkbPerOp), 3),
+            cell(s.fig(Metric::HostCpuUsPerOp), 1),
             s.engine.clone(),
             s.step.clone(),
         ]);

@@ -112,6 +112,10 @@ pub struct RunConfig {
     /// version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_bin: Option<crate::engine::server::ServerBin>,
+    /// The server host's node exporter (`--host-metrics`), checked at
+    /// start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_metrics: Option<String>,
     /// The C allocator preloaded under the engines (`--allocator`).
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers (`--replication-log`).

@@ -56,7 +56,12 @@ impl InProcess {
             return Ok(None);
         };
         engine_lines(cfg, &*eng, dir, out)?;
-        let probe = probe_of(&*eng);
+        let probe = probe_of(&*eng).with_host(
+            cfg.host_metrics
+                .as_deref()
+                .and_then(|u| crate::probe::NodeExporter::parse(u).ok())
+                .map(std::sync::Arc::new),
+        );
         Ok(Some(InProcess {
             eng,
             workload,
@@ -126,6 +131,16 @@ pub(super) fn engine_lines(
     let settings = eng.settings();
     if !settings.is_empty() {
         writeln!(out, "  settings: {}", engine::options::show(&settings))?;
+    }
+    if let Some(u) = &cfg.host_metrics {
+        let devices = crate::probe::NodeExporter::parse(u)
+            .and_then(|n| n.devices())
+            .map(|d| d.join(", "))
+            .unwrap_or_else(|e| format!("none read: {e:#}"));
+        writeln!(
+            out,
+            "  the server host's devices and CPU by its node exporter {u} (devices: {devices})"
+        )?;
     }
     if cfg.target.is_some() {
         writeln!(

@@ -415,3 +415,34 @@ pub fn postgres_as(p: &Proc, user: &str, db: &str, sql: &str) -> Result<String, 
         .args(["-p", "5432", "-U", user, "-d", db, "-At", "-c", sql])
         .env("PGPASSWORD", PASSWORD))
 }
+
+/// Prometheus' node exporter (Debian's) in the server namespace on port
+/// 9100: the server host's devices and CPU for `--host-metrics`.
+pub fn node_exporter(net: &Net) -> Result<Proc, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("ampt-node-exporter")
+        .tempdir()
+        .map_err(|e| e.to_string())?;
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.server, "prometheus-node-exporter"])
+        .arg(format!("--web.listen-address={}:9100", net.server_ip))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("prometheus-node-exporter: {e}"))?;
+    let p = Proc {
+        child,
+        stop: libc::SIGTERM,
+        dir,
+    };
+    let probe = format!("exec 3<>/dev/tcp/{}/9100", net.server_ip);
+    wait_until("prometheus-node-exporter", Duration::from_secs(30), || {
+        net.in_client("bash")
+            .args(["-c", &probe])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })?;
+    Ok(p)
+}

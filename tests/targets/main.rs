@@ -258,12 +258,41 @@ fn postgres_by_url() {
         ca.display()
     );
     let with_pw = format!("--target {url} --target-password-file {}", pw.display());
+    let _exporter = fixture::node_exporter(&net).expect("the fixture's node exporter");
+    let hm = format!("--host-metrics http://{ip}:9100/metrics");
     let out = passes(
         &net,
         &format!(
-            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 {with_pw} {at}"
+            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 {with_pw} {hm} {at}"
         ),
         &[],
+    );
+    assert!(out.contains("by its node exporter"), "{out}");
+    // The host's figures: CPU busy in every step, bytes written in some.
+    let steps_now = steps(&results);
+    for s in &steps_now {
+        assert!(
+            s["host_cpu_us_per_op"].as_f64().is_some_and(|v| v > 0.0),
+            "{}: {}",
+            s["step"],
+            s["not_measured"]["host_cpu_us_per_op"]
+        );
+    }
+    assert!(
+        steps_now
+            .iter()
+            .any(|s| s["host_wkb_per_op"].as_f64().is_some_and(|v| v > 0.0)),
+        "no step wrote by the node exporter"
+    );
+    let report = common::ok(&["report", "--results", results.to_str().unwrap()]);
+    assert!(report.contains("server host's node exporter"), "{report}");
+    refused(
+        &net,
+        &format!(
+            "-w ycsb {with_pw} --host-metrics http://{}:9100/metrics {at}",
+            net.dead_ip
+        ),
+        "--host-metrics",
     );
     assert!(
         !out.contains("mismatch") || out.contains("0 mismatches"),

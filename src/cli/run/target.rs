@@ -167,6 +167,18 @@ pub(super) fn server_bin(
     Ok(Some(b))
 }
 
+/// `--host-metrics`: the node exporter's URL, parsed and read once, so
+/// that a wrong URL or an exporter that does not answer stops the run
+/// before anything starts (one line naming the URL).
+pub(super) fn host_metrics(s: &Settings) -> Result<Option<String>> {
+    let Some(url) = s.host_metrics.as_deref() else {
+        return Ok(None);
+    };
+    let n = crate::probe::NodeExporter::parse(url).map_err(|e| UsageError(format!("{e:#}")))?;
+    n.read()?;
+    Ok(Some(url.to_string()))
+}
+
 /// The engines a run has when neither the plan nor `-e` names any.
 fn default_engines() -> Vec<EngineKind> {
     Settings::default()
