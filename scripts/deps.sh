@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(librocksdb-dev rocksdb-tools libwiredtiger-dev wiredtiger liblmdb-dev libleveldb-dev
       libsqlite3-dev libclang-dev clang pkg-config mariadb-server mariadb-plugin-rocksdb postgresql
       valgrind xfsprogs util-linux e2fsprogs libjemalloc2 libtcmalloc-minimal4 chromium g++
-      openssl prometheus-node-exporter)
+      openssl prometheus-node-exporter galera-4 rsync)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

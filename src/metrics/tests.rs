@@ -280,7 +280,11 @@ fn host_counters_by_hand() {
         ..Default::default()
     };
     let f = compute(&a, &b, &w, None, 100.0);
-    assert_eq!(get(&f, "host_cpu_us_per_op"), None, "no exporter: said, not 0");
+    assert_eq!(
+        get(&f, "host_cpu_us_per_op"),
+        None,
+        "no exporter: said, not 0"
+    );
     a.host = Some(HostCounters {
         reads: 10,
         read_bytes: 10 * 4096,

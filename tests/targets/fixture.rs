@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A random hex suffix for names (namespaces, interfaces).
-fn suffix() -> String {
+pub fn suffix() -> String {
     let mut b = [0u8; 3];
     use std::io::Read;
     std::fs::File::open("/dev/urandom")
@@ -19,7 +19,7 @@ fn suffix() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn sh(cmd: &mut Command) -> Result<String, String> {
+pub fn sh(cmd: &mut Command) -> Result<String, String> {
     let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !o.status.success() {
         return Err(format!(
@@ -30,7 +30,7 @@ fn sh(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-fn ip(args: &[&str]) -> Result<String, String> {
+pub fn ip(args: &[&str]) -> Result<String, String> {
     sh(Command::new("ip").args(args))
 }
 
@@ -84,20 +84,30 @@ impl Net {
 
     /// A command run in the client namespace.
     pub fn in_client(&self, prog: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.client, prog]);
-        c
+        in_ns(&self.client, prog)
+    }
+}
+
+/// `prog` run in namespace `ns`.
+pub fn in_ns(ns: &str, prog: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, prog]);
+    c
+}
+
+/// Deletes namespaces (their interfaces go with them).
+pub fn del_ns<'a>(names: impl IntoIterator<Item = &'a String>) {
+    for ns in names {
+        let _ = Command::new("ip")
+            .args(["netns", "del", ns])
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
 impl Drop for Net {
     fn drop(&mut self) {
-        for ns in [&self.client, &self.server] {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
+        del_ns([&self.client, &self.server]);
     }
 }
 
@@ -105,8 +115,10 @@ impl Drop for Net {
 /// drop: its shutdown signal first, so it takes its backends and shared
 /// memory with it, then SIGKILL if it is still there after 20 s.
 pub struct Proc {
-    child: Child,
-    stop: i32,
+    /// The process (a group leader).
+    pub child: Child,
+    /// The signal that shuts it down.
+    pub stop: i32,
     /// Its scratch directory.
     pub dir: tempfile::TempDir,
 }
@@ -139,7 +151,7 @@ impl Drop for Proc {
 /// The password the fixture's `bench` user logs in with.
 pub const PASSWORD: &str = "fixture-Pw-7d1e";
 
-fn wait_until(what: &str, t: Duration, mut ready: impl FnMut() -> bool) -> Result<(), String> {
+pub fn wait_until(what: &str, t: Duration, mut ready: impl FnMut() -> bool) -> Result<(), String> {
     let t0 = Instant::now();
     while t0.elapsed() < t {
         if ready() {
@@ -161,7 +173,7 @@ fn ids(user: &str) -> Result<(u32, u32), String> {
 }
 
 /// A scratch directory owned by the server's system user, with its ids.
-fn server_dir(prefix: &str, user: &str) -> Result<(tempfile::TempDir, u32, u32), String> {
+pub fn server_dir(prefix: &str, user: &str) -> Result<(tempfile::TempDir, u32, u32), String> {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
@@ -243,13 +255,7 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
     let (dir, uid, gid) = server_dir("ampt-mariadb", "mysql")?;
     let d = dir.path();
     certs(d, &net.server_ip, uid, gid)?;
-    sh(Command::new("mariadb-install-db").args([
-        "--no-defaults",
-        "--auth-root-authentication-method=socket",
-        "--skip-test-db",
-        "--user=mysql",
-        &format!("--datadir={}/data", d.display()),
-    ]))?;
+    install_db(d)?;
     let sock = d.join("s.sock");
     let cnf = d.join("my.cnf");
     std::fs::write(
@@ -293,6 +299,17 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
          GRANT ALL ON `ampbench\\_%`.* TO 'secure'@'%'"
     ))?;
     Ok(p)
+}
+
+/// A MariaDB data directory in `d/data` (root by socket only).
+pub fn install_db(d: &std::path::Path) -> Result<String, String> {
+    sh(Command::new("mariadb-install-db").args([
+        "--no-defaults",
+        "--auth-root-authentication-method=socket",
+        "--skip-test-db",
+        "--user=mysql",
+        &format!("--datadir={}/data", d.display()),
+    ]))
 }
 
 /// Runs `sql` as root on the fixture's MariaDB.

@@ -5,6 +5,7 @@
 //! gives one line naming what was wrong; nothing of ampbench's stays on
 //! the servers.
 
+mod cluster;
 #[path = "../common/mod.rs"]
 mod common;
 mod fixture;
@@ -477,4 +478,51 @@ fn tls_refused_by_the_server_is_one_line_and_nothing_in_clear() {
         sent.is_empty() || sent == [1, 0, 0, 0, 1],
         "the client went on in clear: {sent:?}"
     );
+}
+
+#[test]
+fn two_endpoints_of_a_galera_cluster() {
+    let net = match cluster::Bridged::new(2) {
+        Ok(n) => n,
+        Err(why) => {
+            ampbench::testing::skip("targets", &format!("no network namespaces here: {why}"));
+            return;
+        }
+    };
+    let nodes = cluster::galera(&net).expect("the fixture's Galera cluster");
+    let before: Vec<u64> = nodes.iter().map(cluster::connections).collect();
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("r.db");
+    let url = format!(
+        "mysql://bench:{PASSWORD}@{}:3306,{}:3306/",
+        net.ips[0], net.ips[1]
+    );
+    let o = net
+        .in_client(common::BIN)
+        .arg("run")
+        .args(
+            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 3 --threads 4"
+                .split_whitespace(),
+        )
+        .args(["--target", &url, "--results"])
+        .arg(&results)
+        .arg("--dir")
+        .arg(d.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
+    external_figures(&results, "mariadb-innodb");
+    // Workers' connections went to both nodes in turn (administration
+    // and counters to the first).
+    let after: Vec<u64> = nodes.iter().map(cluster::connections).collect();
+    for (i, (a, b)) in before.iter().zip(&after).enumerate() {
+        eprintln!("node {}: {} connections in the run", i + 1, b - a);
+        assert!(b - a >= 2, "node {} received {} connections", i + 1, b - a);
+    }
+    for n in &nodes {
+        let left = cluster::node_root(n, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
+        assert_eq!(left.trim(), "", "ampbench left a database");
+    }
 }

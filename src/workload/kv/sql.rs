@@ -49,6 +49,28 @@ impl SqlDocs {
         }
     }
 
+    /// Runs `f` (one statement, or one transaction it begins and ends)
+    /// again after a deadlock, lock-wait timeout, serialization failure
+    /// or a cluster's certification conflict, at most
+    /// [`MAX_RETRIES`](crate::workload::linkbench::sql::MAX_RETRIES)
+    /// times in a row; then the error says how many.
+    fn retrying<R>(&mut self, mut f: impl FnMut(&mut Self) -> Result<R>) -> Result<R> {
+        use crate::workload::linkbench::sql::MAX_RETRIES;
+        let mut n = 0;
+        loop {
+            match f(self) {
+                Err(e) if self.conn.is_retryable(&e) && n < MAX_RETRIES => {
+                    let _ = self.conn.rollback();
+                    n += 1;
+                }
+                Err(e) if n > 0 => {
+                    return Err(e.context(format!("after {n} retries on conflicts")));
+                }
+                r => return r,
+            }
+        }
+    }
+
     fn upsert(&mut self, rows: usize) -> String {
         let (dialect, table) = (self.dialect, self.table.clone());
         self.upserts
@@ -81,18 +103,22 @@ impl DocStore for SqlDocs {
                 .iter()
                 .flat_map(|(k, v)| [Val::Bytes(k), Val::Bytes(v)])
                 .collect();
-            if docs.len() > 1000 {
-                self.conn.begin()?;
-            }
-            self.conn.execute(&sql, &params)?;
-            if docs.len() > 1000 {
-                self.conn.commit()?;
-            }
+            let many = docs.len() > 1000;
+            self.retrying(|s| {
+                if many {
+                    s.conn.begin()?;
+                }
+                s.conn.execute(&sql, &params)?;
+                if many {
+                    s.conn.commit()?;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
     fn read(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        let rows = self.conn.query(&self.read, &[Val::Bytes(key)])?;
+        let rows = self.retrying(|s| s.conn.query(&s.read, &[Val::Bytes(key)]))?;
         Ok(rows
             .first()
             .and_then(|r| r.first())
@@ -100,7 +126,7 @@ impl DocStore for SqlDocs {
             .map(|b| b.len()))
     }
     fn read_value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let rows = self.conn.query(&self.read, &[Val::Bytes(key)])?;
+        let rows = self.retrying(|s| s.conn.query(&s.read, &[Val::Bytes(key)]))?;
         Ok(rows
             .first()
             .and_then(|r| r.first())
@@ -110,14 +136,14 @@ impl DocStore for SqlDocs {
     fn write(&mut self, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
         self.conn.set_durability(d)?;
         let sql = self.upsert(1);
-        self.conn
-            .execute(&sql, &[Val::Bytes(key), Val::Bytes(value)])?;
+        self.retrying(|s| s.conn.execute(&sql, &[Val::Bytes(key), Val::Bytes(value)]))?;
         Ok(())
     }
     fn scan(&mut self, start: &[u8], n: usize) -> Result<usize> {
-        Ok(self
-            .conn
-            .query(&self.scan, &[Val::Bytes(start), Val::Int(n as i64)])?
-            .len())
+        let rows = self.retrying(|s| {
+            s.conn
+                .query(&s.scan, &[Val::Bytes(start), Val::Int(n as i64)])
+        })?;
+        Ok(rows.len())
     }
 }
