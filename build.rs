@@ -103,9 +103,12 @@ fn main() {
             reader_shim(&include);
         }
         if !lib_dir.is_empty() {
-            if !std::path::Path::new(&lib_dir).is_dir() {
-                panic!("{lib_var}={lib_dir}: no such directory");
-            }
+            // Absolute: a relative run path would be resolved against the
+            // directory ampbench is started from.
+            let lib_dir = std::fs::canonicalize(&lib_dir)
+                .unwrap_or_else(|e| panic!("{lib_var}={lib_dir}: {e}"))
+                .display()
+                .to_string();
             println!("cargo:rustc-link-search=native={lib_dir}");
             println!("cargo:rustc-link-arg=-Wl,-rpath,{lib_dir}");
         }

@@ -28,10 +28,15 @@ if [ "${1:-}" = --check-other-headers ]; then
   echo "== RocksDB headers 7.99: builds without the read shim (clippy clean)"
   exit 0
 fi
-tmp=$(mktemp -d /tmp/ampbench-own-build.XXXXXXXX)
+# The copy lives under target/, never in a shared directory: the build's
+# run path names it, and a directory another user could make in its place
+# would be loaded by root. The default build is restored before the copy
+# is removed.
+mkdir -p target
+tmp=$(mktemp -d "$PWD/target/own-build.XXXXXXXX")
 restore() {
-  rm -rf "$tmp"
   $CARGO build --release --quiet
+  rm -rf "$tmp"
 }
 trap restore EXIT
 mkdir -p "$tmp/lib" "$tmp/include"

@@ -33,7 +33,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
 
 use super::mariadb_options::validate;
-use super::target::mysql::Counters;
+use super::target::mysql::{Counters, global_status};
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
 use super::{
     EngineInfo,
@@ -469,16 +469,6 @@ impl MariaDb {
     }
 }
 
-/// Every numeric `SHOW GLOBAL STATUS` variable (a local server's or a
-/// target's).
-pub(super) fn global_status(c: &mut mysql::Conn) -> Result<Vec<(String, f64)>> {
-    let rows: Vec<(String, String)> = c.query("SHOW GLOBAL STATUS")?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, v.parse::<f64>().ok()?)))
-        .collect())
-}
-
 /// One client connection, over ampbench's own protocol client
 /// ([`mywire`](super::mywire): the measured path's statements cost a
 /// fifth of the `mysql` crate's).
@@ -565,7 +555,7 @@ impl SqlEngine for MariaDb {
                 self.socket.display().to_string(),
             ),
         };
-        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None)
+        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None, false)
             .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
@@ -611,7 +601,7 @@ impl Engine for MariaDb {
     fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
         let (socket, timeout) = (self.socket.clone(), self.timeout);
         Some(std::sync::Arc::new(Counters::new(
-            Box::new(move || root_conn(&socket, timeout)),
+            Box::new(move || Ok(root_conn(&socket, timeout)?)),
             "ampbench".into(),
             self.myrocks,
         )))

@@ -29,7 +29,8 @@ pub struct HostCounters {
     pub cpu_busy_us: u64,
 }
 
-/// How long the exporter may take to answer.
+/// How long the exporter may take to answer, all of it (a reading holds
+/// up the interval it belongs to).
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most of an answer read (a host with many devices and CPUs sends
@@ -67,13 +68,25 @@ impl NodeExporter {
         };
         let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
         let path = if path.is_empty() { "/metrics" } else { path };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || hostport.starts_with('[') => (
-                h.trim_matches(['[', ']']),
-                p.parse::<u16>()
-                    .map_err(|_| anyhow!("--host-metrics {url}: port '{p}' is not a number"))?,
-            ),
-            _ => (hostport, 9100),
+        // `[v6]:port`, `[v6]`, `host:port`, `host`.
+        let (host, port) = match hostport.strip_prefix('[') {
+            Some(v6) => {
+                let (h, after) = v6
+                    .split_once(']')
+                    .ok_or_else(|| anyhow!("--host-metrics {url}: unclosed '['"))?;
+                match after.strip_prefix(':') {
+                    Some(p) => (h, p),
+                    None if after.is_empty() => (h, ""),
+                    None => bail!("--host-metrics {url}: '{after}' after the address"),
+                }
+            }
+            None => hostport.split_once(':').unwrap_or((hostport, "")),
+        };
+        let port = match port {
+            "" => 9100,
+            p => p
+                .parse::<u16>()
+                .map_err(|_| anyhow!("--host-metrics {url}: port '{p}' is not a number"))?,
         };
         if host.is_empty() {
             bail!("--host-metrics {url}: no host");
@@ -121,19 +134,37 @@ impl NodeExporter {
     }
 
     /// GETs the metrics page over HTTP/1.0 (the answer ends when the
-    /// connection does).
+    /// connection does), all within [`TIMEOUT`].
     fn fetch(&self) -> Result<String> {
+        let deadline = std::time::Instant::now() + TIMEOUT;
         let mut s = TcpStream::connect_timeout(&self.at, TIMEOUT)
             .with_context(|| format!("cannot connect to {}", self.at))?;
-        s.set_read_timeout(Some(TIMEOUT))?;
         s.set_write_timeout(Some(TIMEOUT))?;
+        let host = match self.at {
+            SocketAddr::V6(_) if self.host.contains(':') => format!("[{}]", self.host),
+            _ => self.host.clone(),
+        };
         write!(
             s,
-            "GET {} HTTP/1.0\r\nHost: {}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n",
-            self.path, self.host
+            "GET {} HTTP/1.0\r\nHost: {host}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n",
+            self.path
         )?;
         let mut raw = Vec::new();
-        s.take(MAX_BODY).read_to_end(&mut raw)?;
+        let mut chunk = [0u8; 64 << 10];
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                bail!("no whole answer within {} s", TIMEOUT.as_secs());
+            }
+            s.set_read_timeout(Some(left))?;
+            match s.read(&mut chunk)? {
+                0 => break,
+                n => raw.extend_from_slice(&chunk[..n]),
+            }
+            if raw.len() as u64 > MAX_BODY {
+                bail!("an answer of more than {} MB", MAX_BODY >> 20);
+            }
+        }
         let text = String::from_utf8_lossy(&raw);
         let (head, body) = text
             .split_once("\r\n\r\n")
@@ -152,7 +183,11 @@ fn lines(body: &str) -> impl Iterator<Item = (&str, &str, f64)> {
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let (series, value) = l.rsplit_once(' ')?;
-            let value: f64 = value.parse().ok()?;
+            // Counters only: a value that is not a finite count is dropped.
+            let value: f64 = value
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
             let (name, labels) = match series.split_once('{') {
                 Some((n, rest)) => (n, rest.trim_end_matches('}')),
                 None => (series, ""),
@@ -202,7 +237,7 @@ fn parse(body: &str, named: &[String]) -> Result<HostCounters> {
             "node_disk_written_bytes_total" => &mut c.written_bytes,
             "node_cpu_seconds_total" => {
                 if !matches!(label(labels, "mode"), Some("idle" | "iowait" | "steal")) {
-                    c.cpu_busy_us += (v * 1e6) as u64;
+                    c.cpu_busy_us = c.cpu_busy_us.saturating_add((v * 1e6) as u64);
                 }
                 cpus += 1;
                 continue;
@@ -210,7 +245,7 @@ fn parse(body: &str, named: &[String]) -> Result<HostCounters> {
             _ => continue,
         };
         if label(labels, "device").is_some_and(|d| counted(d, named)) {
-            *field += v as u64;
+            *field = field.saturating_add(v as u64);
             disks += 1;
         }
     }
@@ -249,6 +284,8 @@ node_disk_writes_completed_total{device=\"sda\"} 40
 node_disk_written_bytes_total{device=\"sda\"} 1.6384e+05
 node_disk_written_bytes_total{device=\"nvme0n1\"} 4096
 node_disk_io_now{device=\"sda\"} 0
+node_disk_reads_completed_total{device=\"sdb\"} NaN
+node_disk_reads_completed_total{device=\"sdc\"} +Inf
 ";
 
     #[test]
@@ -276,11 +313,16 @@ node_disk_io_now{device=\"sda\"} 0
         let n = NodeExporter::parse("http://127.0.0.1:9200/m?device=sda,sdb").unwrap();
         assert_eq!((n.at.port(), n.path.as_str()), (9200, "/m"));
         assert_eq!(n.devices, vec!["sda", "sdb"]);
+        let n = NodeExporter::parse("http://[::1]/metrics").unwrap();
+        assert_eq!((n.host.as_str(), n.at.port()), ("::1", 9100));
+        let n = NodeExporter::parse("http://[::1]:9300").unwrap();
+        assert_eq!(n.at.port(), 9300);
         for (bad, says) in [
             ("https://h:9100", "http://"),
             ("http://127.0.0.1:x/", "port 'x'"),
             ("http://127.0.0.1/?dev=sda", "unknown parameter 'dev=sda'"),
             ("http://:9100/", "no host"),
+            ("http://[::1/", "unclosed"),
         ] {
             let e = NodeExporter::parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

@@ -56,11 +56,12 @@ impl Bridged {
             ip(&["netns", "add", &ns])?;
             b.nodes.push(ns.clone());
             let (outer, inner) = (format!("agv{i}{s}"), format!("agp{i}{s}"));
+            // Made in the namespaces directly: nothing is left in the
+            // host's if a step fails.
             ip(&[
-                "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+                "link", "add", &outer, "netns", &b.client, "type", "veth", "peer", "name", &inner,
+                "netns", &ns,
             ])?;
-            ip(&["link", "set", &outer, "netns", &b.client])?;
-            ip(&["link", "set", &inner, "netns", &ns])?;
             ip(&["-n", &b.client, "link", "set", &outer, "master", &br])?;
             ip(&["-n", &b.client, "link", "set", &outer, "up"])?;
             let at = addr(2 + i);

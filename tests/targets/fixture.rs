@@ -68,9 +68,22 @@ impl Net {
         let fourth = (u8::from_str_radix(&s[2..4], 16).unwrap_or(0) & 0x1f) * 8;
         let addr = |i: u8| format!("10.250.{third}.{}", fourth + i);
         let (a, b) = (format!("vac{s}"), format!("vas{s}"));
-        ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])?;
-        ip(&["link", "set", &a, "netns", &net.client])?;
-        ip(&["link", "set", &b, "netns", &net.server])?;
+        // Made in the namespaces directly: nothing is left in the host's
+        // if a step fails.
+        ip(&[
+            "link",
+            "add",
+            &a,
+            "netns",
+            &net.client,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &b,
+            "netns",
+            &net.server,
+        ])?;
         for (ns, dev, at) in [(&net.client, &a, addr(1)), (&net.server, &b, addr(2))] {
             ip(&["-n", ns, "addr", "add", &format!("{at}/29"), "dev", dev])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;

@@ -92,13 +92,15 @@ fn token(plugin: &str, password: &str, nonce: &[u8]) -> Result<Vec<u8>> {
 
 impl Conn {
     /// Reads the handshake, answers it (under TLS when `tls` is given)
-    /// and reads the server's verdict.
+    /// and reads the server's verdict; `key_request`: see
+    /// [`Conn::connect`]'s `public_key_request`.
     pub(super) fn login(
         &mut self,
         user: &str,
         password: &str,
         db: &str,
         tls: Option<&TlsTo>,
+        key_request: bool,
     ) -> Result<()> {
         self.read_packet()?;
         if self.pkt().first() == Some(&0xff) {
@@ -151,7 +153,11 @@ impl Conn {
         }
         let mut want = caps::LONG_PASSWORD
             | caps::LONG_FLAG
-            | caps::CONNECT_WITH_DB
+            | if db.is_empty() {
+                0
+            } else {
+                caps::CONNECT_WITH_DB
+            }
             | caps::PROTOCOL_41
             | caps::TRANSACTIONS
             | caps::SECURE_CONNECTION
@@ -166,6 +172,11 @@ impl Conn {
                 bail!("TLS was asked for (tls=…) but the server does not offer it");
             }
             want |= caps::SSL;
+            // Nothing may follow the handshake before TLS: bytes read
+            // ahead would be taken as if they came under it.
+            if self.start != self.end {
+                bail!("the server sent more than its handshake before TLS");
+            }
             // The SSL request: the response's fixed part, then TLS.
             self.fixed_part(seq, want & server_caps, ext);
             self.send()?;
@@ -179,12 +190,14 @@ impl Conn {
         self.out.push(0);
         self.out.push(token.len() as u8);
         self.out.extend_from_slice(&token);
-        self.out.extend_from_slice(db.as_bytes());
-        self.out.push(0);
+        if !db.is_empty() {
+            self.out.extend_from_slice(db.as_bytes());
+            self.out.push(0);
+        }
         self.out.extend_from_slice(plugin.as_bytes());
         self.out.push(0);
         self.send()?;
-        self.verdict(password, plugin, scramble, tls.is_some())
+        self.verdict(password, plugin, scramble, tls.is_some(), key_request)
     }
 
     /// Starts packet `seq` with the handshake response's fixed part:
@@ -228,6 +241,7 @@ impl Conn {
         mut plugin: String,
         mut nonce: Vec<u8>,
         secure: bool,
+        key_request: bool,
     ) -> Result<()> {
         let mut asked_key = false;
         loop {
@@ -254,6 +268,9 @@ impl Conn {
                             let clear: Vec<u8> = password.bytes().chain([0]).collect();
                             self.reply(&clear)?;
                         }
+                        [4] if !key_request => bail!(
+                            "the server asks for {SHA2} full authentication, which sends the password: use TLS (tls=true), or allow asking the server for its RSA key (get-server-public-key=true; nothing authenticates that key)"
+                        ),
                         [4] => {
                             self.reply(&[2])?; // the server's public key, please
                             asked_key = true;
@@ -401,8 +418,12 @@ mod tests {
     }
 
     fn connect(port: u16, tls: Option<&TlsTo>) -> Result<Conn> {
+        connect_with(port, tls, false)
+    }
+
+    fn connect_with(port: u16, tls: Option<&TlsTo>, key_request: bool) -> Result<Conn> {
         let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        Conn::connect(Addr::Tcp(to), "u", "secret", "db", None, tls)
+        Conn::connect(Addr::Tcp(to), "u", "secret", "db", None, tls, key_request)
     }
 
     #[test]
@@ -448,7 +469,25 @@ mod tests {
             assert_eq!(pw, b"secret\0");
             p.ok();
         });
-        connect(port, None).expect("full authentication over RSA");
+        connect_with(port, None, true).expect("full authentication over RSA");
+        h.join().unwrap();
+    }
+
+    #[test]
+    fn full_auth_without_tls_does_not_ask_for_the_key_unless_allowed() {
+        let (port, h) = serve(|p| {
+            p.write(&handshake(SHA2, false));
+            p.read();
+            p.write(&[1, 4]);
+            let mut rest = Vec::new();
+            let _ = p.s.read_to_end(&mut rest);
+            assert!(rest.is_empty(), "the client went on: {rest:?}");
+        });
+        let e = connect(port, None).err().expect("refused");
+        assert!(
+            format!("{e:#}").contains("get-server-public-key=true"),
+            "{e:#}"
+        );
         h.join().unwrap();
     }
 

@@ -213,10 +213,13 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects and logs in as `user` to database `db`, under TLS when
-    /// `tls` is given (a server that does not offer it is refused); every
-    /// read and write gives up after `timeout` (None: waits as long as it
-    /// takes).
+    /// Connects and logs in as `user` to database `db` (empty: none),
+    /// under TLS when `tls` is given (a server that does not offer it is
+    /// refused); every read and write gives up after `timeout` (None:
+    /// waits as long as it takes). `public_key_request`: without TLS, a
+    /// `caching_sha2_password` full authentication may ask the server for
+    /// its RSA key (which nothing authenticates; MySQL's
+    /// `--get-server-public-key`).
     pub fn connect(
         addr: Addr<'_>,
         user: &str,
@@ -224,6 +227,7 @@ impl Conn {
         db: &str,
         timeout: Option<std::time::Duration>,
         tls: Option<&TlsTo>,
+        public_key_request: bool,
     ) -> Result<Conn> {
         let stream = match addr {
             Addr::Tcp(to) => {
@@ -239,7 +243,7 @@ impl Conn {
         stream.set_timeout(timeout)?;
         let mut c = Conn::over(stream, timeout);
         c.in_flight = true;
-        c.login(user, password, db, tls)
+        c.login(user, password, db, tls, public_key_request)
             .context("mariadb: logging in")?;
         c.in_flight = false;
         Ok(c)
@@ -694,7 +698,7 @@ fn is_eof(p: &[u8]) -> bool {
 /// a login. Returns the error's text, if any; never panics.
 pub fn replay_login(data: &[u8]) -> Option<String> {
     let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(data.to_vec())), None);
-    c.login("bench", "secret", "ampbench", None)
+    c.login("bench", "secret", "ampbench", None, false)
         .err()
         .map(|e| format!("{e:#}"))
 }

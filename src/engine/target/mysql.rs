@@ -1,14 +1,19 @@
 //! A MariaDB or MySQL server reached by `--target mysql://…`: the
 //! `mariadb-innodb` and `mariadb-myrocks` engines on a server ampbench did
-//! not start. Workers connect through ampbench's own client (`mywire`), as
-//! to a local server; administration and counters go through the `mysql`
-//! crate. The server's counters ([`Counters`], also read on a local
-//! server beside /proc) give the efficiency figures.
+//! not start. Every connection to it, workers', administration's and the
+//! counters', goes through ampbench's own client (`mywire`), so TLS is
+//! verified one way (`target::tls`, the CA file alone when given) and the
+//! logins are the ones it speaks. The server's counters ([`Counters`],
+//! also read on a local server beside /proc, there over the `mysql`
+//! crate) give the efficiency figures.
 
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use mysql::prelude::Queryable;
+
+use crate::engine::mywire::{self, Addr, TlsTo};
+use crate::engine::sql::Cell;
 
 use super::{CONNECT_TIMEOUT, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::mariadb::MySqlConn;
@@ -18,38 +23,118 @@ use crate::engine::{Engine, EngineInfo, EngineKind, EngineRef, EngineStats, Open
 use crate::probe::server::Reconnecting;
 use crate::probe::{CounterSource, ServerCounters};
 
+/// A connection that answers text queries with rows of text cells: the
+/// `mysql` crate's (a local server's counters) or mywire's (a target's).
+pub trait TextQuery: Send + 'static {
+    /// The rows of `sql`, each cell as text (None: NULL).
+    fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>>;
+}
+
+impl TextQuery for mysql::Conn {
+    fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        let rows: Vec<mysql::Row> = self.query(sql)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        mysql::Value::NULL => None,
+                        mysql::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                        v => Some(v.as_sql(true).trim_matches('\'').to_string()),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+impl TextQuery for mywire::Conn {
+    fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        let mut out = Vec::new();
+        self.query_text(sql, &mut |r: &mut Vec<Cell>| {
+            out.push(
+                r.iter()
+                    .map(|c| match c {
+                        Cell::Null => None,
+                        Cell::Int(i) => Some(i.to_string()),
+                        Cell::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                        Cell::Text(t) => Some(t.clone()),
+                    })
+                    .collect(),
+            )
+        })?;
+        Ok(out)
+    }
+}
+
+/// The first cell of the first row of `sql`.
+fn first(c: &mut impl TextQuery, sql: &str) -> Result<Option<String>> {
+    Ok(c.rows(sql)?
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next().flatten()))
+}
+
+/// The rows of `sql` as (name, value) pairs (SHOW … STATUS/VARIABLES).
+fn pairs(c: &mut impl TextQuery, sql: &str) -> Result<Vec<(String, String)>> {
+    Ok(c.rows(sql)?
+        .into_iter()
+        .filter_map(|r| {
+            let mut r = r.into_iter();
+            Some((r.next()??, r.next().flatten().unwrap_or_default()))
+        })
+        .collect())
+}
+
+/// `SHOW GLOBAL STATUS`, the numeric values.
+pub fn global_status(c: &mut impl TextQuery) -> Result<Vec<(String, f64)>> {
+    Ok(pairs(c, "SHOW GLOBAL STATUS")?
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.parse::<f64>().ok()?)))
+        .collect())
+}
+
+/// A database name as a string literal: names reaching here are checked
+/// (`target::check_db_name`: letters, digits, `_`; or ampbench's own).
+fn lit(db: &str) -> String {
+    debug_assert!(db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    format!("'{}'", db.replace(['\'', '\\'], ""))
+}
+
 /// How a counters connection is made (again, after the server dropped it).
-pub type Connector = Box<dyn Fn() -> mysql::Result<mysql::Conn> + Send + Sync>;
+pub type Connector<C> = Box<dyn Fn() -> Result<C> + Send + Sync>;
 
 /// A MariaDB/MySQL server's counters, read over a connection of their own.
-pub struct Counters {
-    conn: Reconnecting<mysql::Conn>,
+pub struct Counters<C> {
+    conn: Reconnecting<C>,
     db: String,
     myrocks: bool,
     /// The query that sizes the database on this server, found once.
     size_query: std::sync::OnceLock<String>,
 }
 
-impl Counters {
+impl<C: TextQuery> Counters<C> {
     /// Counters of database `db` (its size), read through `connect`.
-    pub fn new(connect: Connector, db: String, myrocks: bool) -> Counters {
+    pub fn new(connect: Connector<C>, db: String, myrocks: bool) -> Counters<C> {
         Counters {
-            conn: Reconnecting::new(Box::new(move || Ok(connect()?))),
+            conn: Reconnecting::new(connect),
             db,
             myrocks,
             size_query: std::sync::OnceLock::new(),
         }
     }
 
-    fn read_with(&self, c: &mut mysql::Conn) -> Result<ServerCounters> {
+    fn read_with(&self, c: &mut C) -> Result<ServerCounters> {
         let names = if self.myrocks {
             "'rocksdb_block_cache_miss','rocksdb_flush_write_bytes','rocksdb_compact_write_bytes','rocksdb_wal_bytes'"
         } else {
             "'Innodb_data_reads','Innodb_data_read','Innodb_data_written','Innodb_os_log_written'"
         };
-        let rows: Vec<(String, String)> = c.query(format!(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
-        ))?;
+        let rows = pairs(
+            c,
+            &format!("SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"),
+        )?;
         let get = |n: &str| {
             rows.iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case(n))
@@ -86,7 +171,8 @@ impl Counters {
     /// (MariaDB's INNODB_SYS_TABLESPACES, MySQL 8's INNODB_TABLESPACES,
     /// whichever this server has, found at the first reading), else the
     /// tables' data and index lengths.
-    fn db_bytes(&self, c: &mut mysql::Conn) -> Result<Option<u64>> {
+    fn db_bytes(&self, c: &mut C) -> Result<Option<u64>> {
+        let db = lit(&self.db);
         let q = match self.size_query.get() {
             Some(q) => q,
             None => {
@@ -95,22 +181,20 @@ impl Counters {
                     .iter()
                     .filter(|_| !self.myrocks)
                     .map(|view| format!(
-                        "SELECT CAST(SUM(ALLOCATED_SIZE) AS UNSIGNED) FROM information_schema.{view} WHERE LEFT(NAME, CHAR_LENGTH(?) + 1) = CONCAT(?, '/')"
+                        "SELECT CAST(SUM(ALLOCATED_SIZE) AS UNSIGNED) FROM information_schema.{view} WHERE LEFT(NAME, CHAR_LENGTH({db}) + 1) = CONCAT({db}, '/')"
                     ))
-                    .find(|q| c.exec_first::<Option<u64>, _, _>(q, (&self.db, &self.db)).is_ok())
+                    .find(|q| c.rows(q).is_ok())
                     .unwrap_or_else(|| {
-                        // Two parameters, as the queries above take.
-                        "SELECT CAST(SUM(DATA_LENGTH + INDEX_LENGTH) AS UNSIGNED) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND ? IS NOT NULL".into()
+                        format!("SELECT CAST(SUM(DATA_LENGTH + INDEX_LENGTH) AS UNSIGNED) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db}")
                     });
                 self.size_query.get_or_init(|| q)
             }
         };
-        let v: Option<Option<u64>> = c.exec_first(q, (&self.db, &self.db))?;
-        Ok(v.flatten())
+        Ok(first(c, q)?.and_then(|v| v.parse().ok()))
     }
 }
 
-impl CounterSource for Counters {
+impl<C: TextQuery> CounterSource for Counters<C> {
     fn read(&self) -> Option<ServerCounters> {
         self.conn.with(|c| self.read_with(c))
     }
@@ -119,31 +203,31 @@ impl CounterSource for Counters {
     }
 }
 
-/// The connection options to one endpoint as `user`, in `db` if given.
-/// Under TLS the host is given by name (the name the certificate must
-/// carry); otherwise by the address resolved at open.
-fn opts(
+/// A connection to one endpoint as the target's user, in `db` (none:
+/// no database), under TLS when the URL asks for it.
+fn connect_to(
     spec: &TargetSpec,
+    tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
     (e, at): &(Endpoint, std::net::SocketAddr),
     db: Option<&str>,
     timeout: Option<Duration>,
-) -> mysql::OptsBuilder {
-    let ssl = super::tls::mysql_opts(&spec.target);
-    let host = match ssl {
-        Some(_) => e.host.clone(),
-        None => at.ip().to_string(),
+) -> Result<mywire::Conn> {
+    let tls = match tls {
+        Some(config) => Some(TlsTo {
+            config: config.clone(),
+            name: super::tls::server_name(&e.host)?,
+        }),
+        None => None,
     };
-    mysql::OptsBuilder::new()
-        .ip_or_hostname(Some(host))
-        .ssl_opts(ssl)
-        .tcp_port(at.port())
-        .prefer_socket(false)
-        .user(Some(spec.target.user.clone()))
-        .pass(spec.target.password.clone())
-        .db_name(db.map(String::from))
-        .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
-        .read_timeout(timeout)
-        .write_timeout(timeout)
+    mywire::Conn::connect(
+        Addr::Tcp(*at),
+        &spec.target.user,
+        spec.target.password.as_deref().unwrap_or_default(),
+        db.unwrap_or_default(),
+        Some(timeout.unwrap_or(CONNECT_TIMEOUT)),
+        tls.as_ref(),
+        spec.target.public_key_request,
+    )
 }
 
 /// An external MariaDB or MySQL server with the benchmark's database.
@@ -170,20 +254,26 @@ fn named_version(v: &str) -> String {
 }
 
 /// The tables of database `db`.
-fn list_tables(c: &mut mysql::Conn, db: &str) -> Result<Vec<String>> {
-    Ok(c.exec(
-        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
-        (db,),
-    )?)
+fn list_tables(c: &mut mywire::Conn, db: &str) -> Result<Vec<String>> {
+    Ok(c.rows(&format!(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}",
+        lit(db)
+    ))?
+    .into_iter()
+    .filter_map(|r| r.into_iter().next().flatten())
+    .collect())
 }
 
 /// True when the server behind `c` has database `db`.
-fn has_db(c: &mut mysql::Conn, db: &str) -> Result<bool> {
-    let seen: Option<String> = c.exec_first(
-        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
-        (db,),
-    )?;
-    Ok(seen.is_some())
+fn has_db(c: &mut mywire::Conn, db: &str) -> Result<bool> {
+    Ok(first(
+        c,
+        &format!(
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = {}",
+            lit(db)
+        ),
+    )?
+    .is_some())
 }
 
 /// Opens the target: checks who it is, makes or checks the database.
@@ -194,7 +284,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     let myrocks = crate::engine::mariadb::is_myrocks(kind);
     let mut conns = Vec::new();
     for ep @ (e, _) in endpoints.all() {
-        let c = mysql::Conn::new(opts(spec, ep, None, open.timeout)).map_err(|err| {
+        let c = connect_to(spec, tls.as_ref(), ep, None, open.timeout).map_err(|err| {
             anyhow!(
                 "{shown}: cannot log in to {e} as {}: {}",
                 spec.target.user,
@@ -207,13 +297,17 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     let Some(mut c) = conns.pop() else {
         bail!("{shown}: no endpoint");
     };
-    let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
-    let host: String = c.query_first("SELECT @@hostname")?.unwrap_or_default();
+    let version = first(&mut c, "SELECT version()")?.unwrap_or_default();
+    let host = first(&mut c, "SELECT @@hostname")?.unwrap_or_default();
     if myrocks {
-        let engines: Vec<String> = c.query(
+        let engines = c.rows(
             "SELECT engine FROM information_schema.engines WHERE support IN ('YES','DEFAULT')",
         )?;
-        if !engines.iter().any(|e| e.eq_ignore_ascii_case("rocksdb")) {
+        if !engines
+            .iter()
+            .filter_map(|r| r.first().cloned().flatten())
+            .any(|e| e.eq_ignore_ascii_case("rocksdb"))
+        {
             bail!("{shown}: the server has no RocksDB storage engine (MyRocks) enabled");
         }
     }
@@ -224,9 +318,10 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     } else {
         "'innodb_buffer_pool_size','innodb_flush_log_at_trx_commit','innodb_flush_method','innodb_page_size','innodb_doublewrite','sync_binlog','log_bin'"
     };
-    let mut settings: Vec<(String, String)> = c.query(format!(
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({vars})"
-    ))?;
+    let mut settings = pairs(
+        &mut c,
+        &format!("SHOW GLOBAL VARIABLES WHERE Variable_name IN ({vars})"),
+    )?;
     settings.sort();
     settings.insert(0, ("target".into(), shown.clone()));
     settings.insert(1, ("host".into(), host));
@@ -240,13 +335,13 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             let place = Place::new(db.clone(), false, open.tables.clone());
             for t in place.judge(&list_tables(&mut c, db)?, spec.db_owned)? {
                 // Names checked by judge: letters, digits and '_'.
-                c.query_drop(format!("DROP TABLE `{db}`.`{t}`"))?;
+                c.query_drop(&format!("DROP TABLE `{db}`.`{t}`"))?;
             }
             place
         }
         None => {
             let db = super::fresh_db_name()?;
-            c.query_drop(format!("CREATE DATABASE `{db}`")).map_err(|e| {
+            c.query_drop(&format!("CREATE DATABASE `{db}`")).map_err(|e| {
                 anyhow!("{shown}: cannot create database {db}: {} (grant CREATE on `ampbench\\_%`.* or give --target-db)", one_line(&e))
             })?;
             Place::new(db, true, open.tables.clone())
@@ -257,7 +352,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
         if !has_db(o, &place.db).unwrap_or(false) {
             if place.created {
-                let _ = c.query_drop(format!("DROP DATABASE `{}`", place.db));
+                let _ = c.query_drop(&format!("DROP DATABASE `{}`", place.db));
             }
             bail!(
                 "{shown}: endpoint {e} does not serve database {} that {} does: the endpoints of a target must be one database (a cluster)",
@@ -287,24 +382,30 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     }))
 }
 
-/// A driver error on one line (the server's message, without the
-/// driver's decoration).
-fn one_line(e: &mysql::Error) -> String {
-    let s = match e {
-        mysql::Error::MySqlError(m) => format!("ERROR {} ({}): {}", m.code, m.state, m.message),
-        mysql::Error::DriverError(mysql::DriverError::TlsNotSupported) => {
-            "TLS was asked for (tls=…) but the server does not offer it".into()
-        }
-        mysql::Error::TlsError(e) => format!("TLS: {e}"),
-        e => e.to_string(),
+/// An error on one line: the server's message, or the client's cause
+/// (the connection, TLS), without the context chain's first layers.
+fn one_line(e: &anyhow::Error) -> String {
+    let s = match e
+        .chain()
+        .find_map(|c| c.downcast_ref::<mywire::ServerError>())
+    {
+        Some(m) => m.to_string(),
+        None => e.chain().last().map(|c| c.to_string()).unwrap_or_default(),
     };
     s.lines().next().unwrap_or_default().trim().to_string()
 }
 
 impl External {
-    fn admin(&self) -> Result<mysql::Conn> {
+    fn admin(&self) -> Result<mywire::Conn> {
         let ep @ (e, _) = self.endpoints.first();
-        mysql::Conn::new(opts(&self.spec, ep, Some(&self.place.db), self.timeout)).map_err(|err| {
+        connect_to(
+            &self.spec,
+            self.tls.as_ref(),
+            ep,
+            Some(&self.place.db),
+            self.timeout,
+        )
+        .map_err(|err| {
             anyhow!(
                 "{}: cannot connect to {e}: {}",
                 self.info.kind,
@@ -330,23 +431,13 @@ impl SqlEngine for External {
         None
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        use crate::engine::mywire::{Addr, Conn, TlsTo};
-        let (e, at) = self.endpoints.next();
-        let pw = self.spec.target.password.as_deref().unwrap_or_default();
-        let tls = match &self.tls {
-            Some(config) => Some(TlsTo {
-                config: config.clone(),
-                name: super::tls::server_name(&e.host)?,
-            }),
-            None => None,
-        };
-        let c = Conn::connect(
-            Addr::Tcp(*at),
-            &self.spec.target.user,
-            pw,
-            &self.place.db,
+        let ep @ (e, _) = self.endpoints.next();
+        let c = connect_to(
+            &self.spec,
+            self.tls.as_ref(),
+            ep,
+            Some(&self.place.db),
             self.timeout,
-            tls.as_ref(),
         )
         .map_err(|err| anyhow!("{}: cannot connect to {e}: {err:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
@@ -371,21 +462,22 @@ impl Engine for External {
         None
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn CounterSource>> {
-        let (spec, ep, db, t) = (
+        let (spec, tls, ep, db, t) = (
             self.spec.clone(),
+            self.tls.clone(),
             self.endpoints.first().clone(),
             self.place.db.clone(),
             self.timeout,
         );
         Some(std::sync::Arc::new(Counters::new(
-            Box::new(move || mysql::Conn::new(opts(&spec, &ep, Some(&db), t))),
+            Box::new(move || connect_to(&spec, tls.as_ref(), &ep, Some(&db), t)),
             self.place.db.clone(),
             self.myrocks,
         )))
     }
     fn stats(&self) -> Result<EngineStats> {
         Ok(EngineStats {
-            values: crate::engine::mariadb::global_status(&mut self.admin()?)?,
+            values: global_status(&mut self.admin()?)?,
             ..EngineStats::default()
         })
     }
@@ -399,11 +491,11 @@ impl Engine for External {
         let mut c = self.admin()?;
         let db = &self.place.db;
         if self.place.created {
-            c.query_drop(format!("DROP DATABASE `{db}`"))
+            c.query_drop(&format!("DROP DATABASE `{db}`"))
                 .with_context(|| format!("dropping database {db}"))?;
         } else {
             for t in self.place.to_drop(&list_tables(&mut c, db)?) {
-                c.query_drop(format!("DROP TABLE `{db}`.`{t}`"))?;
+                c.query_drop(&format!("DROP TABLE `{db}`.`{t}`"))?;
             }
         }
         Ok(())

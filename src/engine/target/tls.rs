@@ -71,12 +71,19 @@ fn roots(ca: Option<&str>) -> Result<RootCertStore> {
     };
     let mut store = RootCertStore::empty();
     let certs = CertificateDer::pem_file_iter(Path::new(path))
-        .map_err(|e| anyhow!("--target: cannot read {what} {path}: {e}"))?;
-    for c in certs {
-        let c = c.map_err(|e| anyhow!("--target: {what} {path}: {e}"))?;
-        store
-            .add(c)
-            .map_err(|e| anyhow!("--target: {what} {path}: {e}"))?;
+        .map_err(|e| anyhow!("--target: cannot read {what} {path}: {e}"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!("--target: {what} {path}: {e}"))?;
+    if ca.is_some() {
+        for c in certs {
+            store
+                .add(c)
+                .map_err(|e| anyhow!("--target: {what} {path}: {e}"))?;
+        }
+    } else {
+        // The system's bundle: a certificate rustls cannot use is
+        // skipped, not fatal.
+        store.add_parsable_certificates(certs);
     }
     if store.is_empty() {
         bail!("--target: {what} {path} holds no certificate");
@@ -175,23 +182,5 @@ impl ServerCertVerifier for Unverified {
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// The mysql crate's options for the same mode (administration and
-/// counters connections). That crate trusts its compiled-in Mozilla roots
-/// besides the CA file.
-pub fn mysql_opts(t: &Target) -> Option<mysql::SslOpts> {
-    let base = mysql::SslOpts::default();
-    match t.tls {
-        Tls::Off => None,
-        Tls::Verify { host } => Some(
-            base.with_root_cert_path(t.ca.clone().map(std::path::PathBuf::from))
-                .with_danger_skip_domain_validation(!host),
-        ),
-        Tls::Unverified => Some(
-            base.with_danger_accept_invalid_certs(true)
-                .with_danger_skip_domain_validation(true),
-        ),
     }
 }

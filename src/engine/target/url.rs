@@ -93,6 +93,10 @@ pub struct Target {
     /// The storage engine of the tables (`engine=innodb|rocksdb`, MySQL
     /// only), if given.
     pub engine: Option<String>,
+    /// MySQL: without TLS, `caching_sha2_password`'s full authentication
+    /// may ask the server for its RSA key (`get-server-public-key=true`;
+    /// nothing authenticates that key).
+    pub public_key_request: bool,
 }
 
 impl fmt::Debug for Target {
@@ -304,6 +308,7 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
         tls: Tls::Off,
         ca: None,
         engine: None,
+        public_key_request: false,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv
@@ -352,6 +357,13 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
                 }
                 t.engine = Some(e);
             }
+            (Protocol::MySql, "get-server-public-key" | "allowPublicKeyRetrieval") => {
+                t.public_key_request = match v.as_str() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => return Err(bad(format!("{k}={v}: expected true or false"))),
+                }
+            }
             (Protocol::Postgres, "user") => t.user = v,
             (Protocol::Postgres, "dbname") => t.db = Some(v),
             (Protocol::Postgres, "password") | (Protocol::MySql, "password") => {
@@ -359,7 +371,7 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
             }
             (_, k) => {
                 let known = match protocol {
-                    Protocol::MySql => "tls, tlsca, engine",
+                    Protocol::MySql => "tls, tlsca, engine, get-server-public-key",
                     Protocol::Postgres => "sslmode, sslrootcert, user, dbname",
                 };
                 return Err(bad(format!("unknown parameter '{k}' (known: {known})")));
@@ -388,6 +400,7 @@ impl Target {
                 || o.db != t.db
                 || o.tls != t.tls
                 || o.engine != t.engine
+                || o.public_key_request != t.public_key_request
             {
                 return Err(bad(format!(
                     "'{}' differs from '{}' in more than its hosts: one run reaches one database",
