@@ -171,6 +171,19 @@ fn mariadb_by_url() {
     external_figures(&results, "mariadb-innodb");
     let tables = fixture::mariadb_root(&server, "SHOW TABLES FROM scratch").unwrap();
     assert_eq!(tables.trim(), "", "tables left in scratch");
+    // The insert benchmark by URL, in a database of ampbench's own.
+    let out = passes(
+        &net,
+        &format!(
+            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 --target {url} {at}"
+        ),
+        &env,
+    );
+    assert!(
+        !out.contains("mismatch") || out.contains("0 mismatches"),
+        "{out}"
+    );
+    external_figures(&results, "mariadb-innodb");
     // Bad input, one line each.
     let bad = format!("mysql://bench:wrong@{ip}/");
     let l = refused(
