@@ -16,7 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-lib=$(ldconfig -p | awk '/librocksdb\.so\.[0-9]/ { print $NF; exit }')
+# No early exit in the pipes below (awk's exit, head): under pipefail the
+# writer's SIGPIPE would fail the script (exit 141) when its output is
+# larger than the pipe's buffer, as ldconfig's cache is on some machines.
+lib=$(ldconfig -p | awk '/librocksdb\.so\.[0-9]/ && !found { print $NF; found = 1 }')
 [ -n "$lib" ] || { echo "own-build: no librocksdb in ldconfig's cache (make deps)" >&2; exit 1; }
 if [ "${1:-}" = --check-other-headers ]; then
   tmp=$(mktemp -d /tmp/ampbench-own-build.XXXXXXXX)
@@ -81,7 +84,7 @@ line=$(grep '^  library:' <<<"$out") || fail "no library line: $out"
 echo "$line"
 want="library: $tmp/lib/$(basename "$real") (ROCKSDB_LIB_DIR=$tmp/lib at build); point reads through the shim"
 grep -qF "$want" <<<"$line" || fail "expected '$want'"
-grep -E '^rocksdb [0-9]' <<<"$out" | head -1
+grep -m1 -E '^rocksdb [0-9]' <<<"$out" || true
 rec=$("$bin" report --results "$tmp/run/r.db" --run latest --format json | grep -o '"rocksdb_library": "[^"]*"') || fail "no rocksdb_library in the recorded versions"
 grep -qF "$tmp/lib/" <<<"$rec" || fail "recorded: $rec"
 
