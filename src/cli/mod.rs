@@ -37,6 +37,9 @@ pub(crate) enum Cmd {
     Run(Box<RunArgs>),
     /// Print the tables of a recorded run from the results file.
     Report(ReportArgs),
+    /// Copy runs from one results store to another (a file and a
+    /// PostgreSQL database, either way), keeping their ids.
+    Copy(CopyArgs),
     /// List workloads, their steps and parameters, and engines with their defaults.
     List,
     /// Check which engines are usable and what this machine can do.
@@ -73,10 +76,24 @@ pub(crate) enum Cmd {
 }
 
 #[derive(Args, Debug)]
+pub(crate) struct CopyArgs {
+    /// The store to copy from: a SQLite file or a postgres:// URL.
+    #[arg(long)]
+    from: String,
+    /// The store to copy to (made if new); it must not hold runs of the
+    /// same ids.
+    #[arg(long)]
+    to: String,
+    /// Run ids, separated by commas (default: every run).
+    #[arg(long, value_delimiter = ',')]
+    run: Vec<i64>,
+}
+
+#[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// Results file (SQLite).
+    /// Results store: a SQLite file, or a PostgreSQL database by URL.
     #[arg(long, default_value = "ampbench.db")]
-    results: PathBuf,
+    results: String,
     /// Run id, or `latest`; several ids separated by commas (`3,5`) merge
     /// those runs into one report, engines labelled `RUN:ENGINE`.
     #[arg(long, default_value = "latest")]
@@ -109,9 +126,10 @@ pub(crate) struct DoctorArgs {
 /// The engine host's configuration: the parent's command line
 /// (`HostArgs::args`), parsed as the parent parsed it, at its corner.
 fn host_config(a: &crate::runner::host::HostArgs) -> Result<crate::runner::RunConfig> {
+    let args = a.args()?;
     let argv = ["ampbench".to_string(), "run".into()]
         .into_iter()
-        .chain(a.args.iter().cloned())
+        .chain(args)
         .chain(["--host".to_string()]);
     let cli = Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("{e}"))?;
     let Cmd::Run(args) = cli.cmd else {
@@ -124,20 +142,25 @@ fn host_config(a: &crate::runner::host::HostArgs) -> Result<crate::runner::RunCo
     Ok(cfgs.swap_remove(a.corner))
 }
 
-/// The command line as it is recorded: the password of a `--target` URL
-/// (`--target URL` or `--target=URL`) replaced by `***`.
+/// The command line as it is recorded: the password of a `--target` or
+/// `--results` URL (`--target URL` or `--target=URL`) replaced by `***`.
 pub fn redact_args(args: impl Iterator<Item = String>) -> String {
     let mut out = Vec::new();
-    let mut next_is_target = false;
+    let mut next_is_url = false;
     for a in args {
-        let shown = if next_is_target {
+        let url_flag = ["--target", "--results"].iter().find_map(|f| {
+            a.strip_prefix(f)
+                .and_then(|r| r.strip_prefix('='))
+                .map(|v| (f, v))
+        });
+        let shown = if next_is_url {
             crate::engine::target::Target::redact_list(&a)
-        } else if let Some(v) = a.strip_prefix("--target=") {
-            format!("--target={}", crate::engine::target::Target::redact_list(v))
+        } else if let Some((f, v)) = url_flag {
+            format!("{f}={}", crate::engine::target::Target::redact_list(v))
         } else {
             a.clone()
         };
-        next_is_target = a == "--target";
+        next_is_url = a == "--target" || a == "--results";
         out.push(shown);
     }
     out.join(" ")
@@ -205,7 +228,7 @@ pub fn main() -> Result<i32> {
             let results = cfgs
                 .first()
                 .map(|c| c.results.clone())
-                .unwrap_or_else(|| "ampbench.db".into());
+                .unwrap_or_else(|| crate::results::Location::File("ampbench.db".into()));
             let results = Results::open_existing(&results)?;
             // The short report unless -v; the full one is `ampbench report`.
             let verbose = cfgs.first().is_some_and(|c| c.verbose);
@@ -220,7 +243,7 @@ pub fn main() -> Result<i32> {
                 "{}",
                 crate::report::render(&view, format, base.as_deref(), &results)?
             )?;
-            let results = cfgs.first().map(|c| c.results.display().to_string());
+            let results = cfgs.first().map(|c| c.results.to_string());
             let results = results.unwrap_or_default();
             let ids = ids.join(",");
             writeln!(
@@ -235,7 +258,7 @@ pub fn main() -> Result<i32> {
                 .split(',')
                 .map(|r| read::RunSel::parse(r.trim()))
                 .collect::<Result<Vec<_>, _>>()?;
-            let results = Results::open_existing(&a.results)?;
+            let results = Results::open_existing(&crate::results::Location::parse(&a.results)?)?;
             let mut views = Vec::new();
             for sel in sels {
                 // `latest` is the last `ampbench run`: all its corners.
@@ -267,6 +290,18 @@ pub fn main() -> Result<i32> {
             crate::runner::host::main(a, &cfg)
         }
         Cmd::DeviceModel(a) => crate::setup::devmodel::server::main(a),
+        Cmd::Copy(a) => {
+            let mut from = Results::open_existing(&crate::results::Location::parse(&a.from)?)?;
+            let mut to = Results::open(&crate::results::Location::parse(&a.to)?)?;
+            let n = crate::results::db::copy(from.db(), to.db(), &a.run)?;
+            writeln!(
+                out,
+                "copied {n} run(s) from {} to {}",
+                from.location(),
+                to.location()
+            )?;
+            Ok(0)
+        }
         Cmd::List => {
             write!(out, "{}", list())?;
             Ok(0)

@@ -116,9 +116,10 @@ pub(crate) struct RunArgs {
     /// Engine cache size given to every engine that has one, e.g. 256MB, 1GB.
     #[arg(long)]
     cache: Option<String>,
-    /// Results file (SQLite).
+    /// Results store: a SQLite file, or a PostgreSQL database by URL
+    /// (`postgres://user@host/db`, where the clients of one run meet).
     #[arg(long)]
-    results: Option<PathBuf>,
+    results: Option<String>,
     /// Directory under which each engine gets a fresh data directory.
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -340,7 +341,7 @@ impl RunArgs {
             };
         }
         if let Some(r) = &self.results {
-            s.results = r.to_string_lossy().into_owned();
+            s.results = r.clone();
         }
         if let Some(d) = &self.dir {
             s.dir = Some(d.to_string_lossy().into_owned());
@@ -561,7 +562,7 @@ impl RunArgs {
             poisson: s.arrival == Arrival::Poisson,
             seed: s.seed,
             cache_bytes: 0,
-            results: PathBuf::from(&s.results),
+            results: crate::results::Location::parse(&s.results)?,
             dir: s
                 .dir
                 .as_ref()

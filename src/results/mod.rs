@@ -6,6 +6,9 @@
 //! crash or a kill loses at most the interval in progress. Reports read
 //! only this file.
 
+pub mod db;
+mod location;
+mod pg;
 pub mod read;
 pub mod recorded;
 
@@ -18,6 +21,8 @@ use crate::metrics::{Figure, Latency, Metric};
 use crate::names::EngineStats;
 use crate::names::Status;
 use crate::probe::Sample;
+use db::{Db, Exec, Val, vals};
+pub use location::Location;
 
 pub use read::{RunView, StepView};
 pub use recorded::RecordedConfig;
@@ -26,12 +31,20 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, status TEXT NOT NULL,
   command TEXT NOT NULL, workload TEXT NOT NULL, engines TEXT NOT NULL, seed INTEGER NOT NULL,
-  config TEXT NOT NULL, versions TEXT NOT NULL, machine TEXT NOT NULL, invocation INTEGER);
+  config TEXT NOT NULL, versions TEXT NOT NULL, machine TEXT NOT NULL, invocation INTEGER,
+  name TEXT, clients INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS run_clients (
+  run_id INTEGER NOT NULL REFERENCES runs(id), client INTEGER NOT NULL, host TEXT NOT NULL,
+  joined TEXT NOT NULL, skew REAL NOT NULL, status TEXT NOT NULL, error TEXT,
+  PRIMARY KEY (run_id, client));
+CREATE TABLE IF NOT EXISTS barriers (
+  run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, client INTEGER NOT NULL,
+  at REAL NOT NULL, PRIMARY KEY (run_id, name, client));
 CREATE TABLE IF NOT EXISTS steps (
   id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), ordinal INTEGER NOT NULL,
   engine TEXT NOT NULL, step TEXT NOT NULL, started TEXT NOT NULL, ended TEXT,
   status TEXT NOT NULL, error TEXT, secs REAL, spec TEXT NOT NULL, settle TEXT,
-  rep INTEGER NOT NULL DEFAULT 0);
+  rep INTEGER NOT NULL DEFAULT 0, client INTEGER NOT NULL DEFAULT 0, t0_store REAL);
 CREATE TABLE IF NOT EXISTS intervals (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
   ops INTEGER NOT NULL, bg_ops INTEGER NOT NULL, written INTEGER NOT NULL, PRIMARY KEY (step_id, idx));
@@ -67,6 +80,10 @@ CREATE TABLE IF NOT EXISTS step_notes (
   step_id INTEGER NOT NULL REFERENCES steps(id), idx INTEGER NOT NULL, line TEXT NOT NULL,
   PRIMARY KEY (step_id, idx));
 ";
+
+/// What the schema adds after its migrations (they add the columns these
+/// index).
+const INDEXES: &str = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_name ON runs (name);";
 
 /// One closed slice, ready to record.
 #[derive(Clone, Debug)]
@@ -115,9 +132,16 @@ pub struct RunRecord {
     pub invocation: Option<i64>,
 }
 
-/// The open results file.
+/// The open results store: a SQLite file or a PostgreSQL database.
 pub struct Results {
-    c: Connection,
+    db: Db,
+    /// For PostgreSQL: the store copied into memory for the reader, made
+    /// at the first read.
+    snapshot: std::cell::OnceCell<Connection>,
+    at: Location,
+    /// The client of the run this process is (`--client`, 0 alone): the
+    /// steps it records and ends are its own.
+    client: usize,
 }
 
 fn now() -> String {
@@ -142,8 +166,10 @@ fn now() -> String {
 /// `steps.rep` and the `rates` table, 3 adds `runs.invocation`, 4 adds
 /// `engine_stats.at` (`start` or `end` of the step: a step's own counters
 /// are its end's less its start's, with nothing between two steps, such
-/// as a consistency check, counted in).
-pub const SCHEMA_VERSION: i64 = 4;
+/// as a consistency check, counted in), 5 the clients of one run
+/// (`runs.name`, `runs.clients`, `steps.client`, `steps.t0_store`, the
+/// `run_clients` and `barriers` tables).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -196,6 +222,22 @@ fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
             "at",
             "ALTER TABLE engine_stats ADD COLUMN at TEXT NOT NULL DEFAULT 'end'",
         ),
+        ("runs", "name", "ALTER TABLE runs ADD COLUMN name TEXT"),
+        (
+            "runs",
+            "clients",
+            "ALTER TABLE runs ADD COLUMN clients INTEGER NOT NULL DEFAULT 1",
+        ),
+        (
+            "steps",
+            "client",
+            "ALTER TABLE steps ADD COLUMN client INTEGER NOT NULL DEFAULT 0",
+        ),
+        (
+            "steps",
+            "t0_store",
+            "ALTER TABLE steps ADD COLUMN t0_store REAL",
+        ),
     ] {
         let has: bool = tx
             .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
@@ -209,157 +251,177 @@ fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
 }
 
 impl Results {
-    /// Opens (creating if needed) the results file at `path`.
-    pub fn open(path: &Path) -> Result<Results> {
-        let mut c = Connection::open(path)
-            .with_context(|| format!("cannot open results file {}", path.display()))?;
-        let unusable = || format!("{} is not a usable ampbench results file", path.display());
-        c.execute_batch("PRAGMA busy_timeout=5000;")
-            .with_context(unusable)?;
-        check_ours(&c, path).map_err(|e| {
-            // Not SQLite at all, or a truncated or damaged file: bad input.
-            let bad_file = e.downcast_ref::<rusqlite::Error>().is_some_and(|s| {
-                matches!(
-                    s.sqlite_error_code(),
-                    Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
-                )
-            });
-            match e.downcast::<crate::UsageError>() {
-                Ok(u) => u.into(),
-                Err(e) if bad_file => crate::UsageError(format!(
-                    "{} is not an ampbench results file (not a SQLite database, or truncated or damaged: {e})",
-                    path.display()
-                ))
-                .into(),
-                Err(e) => e.context(unusable()),
-            }
-        })?;
-        c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
-            .and_then(|_| c.execute_batch(SCHEMA))
-            .and_then(|_| migrate(&mut c))
-            .with_context(unusable)?;
-        Ok(Results { c })
+    /// Opens (creating if needed) the results store at `at`.
+    pub fn open(at: &Location) -> Result<Results> {
+        let db = match at {
+            Location::File(path) => Db::Sqlite(open_file(path)?),
+            Location::Postgres(t) => Db::postgres(pg::open(t)?),
+        };
+        Ok(Results {
+            db,
+            snapshot: std::cell::OnceCell::new(),
+            at: at.clone(),
+            client: 0,
+        })
     }
 
-    /// Opens an existing results file for reading.
-    pub fn open_existing(path: &Path) -> Result<Results> {
-        if !path.exists() {
-            return Err(crate::UsageError(format!(
-                "results file {} does not exist (run `ampbench run` first, or pass --results)",
-                path.display()
-            ))
-            .into());
+    /// Opens an existing results store for reading.
+    pub fn open_existing(at: &Location) -> Result<Results> {
+        if let Location::File(path) = at {
+            if !path.exists() {
+                return Err(crate::UsageError(format!(
+                    "results file {} does not exist (run `ampbench run` first, or pass --results)",
+                    path.display()
+                ))
+                .into());
+            }
         }
-        Results::open(path)
+        let mut r = Results::open(at)?;
+        r.prepare_read()?;
+        Ok(r)
+    }
+
+    /// Makes this process client `k` of its run: the steps it records and
+    /// ends are client `k`'s.
+    pub fn set_client(&mut self, k: usize) {
+        self.client = k;
+    }
+
+    /// Where the store is.
+    pub fn location(&self) -> &Location {
+        &self.at
+    }
+
+    /// The store's back end, for the clients' meeting and copies.
+    pub(crate) fn db(&mut self) -> &mut Db {
+        &mut self.db
     }
 
     /// Records a run's start; returns its id.
-    pub fn begin_run(&self, r: &RunRecord) -> Result<i64> {
-        self.c.execute(
-            "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                now(),
-                r.command,
-                r.workload,
-                r.engines,
-                r.seed as i64,
-                r.config.to_string(),
-                r.versions.to_string(),
-                r.machine.to_string(),
-                r.invocation
-            ],
-        )?;
-        Ok(self.c.last_insert_rowid())
+    pub fn begin_run(&mut self, r: &RunRecord) -> Result<i64> {
+        self.db.tx(|t| {
+            t.insert_id(
+                "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation)
+                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                vals![
+                    now(),
+                    &r.command,
+                    &r.workload,
+                    &r.engines,
+                    r.seed as i64,
+                    r.config.to_string(),
+                    r.versions.to_string(),
+                    r.machine.to_string(),
+                    r.invocation
+                ],
+            )
+        })
     }
 
     /// Records a run's end with its status.
-    pub fn end_run(&self, run: i64, status: Status) -> Result<()> {
-        self.c.execute(
-            "UPDATE runs SET ended = ?1, status = ?2 WHERE id = ?3",
-            params![now(), status.name(), run],
-        )?;
+    pub fn end_run(&mut self, run: i64, status: Status) -> Result<()> {
+        self.db.tx(|t| {
+            t.exec(
+                "UPDATE runs SET ended = ?1, status = ?2 WHERE id = ?3",
+                vals![now(), status.name(), run],
+            )
+        })?;
         Ok(())
     }
 
     /// Ends a run that an error stopped: the run and every step of it still
     /// `running` become `failed`, the steps with `why`, so nothing of a
     /// finished process stays `running`.
-    pub fn fail_run(&self, run: i64, why: &str) -> Result<()> {
+    pub fn fail_run(&mut self, run: i64, why: &str) -> Result<()> {
         self.fail_running_steps(run, why)?;
         self.end_run(run, Status::Failed)
     }
 
     /// Marks every step of `run` still `running` as `failed` with `why`
     /// (its process died); returns how many there were.
-    pub fn fail_running_steps(&self, run: i64, why: &str) -> Result<usize> {
+    pub fn fail_running_steps(&mut self, run: i64, why: &str) -> Result<usize> {
         self.end_running_steps(run, Status::Failed, why)
     }
 
     /// Ends every step of `run` still running with `status` and `why`;
     /// how many.
-    pub fn end_running_steps(&self, run: i64, status: Status, why: &str) -> Result<usize> {
-        Ok(self.c.execute(
-            "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
-            params![now(), status.name(), why, run, Status::Running.name()],
-        )?)
+    pub fn end_running_steps(&mut self, run: i64, status: Status, why: &str) -> Result<usize> {
+        let client = self.client;
+        Ok(self.db.tx(|t| {
+            t.exec(
+                "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5 AND client = ?6",
+                vals![now(), status.name(), why, run, Status::Running.name(), client],
+            )
+        })? as usize)
     }
 
     /// Ends a run stopped at once (a second Ctrl-C): the run and its
     /// running steps become `interrupted`.
-    pub fn interrupt_run(&self, run: i64) -> Result<()> {
-        self.c.execute(
-            "UPDATE steps SET ended = ?1, status = ?2, error = ?3 WHERE run_id = ?4 AND status = ?5",
-            params![
-                now(),
-                Status::Interrupted.name(),
-                "stopped by a second interrupt",
-                run,
-                Status::Running.name()
-            ],
-        )?;
+    pub fn interrupt_run(&mut self, run: i64) -> Result<()> {
+        self.end_running_steps(run, Status::Interrupted, "stopped by a second interrupt")?;
         self.end_run(run, Status::Interrupted)
     }
 
     /// The ordinal the next step of `run` takes.
-    pub fn next_ordinal(&self, run: i64) -> Result<usize> {
-        let n: i64 = self.c.query_row(
-            "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM steps WHERE run_id = ?1",
-            params![run],
-            |r| r.get(0),
-        )?;
-        Ok(n as usize)
+    pub fn next_ordinal(&mut self, run: i64) -> Result<usize> {
+        let client = self.client;
+        let rows = self.db.tx(|t| {
+            t.query(
+                "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM steps WHERE run_id = ?1 AND client = ?2",
+                vals![run, client],
+            )
+        })?;
+        Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Val::int)
+            .unwrap_or(0) as usize)
     }
 
     /// Records a step's start; `spec` describes how it runs (JSON); `rep`
     /// is its repetition (`--repeat`, 0-based).
     pub fn begin_step(
-        &self,
+        &mut self,
         run: i64,
         (ordinal, rep): (usize, usize),
         engine: &str,
         step: &str,
         spec: &serde_json::Value,
     ) -> Result<i64> {
-        self.c.execute(
-            "INSERT INTO steps (run_id, ordinal, engine, step, started, status, spec, rep) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
-            params![run, ordinal as i64, engine, step, now(), spec.to_string(), rep as i64],
-        )?;
-        Ok(self.c.last_insert_rowid())
+        let client = self.client;
+        self.db.tx(|t| {
+            t.insert_id(
+                "INSERT INTO steps (run_id, ordinal, engine, step, started, status, spec, rep, client) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8)",
+                vals![run, ordinal, engine, step, now(), spec.to_string(), rep, client],
+            )
+        })
+    }
+
+    /// Records where a step's measured phase began on the store's clock
+    /// (seconds since the epoch): how the intervals of the clients of one
+    /// run line up.
+    pub fn set_step_start(&mut self, step: i64, t0_store: f64) -> Result<()> {
+        self.db.tx(|t| {
+            t.exec(
+                "UPDATE steps SET t0_store = ?1 WHERE id = ?2",
+                vals![t0_store, step],
+            )
+        })?;
+        Ok(())
     }
 
     /// Records a step's throughput over time (see [`crate::driver::rates`]):
     /// `(t0, t1, ops/s)` per bin.
     pub fn add_rates(&mut self, step: i64, rates: &[(f64, f64, f64)]) -> Result<()> {
-        let tx = self.c.transaction()?;
-        for (i, (t0, t1, v)) in rates.iter().enumerate() {
-            tx.execute(
-                "INSERT OR REPLACE INTO rates (step_id, idx, t0, t1, per_sec) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![step, i as i64, t0, t1, v],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|t| {
+            for (i, (t0, t1, v)) in rates.iter().enumerate() {
+                t.exec(
+                    "INSERT OR REPLACE INTO rates (step_id, idx, t0, t1, per_sec) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    vals![step, i, *t0, *t1, *v],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records one closed interval with its figures and samples, in one transaction.
@@ -372,33 +434,36 @@ impl Results {
         figures: &[(Metric, Figure)],
         samples: (&Sample, &Sample),
     ) -> Result<()> {
-        let tx = self.c.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO intervals (step_id, idx, t0, t1, ops, bg_ops, written) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![step, idx as i64, t.0, t.1, counts.0 as i64, counts.1 as i64, counts.2 as i64],
-        )?;
-        write_figures(&tx, step, idx as i64, figures)?;
-        for (at, s) in [("start", samples.0), ("end", samples.1)] {
-            tx.execute(
-                "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
-                params![step, idx as i64, at, serde_json::to_string(s)?],
+        let samples = [
+            ("start", serde_json::to_string(samples.0)?),
+            ("end", serde_json::to_string(samples.1)?),
+        ];
+        self.db.tx(|tx| {
+            tx.exec(
+                "INSERT OR REPLACE INTO intervals (step_id, idx, t0, t1, ops, bg_ops, written) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                vals![step, idx, t.0, t.1, counts.0 as i64, counts.1 as i64, counts.2 as i64],
             )?;
-        }
-        tx.commit()?;
-        Ok(())
+            write_figures(tx, step, idx as i64, figures)?;
+            for (at, s) in &samples {
+                tx.exec(
+                    "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
+                    vals![step, idx, *at, s],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records one `--slice` slice with its figures, in one transaction.
     pub fn add_slice(&mut self, step: i64, s: &Slice) -> Result<()> {
-        let tx = self.c.transaction()?;
         let (ops, bg, written) = s.counts;
-        tx.execute(
-            "INSERT OR REPLACE INTO slices (step_id, idx, t0, t1, ops, bg_ops, written, partial) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![step, s.idx as i64, s.t.0, s.t.1, ops as i64, bg as i64, written as i64, s.partial],
-        )?;
-        write_figures(&tx, step, slice_idx(s.idx as i64), &s.figures)?;
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|tx| {
+            tx.exec(
+                "INSERT OR REPLACE INTO slices (step_id, idx, t0, t1, ops, bg_ops, written, partial) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                vals![step, s.idx, s.t.0, s.t.1, ops as i64, bg as i64, written as i64, s.partial],
+            )?;
+            write_figures(tx, step, slice_idx(s.idx as i64), &s.figures)
+        })
     }
 
     /// Records response times for an interval (or [`WHOLE_STEP`]).
@@ -408,29 +473,32 @@ impl Results {
         idx: i64,
         latencies: &[(String, Latency)],
     ) -> Result<()> {
-        let tx = self.c.transaction()?;
+        let mut rows = Vec::with_capacity(latencies.len());
         for (op, l) in latencies {
-            let s = l.summary();
-            tx.execute(
-                "INSERT OR REPLACE INTO latencies (step_id, interval_idx, op, count, mean, p50, p95, p99, p999, max, hist)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    step,
-                    idx,
-                    op,
-                    s.count as i64,
-                    s.mean,
-                    s.p50 as i64,
-                    s.p95 as i64,
-                    s.p99 as i64,
-                    s.p999 as i64,
-                    s.max as i64,
-                    l.to_bytes()?
-                ],
-            )?;
+            rows.push((op, l.summary(), l.to_bytes()?));
         }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|tx| {
+            for (op, s, hist) in rows {
+                tx.exec(
+                    "INSERT OR REPLACE INTO latencies (step_id, interval_idx, op, count, mean, p50, p95, p99, p999, max, hist)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    vals![
+                        step,
+                        idx,
+                        op,
+                        s.count as i64,
+                        s.mean,
+                        s.p50 as i64,
+                        s.p95 as i64,
+                        s.p99 as i64,
+                        s.p999 as i64,
+                        s.max as i64,
+                        hist
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records the whole step's figures, the workload's figures and notes
@@ -443,28 +511,32 @@ impl Results {
         notes: &crate::names::StepNotes,
         samples: (&Sample, &Sample),
     ) -> Result<()> {
-        let tx = self.c.transaction()?;
-        write_figures(&tx, step, WHOLE_STEP, figures)?;
-        for (n, v) in &notes.extras {
-            tx.execute(
-                "INSERT OR REPLACE INTO extras (step_id, name, value) VALUES (?1, ?2, ?3)",
-                params![step, n, v],
-            )?;
-        }
-        for (i, line) in notes.lines.iter().enumerate() {
-            tx.execute(
-                "INSERT OR REPLACE INTO step_notes (step_id, idx, line) VALUES (?1, ?2, ?3)",
-                params![step, i as i64, line],
-            )?;
-        }
-        for (at, s) in [("start", samples.0), ("end", samples.1)] {
-            tx.execute(
-                "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
-                params![step, WHOLE_STEP, at, serde_json::to_string(s)?],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        let samples = [
+            ("start", serde_json::to_string(samples.0)?),
+            ("end", serde_json::to_string(samples.1)?),
+        ];
+        self.db.tx(|tx| {
+            write_figures(tx, step, WHOLE_STEP, figures)?;
+            for (n, v) in &notes.extras {
+                tx.exec(
+                    "INSERT OR REPLACE INTO extras (step_id, name, value) VALUES (?1, ?2, ?3)",
+                    vals![step, n, *v],
+                )?;
+            }
+            for (i, line) in notes.lines.iter().enumerate() {
+                tx.exec(
+                    "INSERT OR REPLACE INTO step_notes (step_id, idx, line) VALUES (?1, ?2, ?3)",
+                    vals![step, i, line],
+                )?;
+            }
+            for (at, s) in &samples {
+                tx.exec(
+                    "INSERT INTO samples (step_id, interval_idx, at, sample) VALUES (?1, ?2, ?3, ?4)",
+                    vals![step, WHOLE_STEP, *at, s],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a step's figures beside the model's predictions.
@@ -473,69 +545,132 @@ impl Results {
         step: i64,
         checks: &[crate::names::ModelCheck],
     ) -> Result<()> {
-        let tx = self.c.transaction()?;
-        for k in checks {
-            tx.execute(
-                "INSERT OR REPLACE INTO model_checks (step_id, figure, measured, predicted, dominant, verdict, reason)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    step,
-                    k.figure.name(),
-                    k.measured,
-                    k.predicted,
-                    k.dominant,
-                    k.verdict.name(),
-                    k.reason
-                ],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|tx| {
+            for k in checks {
+                tx.exec(
+                    "INSERT OR REPLACE INTO model_checks (step_id, figure, measured, predicted, dominant, verdict, reason)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    vals![
+                        step,
+                        k.figure.name(),
+                        k.measured,
+                        k.predicted,
+                        k.dominant.as_deref(),
+                        k.verdict.name(),
+                        &k.reason
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a snapshot of the engine's own statistics.
     pub fn add_engine_stats(&mut self, step: i64, stats: &EngineStats, at: &str) -> Result<()> {
-        let tx = self.c.transaction()?;
-        for (n, v) in &stats.values {
-            tx.execute(
-                "INSERT INTO engine_stats (step_id, name, value, at) VALUES (?1, ?2, ?3, ?4)",
-                params![step, n, v, at],
-            )?;
-        }
-        for (n, t) in &stats.texts {
-            tx.execute(
-                "INSERT INTO engine_stats (step_id, name, text, at) VALUES (?1, ?2, ?3, ?4)",
-                params![step, n, t, at],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.db.tx(|tx| {
+            for (n, v) in &stats.values {
+                tx.exec(
+                    "INSERT INTO engine_stats (step_id, name, value, at) VALUES (?1, ?2, ?3, ?4)",
+                    vals![step, n, *v, at],
+                )?;
+            }
+            for (n, text) in &stats.texts {
+                tx.exec(
+                    "INSERT INTO engine_stats (step_id, name, text, at) VALUES (?1, ?2, ?3, ?4)",
+                    vals![step, n, text, at],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records a step's end.
     pub fn end_step(
-        &self,
+        &mut self,
         step: i64,
         status: Status,
         error: Option<&str>,
         secs: f64,
         settle: Option<&str>,
     ) -> Result<()> {
-        self.c.execute(
-            "UPDATE steps SET ended = ?1, status = ?2, error = ?3, secs = ?4, settle = ?5 WHERE id = ?6",
-            params![now(), status.name(), error, secs, settle, step],
-        )?;
+        self.db.tx(|t| {
+            t.exec(
+                "UPDATE steps SET ended = ?1, status = ?2, error = ?3, secs = ?4, settle = ?5 WHERE id = ?6",
+                vals![now(), status.name(), error, secs, settle, step],
+            )
+        })?;
         Ok(())
     }
 
-    /// The connection, for the reader.
+    /// The connection reports read: the file's, or for PostgreSQL the
+    /// store copied into memory at the first read.
     pub(crate) fn conn(&self) -> &Connection {
-        &self.c
+        match &self.db {
+            Db::Sqlite(c) => c,
+            Db::Postgres(_) => self.snapshot.get_or_init(|| {
+                // An in-memory database is always available; a store that
+                // cannot be read was made a failed read in `snapshot`.
+                Connection::open_in_memory().expect("an in-memory SQLite database")
+            }),
+        }
+    }
+
+    /// For PostgreSQL: copies the store into memory for the reader (done
+    /// once, before the first read: `load` and `latest_ids` call it).
+    pub fn prepare_read(&mut self) -> Result<()> {
+        if let Db::Postgres(_) = self.db {
+            if self.snapshot.get().is_none() {
+                let mut mem = Db::Sqlite(Connection::open_in_memory()?);
+                if let Db::Sqlite(c) = &mut mem {
+                    c.execute_batch(SCHEMA)?;
+                    c.execute_batch(INDEXES)?;
+                }
+                db::copy(&mut self.db, &mut mem, &[])
+                    .context("reading the PostgreSQL results store")?;
+                if let Db::Sqlite(c) = mem {
+                    let _ = self.snapshot.set(c);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
+/// Opens (creating, or bringing up to this schema) a SQLite results file.
+fn open_file(path: &Path) -> Result<Connection> {
+    let mut c = Connection::open(path)
+        .with_context(|| format!("cannot open results file {}", path.display()))?;
+    let unusable = || format!("{} is not a usable ampbench results file", path.display());
+    c.execute_batch("PRAGMA busy_timeout=5000;")
+        .with_context(unusable)?;
+    check_ours(&c, path).map_err(|e| {
+        // Not SQLite at all, or a truncated or damaged file: bad input.
+        let bad_file = e.downcast_ref::<rusqlite::Error>().is_some_and(|s| {
+            matches!(
+                s.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+            )
+        });
+        match e.downcast::<crate::UsageError>() {
+            Ok(u) => u.into(),
+            Err(e) if bad_file => crate::UsageError(format!(
+                "{} is not an ampbench results file (not a SQLite database, or truncated or damaged: {e})",
+                path.display()
+            ))
+            .into(),
+            Err(e) => e.context(unusable()),
+        }
+    })?;
+    c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        .and_then(|_| c.execute_batch(SCHEMA))
+        .and_then(|_| migrate(&mut c))
+        .and_then(|_| c.execute_batch(INDEXES))
+        .with_context(unusable)?;
+    Ok(c)
+}
+
 fn write_figures(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &mut dyn Exec,
     step: i64,
     idx: i64,
     figures: &[(Metric, Figure)],
@@ -546,9 +681,9 @@ fn write_figures(
             Figure::Value(v) => (None, Some(format!("not finite: {v}"))),
             Figure::NotMeasured(why) => (None, Some(why.clone())),
         };
-        tx.execute(
+        tx.exec(
             "INSERT OR REPLACE INTO figures (step_id, interval_idx, name, value, note) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![step, idx, name.name(), v, note],
+            vals![step, idx, name.name(), v, note],
         )?;
     }
     Ok(())

@@ -66,9 +66,25 @@ pub struct HostArgs {
     /// The configuration the parent checked (see [`fingerprint`]).
     #[arg(long)]
     fingerprint: String,
-    /// The parent's command line after `run`.
+    /// The parent's command line after `run` (else [`ARGS_ENV`]'s).
     #[arg(last = true)]
     pub args: Vec<String>,
+}
+
+/// The environment variable that carries the parent's command line to
+/// the engine host (JSON array).
+pub const ARGS_ENV: &str = "AMPBENCH_HOST_ARGS";
+
+impl HostArgs {
+    /// The parent's command line after `run`: the arguments after `--`,
+    /// or [`ARGS_ENV`]'s.
+    pub fn args(&self) -> Result<Vec<String>> {
+        if !self.args.is_empty() {
+            return Ok(self.args.clone());
+        }
+        let v = std::env::var(ARGS_ENV).with_context(|| format!("engine host: no {ARGS_ENV}"))?;
+        serde_json::from_str(&v).with_context(|| format!("engine host: {ARGS_ENV}"))
+    }
 }
 
 /// A digest of a configuration as recorded (SHA-1 of its JSON): the host
@@ -175,7 +191,11 @@ impl Hosted {
         for (k, v) in setting {
             cmd.args(["--setting", &format!("{k}={v}")]);
         }
-        cmd.arg("--").args(&args);
+        // The command line goes in the environment, not the host's
+        // arguments: it may hold URLs with passwords (--target,
+        // --results), and /proc/PID/environ, unlike cmdline, is readable
+        // by its owner only.
+        cmd.env(ARGS_ENV, serde_json::to_string(&args)?);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())

@@ -89,8 +89,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Engine cache bytes.
     pub cache_bytes: u64,
-    /// Results file.
-    pub results: PathBuf,
+    /// The results store.
+    pub results: crate::results::Location,
     /// Parent of the engines' data directories.
     pub dir: PathBuf,
     /// Keep data directories afterwards.
@@ -264,7 +264,7 @@ fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
         cfg.workload.name(),
         names(&cfg.engines, ", "),
         cfg.seed,
-        cfg.results.display()
+        cfg.results
     )?;
     let effective: Vec<String> = r
         .params
@@ -290,7 +290,7 @@ fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
 
 /// The run in progress, as [`abort`] needs it.
 struct Current {
-    results: PathBuf,
+    results: crate::results::Location,
     id: i64,
     /// The data directory of the engine running (removed unless `keep`).
     dirs: Vec<PathBuf>,
@@ -321,7 +321,7 @@ pub fn abort() {
     crate::engine::server::kill_registered();
     let current = CURRENT.lock().ok().and_then(|mut c| c.take());
     if let Some(c) = current {
-        if let Err(e) = Results::open(&c.results).and_then(|r| r.interrupt_run(c.id)) {
+        if let Err(e) = Results::open(&c.results).and_then(|mut r| r.interrupt_run(c.id)) {
             eprintln!("ampbench: cannot mark run {} interrupted: {e:#}", c.id);
         }
         if !c.keep {
@@ -413,7 +413,7 @@ fn begin<'c>(
     std::fs::create_dir_all(&cfg.dir)
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     // Before any device is made: a bad results path fails at once.
-    let results = Results::open(&cfg.results)?;
+    let mut results = Results::open(&cfg.results)?;
     for l in setup::clean_leftovers(None) {
         writeln!(out, "leftover of a killed run: {l}")?;
     }

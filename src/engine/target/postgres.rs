@@ -383,3 +383,24 @@ impl Engine for External {
         Ok(())
     }
 }
+
+/// A connection to the first endpoint of a PostgreSQL URL, as the target
+/// connections are made (TLS as the URL says, the connect timeout): for
+/// the results store (`--results postgres://…`).
+pub fn connect_url(t: &crate::engine::target::url::Target, db: &str) -> Result<Client> {
+    let spec = TargetSpec {
+        target: t.clone(),
+        db: None,
+        db_owned: false,
+        keep: true,
+    };
+    let endpoints = Endpoints::resolve(t)?;
+    let tls = super::tls::client_config(t)?;
+    connect_to(&spec, tls.as_ref(), endpoints.first(), db).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot connect to {}: {}",
+            t.shown(),
+            one_line(&e).replace('\n', " ")
+        )
+    })
+}

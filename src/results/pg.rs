@@ -1,0 +1,64 @@
+//! Opening a PostgreSQL results store: the connection, then the schema
+//! (the SQLite one in PostgreSQL's types, [`super::db::pg_schema`]) made
+//! or brought up to date under an advisory lock, so clients arriving
+//! together make it once.
+
+use anyhow::{Context, Result};
+
+use super::{INDEXES, SCHEMA, SCHEMA_VERSION};
+use crate::engine::target::url::Target;
+
+/// The advisory lock key under which the schema is made ("ampbench").
+const SCHEMA_LOCK: i64 = 0x616d_7062_656e_6368;
+
+/// Connects to the store and makes its schema; a database that holds
+/// other tables but no `runs`, or a newer schema, is a one-line error.
+pub fn open(t: &Target) -> Result<postgres::Client> {
+    let db = t.db.clone().ok_or_else(|| {
+        crate::UsageError(format!(
+            "--results {}: name the database (postgres://user@host/DATABASE)",
+            t.shown()
+        ))
+    })?;
+    let mut c = crate::engine::target::postgres::connect_url(t, &db)
+        .map_err(|e| crate::UsageError(format!("--results: {e:#}")))?;
+    let shown = t.shown();
+    let mut tx = c.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    let tables: Vec<String> = tx
+        .query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema()",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if !tables.is_empty() && !tables.iter().any(|t| t == "runs") {
+        return Err(crate::UsageError(format!(
+            "--results {shown}: the database holds tables but is not an ampbench results store (no runs table): pass another database"
+        ))
+        .into());
+    }
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")?;
+    let v: Option<i64> = tx
+        .query_opt("SELECT max(version) FROM schema_version", &[])?
+        .and_then(|r| r.get(0));
+    if let Some(v) = v.filter(|v| *v > SCHEMA_VERSION) {
+        return Err(crate::UsageError(format!(
+            "--results {shown} was written by a newer ampbench (results schema {v}; this one reads up to {SCHEMA_VERSION})"
+        ))
+        .into());
+    }
+    tx.batch_execute(&super::db::pg_schema(SCHEMA))
+        .and_then(|_| tx.batch_execute(INDEXES))
+        .with_context(|| format!("--results {shown}: cannot make the results schema"))?;
+    if v != Some(SCHEMA_VERSION) {
+        tx.execute("DELETE FROM schema_version", &[])?;
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES ($1)",
+            &[&SCHEMA_VERSION],
+        )?;
+    }
+    tx.commit()?;
+    Ok(c)
+}
