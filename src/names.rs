@@ -81,6 +81,9 @@ crate::named! {
         Failed = "failed",
         /// Stopped by Ctrl-C; what was measured is kept.
         Interrupted = "interrupted",
+        /// A run of several clients some of which died or failed: the
+        /// others' figures are kept, the run is short of theirs.
+        Partial = "partial",
     }
 }
 

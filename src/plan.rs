@@ -166,6 +166,15 @@ pub struct Settings {
     pub server_bin: Option<String>,
     /// A node exporter on the server's host.
     pub host_metrics: Option<String>,
+    /// The run's clients, each a process of its own.
+    pub clients: usize,
+    /// This client of them, 0-based.
+    pub client: Option<usize>,
+    /// The run's name, the same for every client.
+    pub run_name: Option<String>,
+    /// How long a client waits at a barrier for the others.
+    #[serde(deserialize_with = "secs")]
+    pub barrier_timeout: f64,
     /// The C allocator under the engines.
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers.
@@ -235,6 +244,10 @@ impl Default for Settings {
             target_db_owned: false,
             server_bin: None,
             host_metrics: None,
+            clients: 1,
+            client: None,
+            run_name: None,
+            barrier_timeout: 120.0,
             allocator: crate::setup::allocator::Allocator::Glibc,
             replication_log: false,
             server_timeout: crate::engine::SERVER_TIMEOUT.as_secs_f64(),

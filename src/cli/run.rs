@@ -168,6 +168,24 @@ pub(crate) struct RunArgs {
     /// one but device-mapper, RAID and virtual ones, or those named.
     #[arg(long, value_name = "URL")]
     host_metrics: Option<String>,
+    /// The run's clients: this many ampbench processes (on one host or
+    /// many, started by your own tool) make one run, meeting in the
+    /// PostgreSQL results store (--results postgres://…) against one
+    /// --target. Each gets the same plan; loads split their key ranges.
+    #[arg(long, value_name = "N")]
+    clients: Option<usize>,
+    /// This client of them, 0-based (client 0 makes and drops the
+    /// target's database).
+    #[arg(long, value_name = "K")]
+    client: Option<usize>,
+    /// The run's name, the same for every client: the first to arrive
+    /// creates the run, the others join it.
+    #[arg(long, value_name = "NAME")]
+    run_name: Option<String>,
+    /// How long a client waits at a barrier (each step's start and end)
+    /// for the others before the run fails naming them.
+    #[arg(long, value_parser = crate::units::parse_secs)]
+    barrier_timeout: Option<f64>,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
     ///.
@@ -300,6 +318,8 @@ impl RunArgs {
             allocator,
             replication_log,
             server_timeout,
+            clients,
+            barrier_timeout,
             fs,
             repeat
         );
@@ -316,7 +336,9 @@ impl RunArgs {
             memory,
             target,
             target_db,
-            host_metrics
+            host_metrics,
+            client,
+            run_name
         );
         on!(keep, settle, drop_caches, reuse, target_db_owned);
         if let Some(d) = &self.server_bin {
@@ -563,6 +585,7 @@ impl RunArgs {
             seed: s.seed,
             cache_bytes: 0,
             results: crate::results::Location::parse(&s.results)?,
+            clients: target::clients(&s)?,
             dir: s
                 .dir
                 .as_ref()

@@ -74,6 +74,16 @@ const DERIVED: &[(&str, &str, &str)] = &[
         "none: no figure of the server host's own devices and CPU",
     ),
     (
+        "client",
+        "0",
+        "JOB_COMPLETION_INDEX when set (a Kubernetes Indexed Job), else 0",
+    ),
+    (
+        "run_name",
+        r#""night-1""#,
+        "none: required with clients > 1",
+    ),
+    (
         "target_db",
         r#""bench""#,
         "a database of ampbench's own (ampbench_…), dropped at the end",
@@ -133,6 +143,10 @@ pub const FLAG_IDS: &[&str] = &[
     "target_db_owned",
     "server_bin",
     "host_metrics",
+    "clients",
+    "client",
+    "run_name",
+    "barrier_timeout",
     "allocator",
     "replication_log",
     "server_timeout",

@@ -3,6 +3,7 @@
 //! stable names, CSV, and a self-contained HTML page with charts.
 
 pub mod charts;
+pub mod clients;
 pub mod compare;
 pub mod concurrency;
 pub mod export;

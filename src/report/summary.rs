@@ -26,6 +26,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o.push_str(&super::text::workload_notes(run));
     o.push_str(&super::text::notes(run, &[]));
     o.push_str(&super::concurrency::render(run));
+    o.push_str(&super::clients::render(run));
     o
 }
 

@@ -81,6 +81,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     let notes: Vec<String> = notes.into_iter().collect();
     o.push_str(&self::notes(run, &notes));
     o.push_str(&super::concurrency::render(run));
+    o.push_str(&super::clients::render(run));
     let _ = writeln!(o, "\n{LEGEND}");
     o
 }
@@ -291,6 +292,13 @@ pub fn header(run: &RunView) -> String {
     );
     for c in &run.corners {
         let _ = writeln!(o, "  {c}");
+    }
+    if let Some(c) = &run.clients {
+        let _ = writeln!(
+            o,
+            "  {} clients (run name {}): each step's figures are theirs merged; each client's rows are at the end",
+            c.clients, c.name
+        );
     }
     o
 }

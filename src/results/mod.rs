@@ -8,6 +8,8 @@
 
 pub mod db;
 mod location;
+pub mod meet;
+pub mod merge;
 mod pg;
 pub mod read;
 pub mod recorded;
@@ -39,7 +41,7 @@ CREATE TABLE IF NOT EXISTS run_clients (
   PRIMARY KEY (run_id, client));
 CREATE TABLE IF NOT EXISTS barriers (
   run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, client INTEGER NOT NULL,
-  at REAL NOT NULL, PRIMARY KEY (run_id, name, client));
+  at REAL NOT NULL, note TEXT, PRIMARY KEY (run_id, name, client));
 CREATE TABLE IF NOT EXISTS steps (
   id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), ordinal INTEGER NOT NULL,
   engine TEXT NOT NULL, step TEXT NOT NULL, started TEXT NOT NULL, ended TEXT,
@@ -144,7 +146,7 @@ pub struct Results {
     client: usize,
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     // SAFETY: time() with a null pointer only returns the time.
     let t = unsafe { libc::time(std::ptr::null_mut()) };
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };

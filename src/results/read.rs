@@ -183,6 +183,10 @@ pub struct RunView {
     /// cache, storage).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corners: Vec<String>,
+    /// A run of several clients (`--clients`): each client's rows; the
+    /// steps are then the clients' merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<super::merge::ClientsView>,
 }
 
 impl RunView {
@@ -204,6 +208,7 @@ impl RunView {
             steps: Vec::new(),
             merged_from: Vec::new(),
             corners: Vec::new(),
+            clients: None,
         }
     }
 }
@@ -315,6 +320,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     steps: Vec::new(),
                     merged_from: Vec::new(),
                     corners: Vec::new(),
+                    clients: None,
                 })
             },
         )
@@ -322,7 +328,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
         .ok_or_else(|| crate::UsageError(format!("no run {id} in the results file")))?;
     run.recorded = super::RecordedConfig::of(&run.config);
     let mut st = c.prepare(
-        "SELECT id, ordinal, engine, step, status, error, secs, settle, rep, spec FROM steps WHERE run_id = ?1 ORDER BY ordinal",
+        "SELECT id, ordinal, engine, step, status, error, secs, settle, rep, spec FROM steps WHERE run_id = ?1 ORDER BY ordinal, client",
     )?;
     let steps: Vec<StepView> = st
         .query_map(params![id], |row| {
@@ -444,6 +450,14 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
             }
         }
         run.steps.push(s);
+    }
+    let (name, clients): (Option<String>, i64) = c.query_row(
+        "SELECT name, clients FROM runs WHERE id = ?1",
+        params![id],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    if clients > 1 {
+        super::merge::merge_clients(r, &mut run, name.unwrap_or_default(), clients as usize)?;
     }
     Ok(run)
 }

@@ -157,6 +157,14 @@ pub fn step_ctx(
     } else {
         derive_seed(cfg.seed, &[si as u64, pass as u64])
     };
+    // Several clients draw their own streams (a lone client's seeds are
+    // those of a run without --clients).
+    let share = cfg.clients.as_ref().map(|c| c.share()).unwrap_or_default();
+    let seed = if share.clients > 1 {
+        derive_seed(seed, &[CLIENT_STREAM, share.client as u64])
+    } else {
+        seed
+    };
     Ok(StepCtx {
         threads: threads.unwrap_or(cfg.threads).max(1),
         warmup: secs("warmup", cfg.warmup)?,
@@ -170,8 +178,12 @@ pub fn step_ctx(
             None => Arrival::Closed,
         },
         seed,
+        share,
     })
 }
+
+/// The tag under which a client's streams are derived from a step's seed.
+const CLIENT_STREAM: u64 = 0xc1;
 
 /// A progress spinner on a terminal; hidden otherwise (CI, pipes).
 pub(super) fn progress_bar() -> ProgressBar {

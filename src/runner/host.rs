@@ -437,6 +437,10 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         cf_before: Vec::new(),
         label: a.label.clone(),
         rep: a.rep,
+        // An embedded engine's host: never one of several clients (they
+        // share a --target).
+        meeting: None,
+        joined_db: None,
     };
     // SAFETY: descriptor 3 is the reply pipe the parent set up (dup2 in
     // its pre_exec), owned by this process from here on.

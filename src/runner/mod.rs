@@ -91,6 +91,9 @@ pub struct RunConfig {
     pub cache_bytes: u64,
     /// The results store.
     pub results: crate::results::Location,
+    /// One of several clients of a run (`--clients N --client K`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<crate::results::meet::Clients>,
     /// Parent of the engines' data directories.
     pub dir: PathBuf,
     /// Keep data directories afterwards.
@@ -201,6 +204,35 @@ struct Run<'c> {
     label: String,
     /// The repetition running (`--repeat`, 0-based).
     rep: usize,
+    /// With `--clients`: this client's membership of the run (None once
+    /// it has left it, after a failure).
+    meeting: Option<crate::results::meet::Meeting>,
+    /// A follower client: the target's database the leader made.
+    joined_db: Option<String>,
+}
+
+impl Run<'_> {
+    /// With `--clients`: waits at barrier `name` for the other clients;
+    /// None alone.
+    fn barrier(
+        &mut self,
+        name: &str,
+        note: Option<&str>,
+    ) -> Result<Option<crate::results::meet::Release>> {
+        match self.meeting.as_mut() {
+            Some(m) => Ok(Some(m.barrier(&mut self.results, name, note)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// With `--clients`: this client leaves the run after a failure (the
+    /// others go on without it; the run ends partial).
+    fn leave(&mut self, why: &str) -> Result<()> {
+        if let Some(mut m) = self.meeting.take() {
+            m.leave(&mut self.results, why)?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs every engine through the steps; returns the run id. Per-step lines
@@ -227,12 +259,22 @@ pub fn run(
     }
     match done {
         Ok(()) => {
-            r.results.end_run(r.id, r.status)?;
+            match r.meeting.take() {
+                Some(mut m) => m.finish(&mut r.results, r.status, None)?,
+                None => r.results.end_run(r.id, r.status)?,
+            }
             Ok(r.id)
         }
         Err(e) => {
             // The error ends the command; the results file says so too.
             let why = format!("{e:#}").replace('\n', " ");
+            if r.meeting.is_some() {
+                let failed = r.results.fail_running_steps(r.id, &why);
+                if let Err(w) = failed.and_then(|_| r.leave(&why)) {
+                    return Err(e.context(format!("recording the failure also failed: {w:#}")));
+                }
+                return Err(e);
+            }
             if let Err(w) = r.results.fail_run(r.id, &why) {
                 return Err(e.context(format!("recording the failure also failed: {w:#}")));
             }
@@ -458,7 +500,7 @@ fn begin<'c>(
     config["storage_effective"] = storage.record.clone();
     let names =
         |v: &[EngineKind], sep: &str| v.iter().map(|e| e.name()).collect::<Vec<_>>().join(sep);
-    let id = results.begin_run(&RunRecord {
+    let record = RunRecord {
         command: command.to_string(),
         workload: cfg.workload.name().into(),
         engines: names(&cfg.engines, ","),
@@ -467,7 +509,19 @@ fn begin<'c>(
         versions: serde_json::Value::Object(versions),
         machine: machine_facts(&storage.parent),
         invocation,
-    })?;
+    };
+    let (id, meeting) = match &cfg.clients {
+        Some(c) => {
+            let m = crate::results::meet::Meeting::join(&mut results, c, &record)?;
+            writeln!(
+                out,
+                "client {} of {}: run {} '{}' in {}; this clock is {:+.3} s from the store's",
+                c.client, c.clients, m.run, c.run_name, cfg.results, -m.skew
+            )?;
+            (m.run, Some(m))
+        }
+        None => (results.begin_run(&record)?, None),
+    };
     Ok(Run {
         cfg,
         storage,
@@ -481,6 +535,8 @@ fn begin<'c>(
         cf_before: Vec::new(),
         label: String::new(),
         rep: 0,
+        meeting,
+        joined_db: None,
     })
 }
 
@@ -614,7 +670,20 @@ fn run_engine(
         // The next engine loads at the first class.
         throttle_to(r, &mem, 0)?;
     }
-    let life = side.close(r, out)?;
+    // Several clients: every one is done with the engine's steps, the
+    // others close, then client 0 drops the database they shared.
+    let leader = r.meeting.as_ref().map(|m| m.me.leader());
+    let closing = format!("close {} rep {}", r.label, r.rep);
+    r.barrier(&closing, None)?;
+    let life = if leader == Some(true) {
+        r.barrier(&format!("{closing}: closed"), None)?;
+        side.close(r, out)?
+    } else {
+        let life = side.close(r, out)?;
+        r.barrier(&format!("{closing}: closed"), None)?;
+        life
+    };
+    r.joined_db = None;
     if let Some(mut c) = mem.cg {
         let life = life.or_else(|| Some((c.life_peak()?, c.life_limit_hits().unwrap_or(0))));
         if let (Some(limit), Some((peak, hits))) = (cfg.memory, life) {

@@ -39,6 +39,34 @@ impl InProcess {
         let cfg = r.cfg;
         let mut workload = cfg.workload.build(&r.params)?;
         workload.configure(&r.steps, cfg.threads);
+        // Several clients: client 0 makes the target's database and
+        // schema; the others wait for it and join that database.
+        let barrier = format!("open {} rep {}", r.label, r.rep);
+        let leader = r.meeting.as_ref().map(|m| m.me.leader());
+        if leader == Some(false) {
+            let release = r.barrier(&barrier, None)?;
+            let db = release.and_then(|rel| {
+                rel.notes
+                    .into_iter()
+                    .find(|(c, _)| *c == 0)
+                    .and_then(|(_, n)| n)
+            });
+            match db {
+                Some(db) => r.joined_db = Some(db),
+                None => {
+                    let why = "client 0 made no database on the target (it failed to open)";
+                    writeln!(out, "{}: {why}", r.label)?;
+                    fail_open(r, why)?;
+                    r.leave(why)?;
+                    return Ok(None);
+                }
+            }
+        }
+        let mut target = cfg.target.clone();
+        if let (Some(t), Some(db)) = (target.as_mut(), &r.joined_db) {
+            t.db = Some(db.clone());
+            t.joined = true;
+        }
         let spec = OpenSpec {
             dir: dir.to_path_buf(),
             tables: workload.tables(),
@@ -49,12 +77,21 @@ impl InProcess {
             replication_log: cfg.replication_log,
             cgroup: mem.cg.as_ref().map(|c| c.procs_file()),
             timeout: Some(std::time::Duration::from_secs_f64(cfg.server_timeout)),
-            target: cfg.target.clone(),
+            target,
             server_bin: cfg.server_bin.clone(),
         };
         let Some(eng) = open_engine(r, kind, &spec, &*workload, out)? else {
+            r.leave("the engine did not open")?;
             return Ok(None);
         };
+        if leader == Some(true) {
+            let db = eng
+                .settings()
+                .iter()
+                .find(|(k, _)| k == crate::engine::target::DATABASE_SETTING)
+                .map(|(_, v)| v.clone());
+            r.barrier(&barrier, db.as_deref())?;
+        }
         engine_lines(cfg, &*eng, dir, out)?;
         let probe = probe_of(&*eng).with_host(
             cfg.host_metrics
@@ -200,7 +237,8 @@ pub(super) fn open_engine(
             return Ok(None);
         }
     };
-    if let EngineRef::Sql(s) = eng.face() {
+    // A client joining another's database finds its schema made.
+    if let (EngineRef::Sql(s), None) = (eng.face(), &r.joined_db) {
         let ddl = workload.sql_schema(s.dialect(), s.table_options());
         let created = s
             .connect()

@@ -77,9 +77,23 @@ pub(super) fn run_step(
         probe,
         mem,
     };
+    // Several clients: the step starts when all are ready, its start
+    // recorded on the store's clock (how their intervals line up), and
+    // it is recorded (its checks run) once all have ended it.
+    let starting = format!("step {} start", r.ordinal - 1);
+    r.barrier(&starting, None)?;
+    let t0 = r.meeting.as_ref().map(|m| m.store_now());
     let o = s.drive(r, planned);
+    if let Some(t0) = t0 {
+        r.results.set_step_start(id, t0)?;
+    }
+    r.barrier(&format!("step {} end", r.ordinal - 1), None)?;
     let rec = s.record(r, &o)?;
     s.say(r, &o, &rec, out)?;
+    if rec.status == Status::Failed {
+        // The others go on without this client.
+        r.leave(&format!("step {} failed", s.label))?;
+    }
     Ok(match rec.status {
         Status::Failed => {
             r.status = Status::Failed;

@@ -136,6 +136,7 @@ pub(super) fn config(
         db: s.target_db.clone(),
         db_owned: s.target_db_owned,
         keep: s.keep,
+        joined: false,
     }))
 }
 
@@ -186,4 +187,77 @@ fn default_engines() -> Vec<EngineKind> {
         .iter()
         .filter_map(|e| EngineKind::parse(e).ok())
         .collect()
+}
+
+/// `--clients N --client K --run-name NAME`: this process's place among
+/// the clients of a run; None alone. The client comes from `--client`
+/// or a Kubernetes Indexed Job's `JOB_COMPLETION_INDEX`. Several clients
+/// need a name, a PostgreSQL results store (where they meet) and a
+/// `--target` (the server they share).
+pub(super) fn clients(s: &Settings) -> Result<Option<crate::results::meet::Clients>> {
+    use crate::results::meet::{Clients, JOB_INDEX_ENV};
+    let n = s.clients;
+    if n == 0 {
+        return Err(UsageError("--clients 0: a run has at least one client".into()).into());
+    }
+    let from_env =
+        || -> Result<Option<usize>, UsageError> {
+            match std::env::var(JOB_INDEX_ENV) {
+                Ok(v) => v.trim().parse().map(Some).map_err(|_| {
+                    UsageError(format!("{JOB_INDEX_ENV}={v}: expected a client number"))
+                }),
+                Err(_) => Ok(None),
+            }
+        };
+    let k = match s.client {
+        Some(k) => k,
+        None if n > 1 => from_env()?.unwrap_or(0),
+        None => 0,
+    };
+    if k >= n {
+        return Err(UsageError(format!(
+            "--client {k}: the run has {n} client(s), numbered 0 to {}",
+            n - 1
+        ))
+        .into());
+    }
+    if n == 1 {
+        if s.run_name.is_some() {
+            return Err(UsageError(
+                "--run-name names a run of several clients: give --clients N".into(),
+            )
+            .into());
+        }
+        return Ok(None);
+    }
+    let name = s.run_name.clone().ok_or_else(|| {
+        UsageError(format!(
+            "--clients {n}: give --run-name NAME, the same for every client (the run they make together)"
+        ))
+    })?;
+    if name.is_empty() || name.len() > 200 || name.chars().any(|c| c.is_control()) {
+        return Err(UsageError(format!(
+            "--run-name '{name}': 1 to 200 printable characters"
+        ))
+        .into());
+    }
+    if !s.results.to_ascii_lowercase().starts_with("postgres") {
+        return Err(UsageError(format!(
+            "--clients {n}: the clients meet in a PostgreSQL results store; --results {} is a file (give --results postgres://…)",
+            s.results
+        ))
+        .into());
+    }
+    if s.target.is_none() {
+        return Err(UsageError(format!(
+            "--clients {n}: the clients share one server: give --target URL"
+        ))
+        .into());
+    }
+    Ok(Some(Clients {
+        clients: n,
+        client: k,
+        run_name: name,
+        barrier_timeout: super::positive("barrier-timeout", s.barrier_timeout)?,
+    }))
 }

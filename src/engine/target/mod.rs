@@ -36,6 +36,9 @@ pub const PASSWORD_ENV: &str = "AMPBENCH_TARGET_PASSWORD";
 /// How long a connection to a target may take to open.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The engine setting that names the target's database a run works in.
+pub const DATABASE_SETTING: &str = "database";
+
 /// Everything an engine needs to reach a target.
 #[derive(Clone, Debug)]
 pub struct TargetSpec {
@@ -48,6 +51,10 @@ pub struct TargetSpec {
     pub db_owned: bool,
     /// `--keep`: leave the database (or tables) on the server.
     pub keep: bool,
+    /// One of several clients joining the database `db` that client 0
+    /// made (`--clients`): its tables are used as they are, and nothing
+    /// is dropped.
+    pub joined: bool,
 }
 
 impl serde::Serialize for TargetSpec {

@@ -15,7 +15,7 @@ use mysql::prelude::Queryable;
 use crate::engine::mywire::{self, Addr, TlsTo};
 use crate::engine::sql::Cell;
 
-use super::{CONNECT_TIMEOUT, Endpoint, Endpoints, Place, TargetSpec};
+use super::{CONNECT_TIMEOUT, DATABASE_SETTING, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::mariadb::MySqlConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -333,7 +333,12 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
                 );
             }
             let place = Place::new(db.clone(), false, open.tables.clone());
-            for t in place.judge(&list_tables(&mut c, db)?, spec.db_owned)? {
+            let found = if spec.joined {
+                Vec::new()
+            } else {
+                list_tables(&mut c, db)?
+            };
+            for t in place.judge(&found, spec.db_owned)? {
                 // Names checked by judge: letters, digits and '_'.
                 c.query_drop(&format!("DROP TABLE `{db}`.`{t}`"))?;
             }
@@ -347,6 +352,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             Place::new(db, true, open.tables.clone())
         }
     };
+    settings.insert(2, (DATABASE_SETTING.into(), place.db.clone()));
     // Connections go to every endpoint in turn: each must serve the
     // database (one cluster, not independent servers).
     for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {

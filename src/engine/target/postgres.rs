@@ -12,7 +12,7 @@ use postgres::{Client, NoTls};
 use rustls::ClientConfig;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::{CONNECT_TIMEOUT, Endpoint, Endpoints, Place, TargetSpec};
+use super::{CONNECT_TIMEOUT, DATABASE_SETTING, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::postgres::PgConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
@@ -249,7 +249,12 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
                 anyhow!("{shown}: cannot connect to database {db}: {}", one_line(&e))
             })?;
             let place = Place::new(db.clone(), false, open.tables.clone());
-            for t in place.judge(&list_tables(&mut w)?, spec.db_owned)? {
+            let found = if spec.joined {
+                Vec::new()
+            } else {
+                list_tables(&mut w)?
+            };
+            for t in place.judge(&found, spec.db_owned)? {
                 // Names checked by judge: letters, digits and '_'.
                 w.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
                     .map_err(|e| anyhow!("--target-db {db}: cannot drop {t}: {}", one_line(&e)))?;
@@ -267,6 +272,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             Place::new(db, true, open.tables.clone())
         }
     };
+    settings.insert(2, (DATABASE_SETTING.into(), place.db.clone()));
     // Connections go to every endpoint in turn: each must serve the
     // database (one cluster, not independent servers).
     for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
@@ -393,6 +399,7 @@ pub fn connect_url(t: &crate::engine::target::url::Target, db: &str) -> Result<C
         db: None,
         db_owned: false,
         keep: true,
+        joined: false,
     };
     let endpoints = Endpoints::resolve(t)?;
     let tls = super::tls::client_config(t)?;

@@ -318,7 +318,11 @@ impl Workload for Micro {
         };
         let (mode, threads, fill) = match step {
             S::Fillseq => (Mode::Seq { next: 0, end: 0 }, 1, true),
-            S::Fillrandom => (Mode::RandomFill { left: self.num }, 1, true),
+            S::Fillrandom => {
+                // Each client puts its share of the random keys.
+                let (a, b) = ctx.share.mine(self.num);
+                (Mode::RandomFill { left: b - a }, 1, true)
+            }
             S::Overwrite => (Mode::Write, ctx.threads, false),
             S::Readrandom | S::Readwhilewriting => (Mode::Read { left }, ctx.threads, counted),
             S::Seekrandom => (Mode::Seek { left }, ctx.threads, counted),
@@ -335,9 +339,13 @@ impl Workload for Micro {
         };
         let seed = ctx.seed;
         let num = self.num;
+        let share = ctx.share;
         let make = move |i: usize, mode: Mode, salt: u64| -> Result<MicroWorker<'a>> {
             let mode = match mode {
-                Mode::Seq { .. } => Mode::Seq { next: 0, end: num },
+                Mode::Seq { .. } => {
+                    let (next, end) = share.mine(num);
+                    Mode::Seq { next, end }
+                }
                 m => m,
             };
             Ok(MicroWorker {

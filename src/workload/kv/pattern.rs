@@ -353,15 +353,12 @@ impl Workload for Pattern {
         };
         let seed = ctx.seed;
         let docs = self.docs;
+        let share = ctx.share;
         let make = move |i: usize, mode: Mode, salt: u64| -> Result<PatternWorker<'a>> {
             let mode = match mode {
                 Mode::Load { .. } => {
-                    let per = docs.div_ceil(threads as u64);
-                    let next = (i as u64 * per).min(docs);
-                    Mode::Load {
-                        next,
-                        end: (next + per).min(docs),
-                    }
+                    let (next, end) = share.part(docs, threads, i);
+                    Mode::Load { next, end }
                 }
                 m => m,
             };

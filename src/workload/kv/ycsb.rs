@@ -344,16 +344,16 @@ impl Workload for Ycsb {
         let chooser = KeyChooser::new(dist, self.records, self.theta);
         let seed = ctx.seed;
         let records = self.records;
+        let share = ctx.share;
         let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
-            let per = records.div_ceil(threads as u64);
-            let start = (i as u64 * per).min(records);
+            let load = share.part(records, threads, i);
             Ok(Box::new(YcsbWorker {
                 wl: self,
                 store: docs_store(engine, "usertable")?,
                 rng: Rng::new(derive_seed(seed, &[0, i as u64])),
                 mix: m,
                 chooser: chooser.clone(),
-                load: (start, (start + per).min(records)),
+                load,
                 key: Vec::new(),
                 value: Vec::new(),
             }))

@@ -16,6 +16,9 @@ pub(super) struct Loader<'a> {
     pub(super) store: Box<dyn LinkStore + 'a>,
     pub(super) rng: Rng,
     pub(super) nodes: Option<u64>,
+    /// This client's part of the load: its first chunk (chunks below it
+    /// are other clients') and the end of its node ids.
+    pub(super) span: (u64, u64),
     pub(super) motif: Motif,
     /// Links generated and not yet written: the first `used`. The slots
     /// (and their payload buffers) are reused from batch to batch.
@@ -75,7 +78,7 @@ impl Worker for Loader<'_> {
     fn op(&mut self) -> Result<Option<Done>> {
         let wl = self.wl;
         if let Some(next) = self.nodes {
-            let end = wl.start + wl.n;
+            let end = self.span.1;
             if next >= end {
                 return Ok(None);
             }
@@ -109,9 +112,12 @@ impl Worker for Loader<'_> {
             }));
         }
         // Chunks are taken in reverse order, as the reference queues them.
+        let lo = self.span.0;
         let c = wl
             .next_chunk
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
+                c.checked_sub(1).filter(|_| c > lo)
+            });
         let Ok(c) = c else {
             let w = self.flush_links()? + self.flush_counts()?;
             if w == 0 {

@@ -268,6 +268,8 @@ pub struct Linkbench {
     stripes: store::Stripes,
     next_chunk: AtomicU64,
     next_node: AtomicU64,
+    /// The run's clients: new node ids are interleaved between them.
+    clients: Mutex<crate::workload::Share>,
     nodes_loaded: AtomicU64,
     links_loaded: AtomicU64,
     logical: AtomicU64,
@@ -333,6 +335,7 @@ impl Linkbench {
             stripes: store::Stripes::default(),
             next_chunk: AtomicU64::new(n.div_ceil(CHUNK)),
             next_node: AtomicU64::new(maxid1),
+            clients: Mutex::new(Default::default()),
             nodes_loaded: AtomicU64::new(0),
             links_loaded: AtomicU64::new(0),
             logical: AtomicU64::new(0),
@@ -362,6 +365,15 @@ impl Linkbench {
                 self.durability,
             )?),
         })
+    }
+
+    /// The id of a node added by a request: the next of this client's,
+    /// interleaved with the other clients' above `maxid1`.
+    pub(super) fn new_node_id(&self) -> u64 {
+        let j = self.next_node.fetch_add(1, Ordering::Relaxed);
+        let s = *self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        let base = self.start + self.n;
+        base + (j - base) * s.clients.max(1) as u64 + s.client as u64
     }
 
     fn accesses(&self) -> &Accesses {
@@ -399,6 +411,12 @@ impl Workload for Linkbench {
         let (spec, fg): (StepSpec, Box<crate::driver::WorkerFactory<'a>>) = match step.try_into()? {
             LinkbenchStep::Load => {
                 let threads = self.loaders + 1;
+                // Each client loads whole chunks of the id range, its nodes
+                // and their links (`--clients`).
+                let (c_lo, c_hi) = ctx.share.mine(self.n.div_ceil(CHUNK));
+                self.next_chunk.store(c_hi, Ordering::SeqCst);
+                let span = (c_lo, (self.start + c_hi * CHUNK).min(self.start + self.n));
+                let first_node = self.start + c_lo * CHUNK;
                 (
                     ctx.spec(threads, op_names(), true),
                     Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
@@ -412,7 +430,8 @@ impl Workload for Linkbench {
                             wl: self,
                             store: self.store(engine)?,
                             rng,
-                            nodes: (i == 0).then_some(self.start),
+                            nodes: (i == 0).then_some(first_node),
+                            span,
                             motif,
                             links: Vec::new(),
                             used: 0,
@@ -446,6 +465,7 @@ impl Workload for Linkbench {
                         client.map(|client| Window { client, server });
                 }
                 let acc = self.accesses();
+                *self.clients.lock().unwrap_or_else(|p| p.into_inner()) = ctx.share;
                 let start = std::time::Instant::now() + ctx.warmup;
                 let measured = (start, start + ctx.duration, ctx.interval);
                 (

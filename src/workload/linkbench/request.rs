@@ -1,6 +1,5 @@
 //! The request step's worker.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -205,7 +204,7 @@ impl Worker for Requester<'_> {
                 }
             }
             LinkOp::AddNode => {
-                let id = wl.next_node.fetch_add(1, Ordering::Relaxed);
+                let id = wl.new_node_id();
                 written = self.new_node(id, 1);
                 self.store.add_node(&self.node)?;
                 op

@@ -1,0 +1,454 @@
+//! The clients of one run meet in the PostgreSQL results store
+//! (`--clients N --client K --run-name NAME`): no coordinator of ours,
+//! only the store's rows, notifications and locks.
+//!
+//! - **Registration.** The first client to arrive creates the run (keyed
+//!   by its name, under a transaction-scoped advisory lock); the others
+//!   join it. Each client holds a session advisory lock `(run, client)`
+//!   while it lives, so the others can tell a client that died from one
+//!   that is late.
+//! - **One clock.** Each client measures its clock's offset from the
+//!   store's (`clock_timestamp()`, the round trip with the least delay of
+//!   several) and records it; step starts are recorded on the store's
+//!   clock, so clients with skewed clocks still line up interval by
+//!   interval.
+//! - **Barriers.** A client arriving at a barrier inserts its row and
+//!   notifies the run's channel (LISTEN/NOTIFY); it leaves when every
+//!   client has arrived or died. Past the timeout the run fails with one
+//!   line naming the clients that never came.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use postgres::fallible_iterator::FallibleIterator;
+use serde::Serialize;
+
+use super::Results;
+use super::db::{Db, Val, vals};
+use crate::workload::Share;
+
+/// The environment variable a Kubernetes Indexed Job sets to each pod's
+/// index: the client number when `--client` is not given.
+pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// A test hook: seconds added to this client's clock as the meeting reads
+/// it, to show that a skewed client still lines up.
+pub const CLOCK_OFFSET_ENV: &str = "AMPBENCH_TEST_CLOCK_OFFSET";
+
+/// This process's place among the clients of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Clients {
+    /// The run's clients (`--clients`).
+    pub clients: usize,
+    /// This one, 0-based (`--client`, or [`JOB_INDEX_ENV`]).
+    pub client: usize,
+    /// The run's name, the same for every client (`--run-name`).
+    pub run_name: String,
+    /// Seconds a client waits at a barrier for the others
+    /// (`--barrier-timeout`).
+    pub barrier_timeout: f64,
+}
+
+impl Clients {
+    /// This client's share of the work.
+    pub fn share(&self) -> Share {
+        Share {
+            client: self.client,
+            clients: self.clients,
+        }
+    }
+
+    /// Client 0 makes and removes what the clients share (the target's
+    /// database) and ends the run.
+    pub fn leader(&self) -> bool {
+        self.client == 0
+    }
+}
+
+/// This client's clock, as the meeting reads it: seconds since the epoch
+/// (plus [`CLOCK_OFFSET_ENV`]'s offset, in tests).
+pub fn local_now() -> f64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    t + std::env::var(CLOCK_OFFSET_ENV)
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// A barrier's release: when the last client arrived (store clock) and
+/// what each left there.
+#[derive(Clone, Debug)]
+pub struct Release {
+    /// The store's clock when the last client arrived.
+    pub at: f64,
+    /// `(client, note)` of every client that arrived.
+    pub notes: Vec<(usize, Option<String>)>,
+    /// Clients found dead while waiting.
+    pub dead: Vec<usize>,
+}
+
+/// A client's membership of a run.
+pub struct Meeting {
+    /// The run's id.
+    pub run: i64,
+    /// Who this is.
+    pub me: Clients,
+    /// The store's clock less this client's, seconds.
+    pub skew: f64,
+    /// Clients found dead so far.
+    pub dead: Vec<usize>,
+}
+
+/// The advisory lock keys of a client's liveness: `(run, client)`.
+fn live_key(run: i64, client: usize) -> (i32, i32) {
+    ((run & 0x7fff_ffff) as i32, client as i32)
+}
+
+fn pg(results: &mut Results) -> Result<&mut postgres::Client> {
+    match results.db() {
+        Db::Postgres(p) => Ok(&mut p.client),
+        Db::Sqlite(_) => Err(crate::UsageError(
+            "--clients: the clients of a run meet in a PostgreSQL results store: give --results postgres://…".into(),
+        )
+        .into()),
+    }
+}
+
+/// The store's clock less this client's: the sample with the shortest
+/// round trip of `n`, its midpoint taken as the moment the store read
+/// its clock.
+fn measure_skew(c: &mut postgres::Client, n: usize) -> Result<f64> {
+    let st = c.prepare("SELECT extract(epoch FROM clock_timestamp())::float8")?;
+    let mut best: Option<(f64, f64)> = None;
+    for _ in 0..n {
+        let t0 = local_now();
+        let s: f64 = c.query_one(&st, &[])?.get(0);
+        let t1 = local_now();
+        let rtt = t1 - t0;
+        if best.is_none_or(|(r, _)| rtt < r) {
+            best = Some((rtt, s - (t0 + t1) / 2.0));
+        }
+    }
+    Ok(best.map_or(0.0, |b| b.1))
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+impl Meeting {
+    /// Registers this client: creates the run named `me.run_name` (the
+    /// first to arrive, with `record`) or joins it; takes the liveness
+    /// lock and listens on the run's channel.
+    pub fn join(results: &mut Results, me: &Clients, record: &super::RunRecord) -> Result<Meeting> {
+        let skew = measure_skew(pg(results)?, 7)?;
+        results.set_client(me.client);
+        let name = me.run_name.clone();
+        let run = results.db().tx(|t| {
+            t.query(
+                "SELECT pg_advisory_xact_lock(hashtext(?1))::text",
+                vals![name.as_str()],
+            )?;
+            let found = t.query(
+                "SELECT id, clients, workload, seed, status FROM runs WHERE name = ?1",
+                vals![name.as_str()],
+            )?;
+            let run = match found.first() {
+                Some(r) => {
+                    let (id, n) = (r[0].int().unwrap_or(0), r[1].int().unwrap_or(0));
+                    let (wl, seed) = (r[2].text().unwrap_or(""), r[3].int().unwrap_or(0));
+                    if n as usize != me.clients || wl != record.workload || seed != record.seed as i64 {
+                        bail!(crate::UsageError(format!(
+                            "--run-name {name}: that run has {n} clients, workload {wl}, seed {seed}; this client was given {}, {}, {} (every client gets the same plan)",
+                            me.clients, record.workload, record.seed
+                        )));
+                    }
+                    if r[4].text() != Some("running") {
+                        bail!(crate::UsageError(format!(
+                            "--run-name {name}: run {id} has ended ({}); give the new run another name",
+                            r[4].text().unwrap_or("?")
+                        )));
+                    }
+                    id
+                }
+                None => t.insert_id(
+                    "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation, name, clients)
+                     VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, ?10)",
+                    vals![
+                        super::now(),
+                        &record.command,
+                        &record.workload,
+                        &record.engines,
+                        record.seed as i64,
+                        record.config.to_string(),
+                        record.versions.to_string(),
+                        record.machine.to_string(),
+                        name.as_str(),
+                        me.clients
+                    ],
+                )?,
+            };
+            let had = t.query(
+                "SELECT host FROM run_clients WHERE run_id = ?1 AND client = ?2",
+                vals![run, me.client],
+            )?;
+            if let Some(h) = had.first() {
+                bail!(crate::UsageError(format!(
+                    "--client {}: client {} of run {name} has already joined (from host {})",
+                    me.client,
+                    me.client,
+                    h[0].text().unwrap_or("?")
+                )));
+            }
+            t.exec(
+                "INSERT INTO run_clients (run_id, client, host, joined, skew, status) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
+                vals![run, me.client, host_name(), super::now(), skew],
+            )?;
+            Ok(run)
+        })?;
+        let (k1, k2) = live_key(run, me.client);
+        let c = pg(results)?;
+        c.execute("SELECT pg_advisory_lock($1, $2)", &[&k1, &k2])?;
+        c.batch_execute(&format!("LISTEN ampbench_run_{run}"))?;
+        Ok(Meeting {
+            run,
+            me: me.clone(),
+            skew,
+            dead: Vec::new(),
+        })
+    }
+
+    /// Now on the store's clock.
+    pub fn store_now(&self) -> f64 {
+        local_now() + self.skew
+    }
+
+    /// Waits at barrier `name` until every client has arrived there (or
+    /// died), leaving `note` for the others; past the timeout, an error
+    /// naming the clients that never came.
+    pub fn barrier(
+        &mut self,
+        results: &mut Results,
+        name: &str,
+        note: Option<&str>,
+    ) -> Result<Release> {
+        let (run, me) = (self.run, self.me.client);
+        let at = self.store_now();
+        results.db().tx(|t| {
+            t.exec(
+                "INSERT INTO barriers (run_id, name, client, at, note) VALUES (?1, ?2, ?3, ?4, ?5)",
+                vals![run, name, me, at, note],
+            )?;
+            t.query(
+                "SELECT pg_notify(?1, ?2)::text",
+                vals![format!("ampbench_run_{run}"), name],
+            )
+        })?;
+        let deadline = Instant::now() + Duration::from_secs_f64(self.me.barrier_timeout);
+        loop {
+            let rows = results.db().tx(|t| {
+                t.query(
+                    "SELECT client, at, note FROM barriers WHERE run_id = ?1 AND name = ?2",
+                    vals![run, name],
+                )
+            })?;
+            let arrived: Vec<usize> = rows
+                .iter()
+                .filter_map(|r| r[0].int())
+                .map(|c| c as usize)
+                .collect();
+            let missing: Vec<usize> = (0..self.me.clients)
+                .filter(|c| !arrived.contains(c))
+                .collect();
+            let dead = self.find_dead(results, &missing)?;
+            if missing.iter().all(|c| dead.contains(c)) {
+                for d in &dead {
+                    if !self.dead.contains(d) {
+                        self.dead.push(*d);
+                    }
+                }
+                return Ok(Release {
+                    at: rows
+                        .iter()
+                        .filter_map(|r| r[1].real())
+                        .fold(f64::MIN, f64::max),
+                    notes: rows
+                        .iter()
+                        .map(|r| {
+                            (
+                                r[0].int().unwrap_or(0) as usize,
+                                r[2].text().map(String::from),
+                            )
+                        })
+                        .collect(),
+                    dead,
+                });
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let list = |v: &[usize]| {
+                    v.iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let waiting: Vec<usize> = missing
+                    .iter()
+                    .copied()
+                    .filter(|c| !dead.contains(c))
+                    .collect();
+                bail!(
+                    "barrier '{name}' of run {} ({}): client(s) {} did not arrive within {:.0} s (arrived: {})",
+                    self.run,
+                    self.me.run_name,
+                    list(&waiting),
+                    self.me.barrier_timeout,
+                    list(&arrived)
+                );
+            }
+            // A notification wakes this at once; the wait is bounded so
+            // that a client dying (no notification) is noticed.
+            let c = pg(results)?;
+            let mut n = c.notifications();
+            let _ = n.timeout_iter(left.min(Duration::from_millis(500))).next();
+        }
+    }
+
+    /// Of the clients `missing` from a barrier, those whose liveness lock
+    /// nobody holds (their process or its store session ended), marked
+    /// `died` with their running steps failed.
+    fn find_dead(&mut self, results: &mut Results, missing: &[usize]) -> Result<Vec<usize>> {
+        if missing.is_empty() {
+            return Ok(Vec::new());
+        }
+        let run = self.run;
+        let (k1, _) = live_key(run, 0);
+        let joined: Vec<usize> = results
+            .db()
+            .tx(|t| {
+                t.query(
+                    "SELECT client FROM run_clients WHERE run_id = ?1",
+                    vals![run],
+                )
+            })?
+            .iter()
+            .filter_map(|r| r[0].int())
+            .map(|c| c as usize)
+            .collect();
+        let c = pg(results)?;
+        let held: Vec<i64> = c
+            .query(
+                "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND granted",
+                &[&i64::from(k1)],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        // A client that never joined is late, not dead.
+        let dead: Vec<usize> = missing
+            .iter()
+            .copied()
+            .filter(|m| joined.contains(m) && !held.contains(&(*m as i64)))
+            .collect();
+        for d in &dead {
+            if self.dead.contains(d) {
+                continue;
+            }
+            let why = format!("client {d} died: its store session ended mid-run");
+            results.db().tx(|t| {
+                t.exec(
+                    "UPDATE run_clients SET status = 'died', error = ?1 WHERE run_id = ?2 AND client = ?3 AND status = 'running'",
+                    vals![why.as_str(), run, *d],
+                )?;
+                t.exec(
+                    "UPDATE steps SET status = 'failed', error = ?1, ended = ?2 WHERE run_id = ?3 AND client = ?4 AND status = 'running'",
+                    vals![why.as_str(), super::now(), run, *d],
+                )
+            })?;
+        }
+        Ok(dead)
+    }
+
+    /// Records this client's end with `status`, waits at the last
+    /// barrier for the others, and ends the run: `done` when every client
+    /// was, else `partial` (every client that gets there writes the same).
+    pub fn finish(
+        &mut self,
+        results: &mut Results,
+        status: crate::names::Status,
+        error: Option<&str>,
+    ) -> Result<()> {
+        self.set_mine(results, status.name(), error)?;
+        let ended = self.barrier(results, "end", None);
+        self.end_run(results)?;
+        self.unlock(results)?;
+        ended.map(|_| ())
+    }
+
+    /// Leaves the run after a failure (`why`): the others go on without
+    /// this client; the run ends `partial`.
+    pub fn leave(&mut self, results: &mut Results, why: &str) -> Result<()> {
+        self.set_mine(results, "failed", Some(why))?;
+        self.unlock(results)?;
+        // The last one out ends the run.
+        let run = self.run;
+        let running = results.db().tx(|t| {
+            t.query(
+                "SELECT count(*) FROM run_clients WHERE run_id = ?1 AND status = 'running'",
+                vals![run],
+            )
+        })?;
+        if running.first().and_then(|r| r[0].int()) == Some(0) {
+            self.end_run(results)?;
+        }
+        Ok(())
+    }
+
+    fn set_mine(&mut self, results: &mut Results, status: &str, error: Option<&str>) -> Result<()> {
+        let (run, me) = (self.run, self.me.client);
+        results.db().tx(|t| {
+            t.exec(
+                "UPDATE run_clients SET status = ?1, error = ?2 WHERE run_id = ?3 AND client = ?4",
+                vals![status, error, run, me],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Ends the run from its clients' states: `done` when all are,
+    /// `failed` when none is, else `partial`.
+    fn end_run(&mut self, results: &mut Results) -> Result<()> {
+        use crate::names::Status;
+        let run = self.run;
+        let states: Vec<Vec<Val>> = results.db().tx(|t| {
+            t.query(
+                "SELECT status FROM run_clients WHERE run_id = ?1",
+                vals![run],
+            )
+        })?;
+        let done = states
+            .iter()
+            .filter(|r| r[0].text() == Some("done"))
+            .count();
+        let status = if done == self.me.clients && states.len() == self.me.clients {
+            Status::Done
+        } else if done == 0 {
+            Status::Failed
+        } else {
+            Status::Partial
+        };
+        results.end_run(run, status)
+    }
+
+    fn unlock(&mut self, results: &mut Results) -> Result<()> {
+        let (k1, k2) = live_key(self.run, self.me.client);
+        let c = pg(results)?;
+        c.execute("SELECT pg_advisory_unlock($1, $2)", &[&k1, &k2])
+            .context("releasing the client's lock")?;
+        Ok(())
+    }
+}

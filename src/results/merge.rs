@@ -1,0 +1,372 @@
+//! The clients of one run (`--clients`), merged for the reports: each
+//! step of every client becomes one step whose figures are the run's —
+//! throughput summed, percentiles from the clients' HDR histograms merged
+//! exactly, the shared server's figures per op over every client's ops —
+//! beside one row per client and step (its own throughput, response
+//! times, CPU per op, and how late it started after the barrier).
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use rusqlite::params;
+use serde::Serialize;
+
+use super::read::{IntervalView, RunView, StepView, Stored};
+use super::{Results, WHOLE_STEP};
+use crate::metrics::{Latency, LatencySummary, Metric};
+use crate::names::Status;
+
+/// One client's part of a merged step.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientStep {
+    /// The client, 0-based.
+    pub client: usize,
+    /// The step's position in the run.
+    pub ordinal: i64,
+    /// Engine label.
+    pub engine: String,
+    /// Step label.
+    pub step: String,
+    /// How the client's step ended.
+    pub status: Status,
+    /// Its error, if it failed.
+    pub error: Option<String>,
+    /// Its operations.
+    pub ops: Option<f64>,
+    /// Its operations per second.
+    pub ops_per_sec: Option<f64>,
+    /// Its own CPU per operation, µs.
+    pub client_cpu_us_per_op: Option<f64>,
+    /// Its response times per operation kind.
+    pub latencies: Vec<(String, LatencySummary)>,
+    /// Seconds from the step's start barrier releasing (the last client
+    /// arriving) to this client starting its workers, on the store's
+    /// clock.
+    pub start_lag: Option<f64>,
+}
+
+/// A client of the run as it registered.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientInfo {
+    /// The client, 0-based.
+    pub client: usize,
+    /// Its host name.
+    pub host: String,
+    /// The store's clock less the client's, seconds.
+    pub skew: f64,
+    /// `running`, `done`, `failed` or `died`.
+    pub status: String,
+    /// Why it failed or died.
+    pub error: Option<String>,
+}
+
+/// The clients of a run and their steps.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ClientsView {
+    /// The run's name (`--run-name`).
+    pub name: String,
+    /// How many clients the run was made for.
+    pub clients: usize,
+    /// Those that registered.
+    pub joined: Vec<ClientInfo>,
+    /// Every client's steps.
+    pub steps: Vec<ClientStep>,
+}
+
+/// How a figure of the clients' steps becomes the run's.
+enum Rule {
+    /// Summed.
+    Sum,
+    /// Per op of each client's own work: Σ figure × ops / Σ ops.
+    Weighted,
+    /// Per op of the shared server, which every client sampled: client
+    /// 0's figure × its ops / Σ ops.
+    Shared,
+    /// A state of the shared server (a size): client 0's.
+    Lead,
+    /// Of each client's host only, not merged.
+    Own,
+}
+
+fn rule(m: Metric) -> Rule {
+    use Metric as M;
+    match m {
+        M::Ops | M::OpsPerSec | M::LogicalBytes => Rule::Sum,
+        M::ClientCpuUsPerOp
+        | M::ClientUserUsPerOp
+        | M::ClientSysUsPerOp
+        | M::ClientCsPerOp
+        | M::ClientSyscallsPerOp => Rule::Weighted,
+        M::RssBytes
+        | M::RssPeakBytes
+        | M::DbBytes
+        | M::DbApparentBytes
+        | M::SrvDbBytes
+        | M::DevLatencyUs
+        | M::DevQueueDepth
+        | M::DevWaitedShare => Rule::Lead,
+        M::SysCpuUsPerOp | M::SysCsPerOp => Rule::Own,
+        M::SpaceAmp | M::WriteAmp => Rule::Lead,
+        _ => Rule::Shared,
+    }
+}
+
+/// Merges a run of several clients in place: `run.steps` become the
+/// merged steps (client 0's order), `run.clients` the clients' rows.
+pub fn merge_clients(r: &Results, run: &mut RunView, name: String, n: usize) -> Result<()> {
+    let c = r.conn();
+    let joined: Vec<ClientInfo> = c
+        .prepare("SELECT client, host, skew, status, error FROM run_clients WHERE run_id = ?1 ORDER BY client")?
+        .query_map(params![run.id], |row| {
+            Ok(ClientInfo {
+                client: row.get::<_, i64>(0)? as usize,
+                host: row.get(1)?,
+                skew: row.get(2)?,
+                status: row.get(3)?,
+                error: row.get(4)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut meta: BTreeMap<i64, (usize, Option<f64>)> = BTreeMap::new();
+    for row in c
+        .prepare("SELECT id, client, t0_store FROM steps WHERE run_id = ?1")?
+        .query_map(params![run.id], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, row.get(2)?))
+        })?
+    {
+        let (id, client, t0) = row?;
+        meta.insert(id, (client as usize, t0));
+    }
+    let released = |ordinal: i64| -> Option<f64> {
+        c.query_row(
+            "SELECT max(at) FROM barriers WHERE run_id = ?1 AND name = ?2",
+            params![run.id, format!("step {ordinal} start")],
+            |row| row.get(0),
+        )
+        .ok()
+        .flatten()
+    };
+    let mut groups: Vec<((i64, i64, String, String), Vec<StepView>)> = Vec::new();
+    for s in std::mem::take(&mut run.steps) {
+        let k = (s.ordinal, s.rep, s.engine.clone(), s.step.clone());
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(s),
+            None => groups.push((k, vec![s])),
+        }
+    }
+    let mut rows = Vec::new();
+    for ((ordinal, ..), mut g) in groups {
+        g.sort_by_key(|s| meta.get(&s.id).map_or(0, |m| m.0));
+        let release = released(ordinal);
+        for s in &g {
+            let (client, t0) = meta.get(&s.id).copied().unwrap_or((0, None));
+            rows.push(ClientStep {
+                client,
+                ordinal,
+                engine: s.engine.clone(),
+                step: s.step.clone(),
+                status: s.status,
+                error: s.error.clone(),
+                ops: s.fig(Metric::Ops),
+                ops_per_sec: s.fig(Metric::OpsPerSec),
+                client_cpu_us_per_op: s.fig(Metric::ClientCpuUsPerOp),
+                latencies: s.latencies.clone(),
+                start_lag: t0.zip(release).map(|(t, r)| t - r),
+            });
+        }
+        run.steps.push(merge_step(r, &g, &meta)?);
+    }
+    run.clients = Some(ClientsView {
+        name,
+        clients: n,
+        joined,
+        steps: rows,
+    });
+    Ok(())
+}
+
+/// One step from its clients' (client 0's first, when it has one).
+fn merge_step(
+    r: &Results,
+    g: &[StepView],
+    meta: &BTreeMap<i64, (usize, Option<f64>)>,
+) -> Result<StepView> {
+    let lead = &g[0];
+    let mut out = lead.clone();
+    if g.len() < 2 {
+        return Ok(out);
+    }
+    let all_done = g.iter().all(|s| s.status == Status::Done);
+    out.status = if all_done {
+        Status::Done
+    } else if g.iter().any(|s| s.status == Status::Done) {
+        Status::Partial
+    } else {
+        lead.status
+    };
+    if !all_done {
+        let bad: Vec<String> = g
+            .iter()
+            .filter(|s| s.status != Status::Done)
+            .map(|s| {
+                let c = meta.get(&s.id).map_or(0, |m| m.0);
+                format!("client {c} {}", s.status.name())
+            })
+            .collect();
+        out.error = Some(bad.join("; "));
+    }
+    let ops: Vec<f64> = g
+        .iter()
+        .map(|s| s.fig(Metric::Ops).unwrap_or(0.0))
+        .collect();
+    let total: f64 = ops.iter().sum();
+    let lead_ops = ops[0];
+    let mut figures: BTreeMap<Metric, Stored> = BTreeMap::new();
+    let names: std::collections::BTreeSet<Metric> =
+        g.iter().flat_map(|s| s.figures.keys().copied()).collect();
+    for m in names {
+        let vals: Vec<Option<f64>> = g.iter().map(|s| s.fig(m)).collect();
+        let v = match rule(m) {
+            Rule::Sum => Some(vals.iter().map(|v| v.unwrap_or(0.0)).sum::<f64>()),
+            Rule::Weighted if total > 0.0 && vals.iter().all(Option::is_some) => Some(
+                vals.iter()
+                    .zip(&ops)
+                    .map(|(v, o)| v.unwrap_or(0.0) * o)
+                    .sum::<f64>()
+                    / total,
+            ),
+            Rule::Shared if total > 0.0 => vals[0].map(|v| v * lead_ops / total),
+            Rule::Lead => vals[0],
+            Rule::Own => {
+                figures.insert(
+                    m,
+                    (
+                        None,
+                        Some("of each client's own host: see the clients' rows".into()),
+                    ),
+                );
+                continue;
+            }
+            _ => None,
+        };
+        let note = match v {
+            Some(_) => None,
+            None => lead
+                .figures
+                .get(&m)
+                .and_then(|f| f.1.clone())
+                .or_else(|| Some("not given by every client".into())),
+        };
+        figures.insert(m, (v, note));
+    }
+    // Space-amp of the whole database over every client's live bytes.
+    let db = figures
+        .get(&Metric::DbBytes)
+        .and_then(|f| f.0)
+        .or_else(|| figures.get(&Metric::SrvDbBytes).and_then(|f| f.0));
+    if let (Some(db), Some(live)) = (db, figures.get(&Metric::LogicalBytes).and_then(|f| f.0)) {
+        if live > 0.0 {
+            figures.insert(Metric::SpaceAmp, (Some(db / live), None));
+        }
+    }
+    // The step's throughput over its clients' common time: each client's
+    // summed (they start together at the barrier).
+    out.figures = figures;
+    out.secs = g.iter().filter_map(|s| s.secs).reduce(f64::max);
+    // Response times: the clients' histograms merged, per op kind.
+    let mut merged: BTreeMap<String, Latency> = BTreeMap::new();
+    for s in g {
+        for (_, op, h) in super::read::histograms(r, s.id, Some(WHOLE_STEP))? {
+            merged.entry(op).or_insert_with(Latency::new).merge(&h);
+        }
+    }
+    out.latencies = merged
+        .iter()
+        .map(|(op, h)| (op.clone(), h.summary()))
+        .collect();
+    out.spectra = merged
+        .iter()
+        .map(|(op, h)| (op.clone(), h.spectrum()))
+        .collect();
+    // The model's checks against the merged figures.
+    for k in &mut out.checks {
+        let m = match k.figure {
+            crate::names::ModelFigure::WriteAmp => Metric::WriteAmp,
+            crate::names::ModelFigure::SpaceAmp => Metric::SpaceAmp,
+        };
+        k.measured = out.figures.get(&m).and_then(|f| f.0);
+        k.verdict = crate::names::Verdict::of(k.measured, k.predicted);
+    }
+    out.intervals = merge_intervals(g, meta);
+    out.rates = Vec::new();
+    out.extras = merge_extras(g);
+    Ok(out)
+}
+
+/// The clients' intervals lined up on the store's clock: client `k`'s
+/// interval `i` is the run's interval `i + offset_k`, its offset its step
+/// start's distance from the earliest, in whole intervals. Operations and
+/// throughput are summed.
+fn merge_intervals(
+    g: &[StepView],
+    meta: &BTreeMap<i64, (usize, Option<f64>)>,
+) -> Vec<IntervalView> {
+    let len = g
+        .iter()
+        .find_map(|s| s.intervals.first().map(|i| i.t1 - i.t0))
+        .filter(|l| *l > 0.0);
+    let starts: Vec<Option<f64>> = g
+        .iter()
+        .map(|s| meta.get(&s.id).and_then(|m| m.1))
+        .collect();
+    let first = starts.iter().flatten().copied().reduce(f64::min);
+    let mut out: BTreeMap<i64, IntervalView> = BTreeMap::new();
+    for (s, t0) in g.iter().zip(&starts) {
+        let offset = match (t0, first, len) {
+            (Some(t), Some(f), Some(l)) => ((t - f) / l).round() as i64,
+            _ => 0,
+        };
+        for iv in &s.intervals {
+            let idx = iv.idx + offset;
+            let e = out.entry(idx).or_insert_with(|| IntervalView {
+                idx,
+                t0: iv.t0 + offset as f64 * len.unwrap_or(0.0),
+                t1: iv.t1 + offset as f64 * len.unwrap_or(0.0),
+                ops: 0,
+                bg_ops: 0,
+                figures: BTreeMap::new(),
+            });
+            e.ops += iv.ops;
+            e.bg_ops += iv.bg_ops;
+            for m in [Metric::Ops, Metric::OpsPerSec] {
+                if let Some(v) = iv.figures.get(&m).and_then(|f| f.0) {
+                    let f = e.figures.entry(m).or_insert((Some(0.0), None));
+                    f.0 = Some(f.0.unwrap_or(0.0) + v);
+                }
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+/// The workload's figures over the clients: counts and rates summed
+/// (rows loaded, misses, retries, slice rates), the model's predictions
+/// client 0's, peaks the highest.
+fn merge_extras(g: &[StepView]) -> Vec<(String, f64)> {
+    let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    for (i, s) in g.iter().enumerate() {
+        for (k, v) in &s.extras {
+            let e = out.entry(k.clone()).or_default();
+            if k.starts_with("pred_") {
+                if i == 0 {
+                    *e = *v;
+                }
+            } else if k.contains("peak") {
+                *e = e.max(*v);
+            } else {
+                *e += v;
+            }
+        }
+    }
+    out.into_iter().collect()
+}
