@@ -69,13 +69,16 @@ pub fn render(run: &RunView) -> String {
             o
         })
         .collect();
-    let v = json!({
+    let mut v = json!({
         "schema_version": SCHEMA_VERSION,
         "run": {"id": run.id, "started": run.started, "ended": run.ended, "status": run.status, "command": run.command,
                 "workload": run.workload, "engines": run.engines, "seed": run.seed, "config": run.config,
                 "versions": run.versions, "machine": run.machine},
         "steps": steps,
     });
+    if let (Some(c), Value::Object(m)) = (&run.clients, &mut v) {
+        m.insert("clients".into(), json!(c));
+    }
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 

@@ -297,6 +297,15 @@ fn merge_step(
         k.measured = out.figures.get(&m).and_then(|f| f.0);
         k.verdict = crate::names::Verdict::of(k.measured, k.predicted);
     }
+    // What each client's workload said (its consistency check of its
+    // tables, its retries), each line under its client.
+    out.notes = g
+        .iter()
+        .flat_map(|s| {
+            let c = meta.get(&s.id).map_or(0, |m| m.0);
+            s.notes.iter().map(move |l| format!("client {c}: {l}"))
+        })
+        .collect();
     out.intervals = merge_intervals(g, meta);
     out.rates = Vec::new();
     out.extras = merge_extras(g);

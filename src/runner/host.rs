@@ -462,7 +462,11 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         Ok(())
     };
     let mut workload = cfg.workload.build(&r.params)?;
-    workload.configure(&r.steps, cfg.threads);
+    workload.configure(
+        &r.steps,
+        cfg.threads,
+        cfg.clients.as_ref().map(|c| c.share()).unwrap_or_default(),
+    );
     let options = engine_options(cfg, kind, &setting);
     // The parent checked these; checked again where they are used.
     crate::engine::validate_options(kind, &options)?;

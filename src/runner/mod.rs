@@ -599,64 +599,15 @@ fn run_engine(
     // each as it runs; the closing tables have their figures): one line
     // says how many ran.
     let (t0, mut ran) = (std::time::Instant::now(), 0usize);
-    'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
-        if cfg.drop_caches && si > 0 {
-            if let Err(e) = setup::drop_caches() {
-                writeln!(out, "  cannot drop caches: {e}")?;
-            }
+    // An error (a results write, a barrier the other clients never
+    // reached) still closes the engine: a target's database is dropped.
+    if let Err(e) = run_steps(r, &mut *side, &mem, (&mut after, &mut ran), out) {
+        let _ = side.close(r, out);
+        if let Some(mut c) = mem.cg {
+            let _ = c.remove();
         }
-        // A storage sweep runs repeatable steps at every class; the load
-        // (and an index build) at the first.
-        let classes: Vec<Option<usize>> = if step.repeatable() && !r.storage.sweep.is_empty() {
-            (0..r.storage.sweep.len()).map(Some).collect()
-        } else {
-            vec![None]
-        };
-        let levels: Vec<Option<usize>> = if step.concurrent() && !cfg.thread_levels.is_empty() {
-            cfg.thread_levels.iter().map(|&n| Some(n)).collect()
-        } else {
-            vec![None]
-        };
-        // Each pass of the step on this database draws its own stream.
-        let mut pass = 0;
-        for class in classes {
-            if !r.storage.sweep.is_empty() {
-                throttle_to(r, &mem, class.unwrap_or(0))?;
-            }
-            for &level in &levels {
-                let mut at = Level {
-                    class: class.map(|i| r.storage.sweep[i].0),
-                    threads: level,
-                    pass,
-                };
-                // --reuse: a step that reads or rewrites the data runs
-                // --repeat times in a row; a load runs once.
-                let reps = if cfg.reuse && step.repeatable() {
-                    cfg.repeat
-                } else {
-                    1
-                };
-                for rep in 0..reps {
-                    if cfg.reuse {
-                        r.rep = rep;
-                    }
-                    at.pass = pass;
-                    pass += 1;
-                    out.flush()?;
-                    ran += 1;
-                    after = side.step(r, &mem, (si, step, at), out)?;
-                    // A device model that died or erred makes every later
-                    // figure wrong: the run stops, saying why (run's loop).
-                    if r.storage.model_failure().is_some() {
-                        after = After::Failed;
-                        break 'steps;
-                    }
-                    if !matches!(after, After::Next) {
-                        break 'steps;
-                    }
-                }
-            }
-        }
+        note_dir(None);
+        return Err(e);
     }
     if !cfg.verbose {
         writeln!(
@@ -674,13 +625,20 @@ fn run_engine(
     // others close, then client 0 drops the database they shared.
     let leader = r.meeting.as_ref().map(|m| m.me.leader());
     let closing = format!("close {} rep {}", r.label, r.rep);
-    r.barrier(&closing, None)?;
+    let closed = format!("{closing}: closed");
+    // The engine is closed even when a barrier fails (its error follows).
     let life = if leader == Some(true) {
-        r.barrier(&format!("{closing}: closed"), None)?;
-        side.close(r, out)?
-    } else {
+        let waited = r
+            .barrier(&closing, None)
+            .and_then(|_| r.barrier(&closed, None));
         let life = side.close(r, out)?;
-        r.barrier(&format!("{closing}: closed"), None)?;
+        waited?;
+        life
+    } else {
+        let waited = r.barrier(&closing, None);
+        let life = side.close(r, out)?;
+        waited?;
+        r.barrier(&closed, None)?;
         life
     };
     r.joined_db = None;
@@ -714,4 +672,76 @@ fn run_engine(
         }
     }
     Ok(after)
+}
+
+/// Every step of an engine run, in order (see [`run_engine`]); `after`
+/// is how the last ended, `ran` how many ran.
+fn run_steps(
+    r: &mut Run<'_>,
+    side: &mut dyn EngineSide,
+    mem: &EngineMem,
+    (after, ran): (&mut After, &mut usize),
+    out: &mut dyn Write,
+) -> Result<()> {
+    let cfg = r.cfg;
+    'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
+        if cfg.drop_caches && si > 0 {
+            if let Err(e) = setup::drop_caches() {
+                writeln!(out, "  cannot drop caches: {e}")?;
+            }
+        }
+        // A storage sweep runs repeatable steps at every class; the load
+        // (and an index build) at the first.
+        let classes: Vec<Option<usize>> = if step.repeatable() && !r.storage.sweep.is_empty() {
+            (0..r.storage.sweep.len()).map(Some).collect()
+        } else {
+            vec![None]
+        };
+        let levels: Vec<Option<usize>> = if step.concurrent() && !cfg.thread_levels.is_empty() {
+            cfg.thread_levels.iter().map(|&n| Some(n)).collect()
+        } else {
+            vec![None]
+        };
+        // Each pass of the step on this database draws its own stream.
+        let mut pass = 0;
+        for class in classes {
+            if !r.storage.sweep.is_empty() {
+                throttle_to(r, mem, class.unwrap_or(0))?;
+            }
+            for &level in &levels {
+                let mut at = Level {
+                    class: class.map(|i| r.storage.sweep[i].0),
+                    threads: level,
+                    pass,
+                };
+                // --reuse: a step that reads or rewrites the data runs
+                // --repeat times in a row; a load runs once.
+                let reps = if cfg.reuse && step.repeatable() {
+                    cfg.repeat
+                } else {
+                    1
+                };
+                for rep in 0..reps {
+                    if cfg.reuse {
+                        r.rep = rep;
+                    }
+                    at.pass = pass;
+                    pass += 1;
+                    out.flush()?;
+                    *ran += 1;
+                    *after = side.step(r, mem, (si, step, at), out)?;
+                    // A device model that died or erred makes every later
+                    // figure wrong: the run stops, saying why (run's loop).
+                    if r.storage.model_failure().is_some() {
+                        *after = After::Failed;
+                        break 'steps;
+                    }
+                    if !matches!(*after, After::Next) {
+                        break 'steps;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

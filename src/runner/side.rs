@@ -38,7 +38,11 @@ impl InProcess {
     ) -> Result<Option<InProcess>> {
         let cfg = r.cfg;
         let mut workload = cfg.workload.build(&r.params)?;
-        workload.configure(&r.steps, cfg.threads);
+        workload.configure(
+            &r.steps,
+            cfg.threads,
+            cfg.clients.as_ref().map(|c| c.share()).unwrap_or_default(),
+        );
         // Several clients: client 0 makes the target's database and
         // schema; the others wait for it and join that database.
         let barrier = format!("open {} rep {}", r.label, r.rep);
@@ -90,7 +94,12 @@ impl InProcess {
                 .iter()
                 .find(|(k, _)| k == crate::engine::target::DATABASE_SETTING)
                 .map(|(_, v)| v.clone());
-            r.barrier(&barrier, db.as_deref())?;
+            if let Err(e) = r.barrier(&barrier, db.as_deref()) {
+                // Its database is dropped: the others never came.
+                drop(workload);
+                let _ = eng.close();
+                return Err(e);
+            }
         }
         engine_lines(cfg, &*eng, dir, out)?;
         let probe = probe_of(&*eng).with_host(

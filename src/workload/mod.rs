@@ -149,9 +149,10 @@ pub trait Workload: Send + Sync {
     fn transactions(&self) -> bool {
         false
     }
-    /// Tells the workload which steps will run and with how many threads
-    /// (`--threads`; the insert benchmark's clients), before any does.
-    fn configure(&mut self, _steps: &[Step], _threads: usize) {}
+    /// Tells the workload which steps will run, with how many threads
+    /// (`--threads`; the insert benchmark's clients) and as which of the
+    /// run's clients (`--clients`), before any does.
+    fn configure(&mut self, _steps: &[Step], _threads: usize, _share: Share) {}
     /// After a step: its workload figures and lines to print (e.g. a
     /// consistency check). Defaults to [`extras`](Workload::extras).
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<StepNotes> {

@@ -5,6 +5,7 @@
 //! gives one line naming what was wrong; nothing of ampbench's stays on
 //! the servers.
 
+mod clients;
 mod cluster;
 #[path = "../common/mod.rs"]
 mod common;

@@ -232,6 +232,11 @@ pub struct Insert {
     check: bool,
     debt_sleep: f64,
     clients: usize,
+    /// This client's first table (`--clients`: the tables of the clients
+    /// before it come first).
+    first_table: usize,
+    /// Every client's tables.
+    all_tables: usize,
     /// Per benchmark table.
     pub tables: Vec<TableIds>,
     /// Per benchmark table, its deleter's queue (made anew each step).
@@ -343,6 +348,8 @@ impl Insert {
             check: p.bool("check")?,
             debt_sleep,
             clients: 1,
+            first_table: 0,
+            all_tables: 1,
             tables: Vec::new(),
             queues: Vec::new(),
             concurrent_deletes: match p.str("deletes") {
@@ -396,6 +403,18 @@ impl Insert {
 
     /// A store for one worker.
     pub fn store<'a>(&'a self, engine: EngineRef<'a>) -> Result<Box<dyn InsertStore + 'a>> {
+        let s = self.own_store(engine)?;
+        Ok(if self.first_table == 0 {
+            s
+        } else {
+            Box::new(store::Shifted {
+                inner: s,
+                by: self.first_table,
+            })
+        })
+    }
+
+    fn own_store<'a>(&'a self, engine: EngineRef<'a>) -> Result<Box<dyn InsertStore + 'a>> {
         Ok(match engine {
             EngineRef::Kv(e) => Box::new(kv::KvInsert::new(
                 e.session()?,
@@ -447,12 +466,21 @@ impl Insert {
 
 impl Workload for Insert {
     fn tables(&self) -> Vec<String> {
-        kv::table_names(self.tables.len().max(1), self.indexes)
+        kv::table_names(self.all_tables.max(1), self.indexes)
     }
 
-    fn configure(&mut self, steps: &[Step], threads: usize) {
+    fn configure(&mut self, steps: &[Step], threads: usize, share: crate::workload::Share) {
         self.clients = threads.max(1);
         let n = if self.shared { 1 } else { self.clients };
+        // Several ampbench clients: each has its own tables, after the
+        // clients' before it (client 0 makes them all).
+        if !self.shared {
+            self.first_table = share.client * n;
+            self.all_tables = share.clients.max(1) * n;
+        } else {
+            self.first_table = 0;
+            self.all_tables = 1;
+        }
         self.tables = (0..n)
             .map(|_| TableIds {
                 next: AtomicU64::new(1),
@@ -468,7 +496,7 @@ impl Workload for Insert {
         sql::schema(
             dialect,
             table_options,
-            self.tables.len().max(1),
+            self.all_tables.max(1),
             self.indexes,
             !self.build_step,
         )

@@ -106,7 +106,7 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         if m > 0 {
             n.lines.push(format!(
                 "check: table pi{}: {} rows of {expected} expected; {}",
-                t + 1,
+                t + 1 + wl.first_table,
                 got.rows,
                 got.indexes
                     .iter()

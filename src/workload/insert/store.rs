@@ -68,6 +68,44 @@ pub trait InsertStore: Send {
     }
 }
 
+/// A store whose table `t` is the inner store's `t + by`: one of several
+/// ampbench clients (`--clients`), whose tables follow the others'.
+pub struct Shifted<'a> {
+    /// The store.
+    pub inner: Box<dyn InsertStore + 'a>,
+    /// The first table of this client.
+    pub by: usize,
+}
+
+impl InsertStore for Shifted<'_> {
+    fn insert(&mut self, t: usize, rows: &[Row], first: u64, indexed: bool) -> Result<()> {
+        self.inner.insert(t + self.by, rows, first, indexed)
+    }
+    fn delete(&mut self, t: usize, lo: u64, n: u64, indexed: bool) -> Result<u64> {
+        self.inner.delete(t + self.by, lo, n, indexed)
+    }
+    fn create_index(&mut self, t: usize, ix: Index) -> Result<()> {
+        self.inner.create_index(t + self.by, ix)
+    }
+    fn create_indexes(&mut self, t: usize, ixs: &[Index]) -> Result<usize> {
+        self.inner.create_indexes(t + self.by, ixs)
+    }
+    fn range(&mut self, t: usize, ix: Option<Index>, from: u64, limit: usize) -> Result<usize> {
+        self.inner.range(t + self.by, ix, from, limit)
+    }
+    fn point(&mut self, t: usize, ids: &[u64]) -> Result<usize> {
+        self.inner.point(t + self.by, ids)
+    }
+    fn check(&mut self, t: usize, indexes: &[Index]) -> Result<TableCheck> {
+        self.inner.check(t + self.by, indexes)
+    }
+    fn reduce_debt(&mut self, tables: usize) -> Result<Option<String>> {
+        // Every table up to this client's last (the tables before are
+        // other clients', reduced by them too).
+        self.inner.reduce_debt(tables + self.by)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

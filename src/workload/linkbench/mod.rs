@@ -397,7 +397,7 @@ impl Workload for Linkbench {
         true
     }
 
-    fn configure(&mut self, steps: &[Step], _threads: usize) {
+    fn configure(&mut self, steps: &[Step], _threads: usize, _share: crate::workload::Share) {
         self.index_step = steps.contains(&Step::Linkbench(LinkbenchStep::Index));
         self.with_index.store(!self.index_step, Ordering::SeqCst);
     }
@@ -408,6 +408,7 @@ impl Workload for Linkbench {
 
     fn plan<'a>(&'a self, step: Step, engine: EngineRef<'a>, ctx: &StepCtx) -> Result<Planned<'a>> {
         let seed = ctx.seed;
+        let share = ctx.share;
         let (spec, fg): (StepSpec, Box<crate::driver::WorkerFactory<'a>>) = match step.try_into()? {
             LinkbenchStep::Load => {
                 let threads = self.loaders + 1;
@@ -449,9 +450,11 @@ impl Workload for Linkbench {
                             "linkbench: the index step needs the tables loaded without id1_type (include 'index' in --steps)"
                         );
                     }
+                    // One index for every client's rows: client 0 builds
+                    // it, the others wait for it at the step's end.
                     let w = load::Indexer {
                         store: self.store(engine)?,
-                        done: false,
+                        done: share.client != 0,
                     };
                     self.with_index.store(true, Ordering::SeqCst);
                     Ok(Box::new(w))
