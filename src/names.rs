@@ -333,7 +333,7 @@ mod tests {
         let e = Status::parse("finished").unwrap_err().0;
         assert_eq!(
             e,
-            "unknown status 'finished' (known: running, done, failed, interrupted)"
+            "unknown status 'finished' (known: running, done, failed, interrupted, partial)"
         );
         assert_eq!(serde_json::to_string(&Status::Done).unwrap(), "\"done\"");
     }

@@ -18,7 +18,7 @@ fn workload(pairs: &[(&str, &str)], clients: usize) -> Insert {
         .collect();
     let p = Params::new("insert", WorkloadKind::Insert.params(), &given).unwrap();
     let mut w = Insert::new(&p).unwrap();
-    w.configure(&WorkloadKind::Insert.steps(), clients);
+    w.configure(&WorkloadKind::Insert.steps(), clients, Default::default());
     w
 }
 

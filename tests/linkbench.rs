@@ -396,7 +396,7 @@ fn no_link_is_dated_in_the_future() {
     .unwrap();
     let mut w = WorkloadKind::Linkbench.build(&p).unwrap();
     let steps = WorkloadKind::Linkbench.steps();
-    w.configure(&steps, 1);
+    w.configure(&steps, 1, Default::default());
     let spec = OpenSpec {
         dir: d.path().into(),
         tables: w.tables(),
@@ -418,6 +418,7 @@ fn no_link_is_dated_in_the_future() {
         interval: Duration::from_secs(1),
         arrival: ampbench::driver::Arrival::Closed,
         seed: 7,
+        share: Default::default(),
     };
     let mut written_by = 0;
     for step in steps {

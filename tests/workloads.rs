@@ -60,6 +60,7 @@ fn load_then_full_scan_counts_every_doc() {
             interval: Duration::from_secs(1),
             arrival: Arrival::Closed,
             seed: 1,
+            share: Default::default(),
         };
         let planned = w
             .plan(WorkloadKind::Pattern.step("load").unwrap(), e.face(), &ctx)

@@ -6,6 +6,17 @@ use std::fmt::Write;
 use super::table::Table;
 use crate::results::RunView;
 
+/// One row group: client, ops/s, CPU per op, start lag (ms), response
+/// times per op kind, status.
+type Row = (
+    String,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Vec<(String, crate::metrics::LatencySummary)>,
+    String,
+);
+
 /// The clients' tables; empty for a run of one client.
 pub fn render(run: &RunView) -> String {
     let Some(c) = &run.clients else {
@@ -57,7 +68,7 @@ pub fn render(run: &RunView) -> String {
             .iter()
             .filter(|r| r.ordinal == s.ordinal && r.engine == s.engine && r.step == s.step)
             .collect();
-        let mut rows: Vec<(String, Option<f64>, Option<f64>, Option<f64>, _, String)> = mine
+        let mut rows: Vec<Row> = mine
             .iter()
             .map(|r| {
                 (

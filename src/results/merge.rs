@@ -146,7 +146,9 @@ pub fn merge_clients(r: &Results, run: &mut RunView, name: String, n: usize) -> 
         .ok()
         .flatten()
     };
-    let mut groups: Vec<((i64, i64, String, String), Vec<StepView>)> = Vec::new();
+    // (ordinal, repetition, engine, step) → the clients' steps.
+    type Key = (i64, i64, String, String);
+    let mut groups: Vec<(Key, Vec<StepView>)> = Vec::new();
     for s in std::mem::take(&mut run.steps) {
         let k = (s.ordinal, s.rep, s.engine.clone(), s.step.clone());
         match groups.iter_mut().find(|(g, _)| *g == k) {
@@ -277,7 +279,7 @@ fn merge_step(
     let mut merged: BTreeMap<String, Latency> = BTreeMap::new();
     for s in g {
         for (_, op, h) in super::read::histograms(r, s.id, Some(WHOLE_STEP))? {
-            merged.entry(op).or_insert_with(Latency::new).merge(&h);
+            merged.entry(op).or_default().merge(&h);
         }
     }
     out.latencies = merged
