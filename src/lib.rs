@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod address;
 pub mod cli;
 pub mod crashcheck;
 pub mod driver;

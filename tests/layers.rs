@@ -32,11 +32,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("units", &[]),
     ("testing", &[]),
     ("probe", &[]),
+    // How a server outside ampbench is named and reached (URLs, TLS, a
+    // PostgreSQL connection): the engines' targets and the results
+    // store's PostgreSQL alike.
+    ("address", &[]),
     ("metrics", &["probe"]),
     ("model", &["metrics"]),
-    ("results", &["metrics", "probe"]),
+    ("results", &["metrics", "probe", "address"]),
     ("report", &["metrics", "probe", "results", "model"]),
-    ("engine", &["metrics", "probe"]),
+    ("engine", &["metrics", "probe", "address"]),
     ("setup", &["metrics", "probe"]),
     // The driver defines the worker interface a workload implements.
     ("driver", &["metrics", "probe", "engine"]),

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::engine::target::url::{Protocol, Target};
+use crate::address::{Protocol, Target};
 
 /// The environment variable a PostgreSQL results store's password may
 /// come from, so it need not sit on the command line.

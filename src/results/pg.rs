@@ -6,7 +6,7 @@
 use anyhow::{Context, Result};
 
 use super::{INDEXES, SCHEMA, SCHEMA_VERSION};
-use crate::engine::target::url::Target;
+use crate::address::Target;
 
 /// The advisory lock key under which the schema is made ("ampbench").
 const SCHEMA_LOCK: i64 = 0x616d_7062_656e_6368;
@@ -20,7 +20,7 @@ pub fn open(t: &Target) -> Result<postgres::Client> {
             t.shown()
         ))
     })?;
-    let mut c = crate::engine::target::postgres::connect_url(t, &db)
+    let mut c = crate::address::pg::connect_url(t, &db, std::time::Duration::from_secs(10))
         .map_err(|e| crate::UsageError(format!("--results: {e:#}")))?;
     let shown = t.shown();
     let mut tx = c.transaction()?;

@@ -46,45 +46,7 @@ pub struct StepCtx {
     pub share: Share,
 }
 
-/// One client's share of a run's work: client `client` of `clients`
-/// (`--clients N --client K`; 0 of 1 alone). Loads split their key or id
-/// range over every client's workers (YCSB's `insertstart`/`insertcount`
-/// per client); other steps draw their own streams (the step's seed is
-/// derived from the client).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Share {
-    /// This client, 0-based.
-    pub client: usize,
-    /// The run's clients.
-    pub clients: usize,
-}
-
-impl Default for Share {
-    fn default() -> Share {
-        Share {
-            client: 0,
-            clients: 1,
-        }
-    }
-}
-
-impl Share {
-    /// Worker `i`'s part of `0..total` when each client runs `threads`
-    /// workers: the range split evenly over all `threads × clients`, this
-    /// client's workers taking the parts `client × threads + i`.
-    pub fn part(&self, total: u64, threads: usize, i: usize) -> (u64, u64) {
-        let workers = (threads.max(1) * self.clients.max(1)) as u64;
-        let g = (self.client * threads.max(1) + i) as u64;
-        let per = total.div_ceil(workers);
-        let start = (g * per).min(total);
-        (start, (start + per).min(total))
-    }
-
-    /// This client's part of `0..total` (its workers' parts together).
-    pub fn mine(&self, total: u64) -> (u64, u64) {
-        self.part(total, 1, 0)
-    }
-}
+pub use crate::names::Share;
 
 impl StepCtx {
     /// The driver spec of a step with no background writer. A `fill` step

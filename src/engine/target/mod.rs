@@ -25,8 +25,8 @@ use anyhow::{Context, Result, anyhow, bail};
 
 pub mod mysql;
 pub mod postgres;
-pub mod tls;
-pub mod url;
+pub use crate::address as url;
+pub use crate::address::tls;
 
 pub use url::{Endpoint, Protocol, Target, Tls};
 

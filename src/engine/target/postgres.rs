@@ -7,10 +7,8 @@
 use anyhow::{Result, anyhow, bail};
 use std::sync::Arc;
 
-use postgres::config::SslMode;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use rustls::ClientConfig;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::{CONNECT_TIMEOUT, DATABASE_SETTING, Endpoint, Endpoints, Place, TargetSpec};
 use crate::engine::postgres::PgConn;
@@ -99,55 +97,18 @@ impl CounterSource for Counters {
     }
 }
 
-/// A connection to one endpoint of the target, in `db`: under TLS
-/// (required, never preferred) when `tls` is given, the host then named
-/// for the certificate and reached at the address resolved at open.
+/// A connection to one endpoint of the target, in `db` (see
+/// [`crate::address::pg::connect`]).
 fn connect_to(
     spec: &TargetSpec,
     tls: Option<&Arc<rustls::ClientConfig>>,
-    (e, at): &(Endpoint, std::net::SocketAddr),
+    ep: &(Endpoint, std::net::SocketAddr),
     db: &str,
 ) -> Result<Client, postgres::Error> {
-    let mut c = postgres::Config::new();
-    c.port(at.port())
-        .user(&spec.target.user)
-        .dbname(db)
-        .connect_timeout(CONNECT_TIMEOUT);
-    if let Some(p) = &spec.target.password {
-        c.password(p);
-    }
-    match tls {
-        None => {
-            c.host(&at.ip().to_string()).ssl_mode(SslMode::Disable);
-            c.connect(NoTls)
-        }
-        Some(config) => {
-            c.host(&e.host).hostaddr(at.ip()).ssl_mode(SslMode::Require);
-            c.connect(MakeRustlsConnect::new(ClientConfig::clone(config)))
-        }
-    }
+    crate::address::pg::connect(&spec.target, tls, ep, db, CONNECT_TIMEOUT)
 }
 
-/// The server's error on one line: its SQLSTATE message when it sent one.
-fn one_line(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(d) => d.message().to_string(),
-        None => {
-            // The driver's kind, then its causes ("error performing TLS
-            // handshake: server does not support TLS").
-            let mut s = e.to_string();
-            let mut cause = std::error::Error::source(e);
-            while let Some(c) = cause {
-                let c_s = c.to_string();
-                if !s.contains(&c_s) {
-                    s = format!("{s}: {c_s}");
-                }
-                cause = c.source();
-            }
-            s.lines().next().unwrap_or_default().to_string()
-        }
-    }
-}
+use crate::address::pg::one_line;
 
 /// An external PostgreSQL server with the benchmark's database.
 pub struct External {
@@ -388,26 +349,4 @@ impl Engine for External {
         }
         Ok(())
     }
-}
-
-/// A connection to the first endpoint of a PostgreSQL URL, as the target
-/// connections are made (TLS as the URL says, the connect timeout): for
-/// the results store (`--results postgres://…`).
-pub fn connect_url(t: &crate::engine::target::url::Target, db: &str) -> Result<Client> {
-    let spec = TargetSpec {
-        target: t.clone(),
-        db: None,
-        db_owned: false,
-        keep: true,
-        joined: false,
-    };
-    let endpoints = Endpoints::resolve(t)?;
-    let tls = super::tls::client_config(t)?;
-    connect_to(&spec, tls.as_ref(), endpoints.first(), db).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot connect to {}: {}",
-            t.shown(),
-            one_line(&e).replace('\n', " ")
-        )
-    })
 }

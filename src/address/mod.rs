@@ -1,8 +1,15 @@
-//! `--target`'s URLs: `mysql://` (also `mariadb://`) and `postgres://`
+//! How a server ampbench did not start is named and reached, for the
+//! engines (`--target`) and the results store (`--results postgres://`)
+//! alike: URLs, TLS ([`tls`]), a PostgreSQL connection ([`pg`]).
+//!
+//! The URLs: `mysql://` (also `mariadb://`) and `postgres://`
 //! (also `postgresql://`), in the forms their ecosystems use, with one or
 //! more hosts (`host1:port,host2:port`, as libpq takes them) and a list
 //! of URLs separated by commas. Parsed into [`Target`]; every error is
 //! one line that names the part that is wrong.
+
+pub mod pg;
+pub mod tls;
 
 use std::fmt;
 
