@@ -423,6 +423,9 @@ impl Target {
     /// A URL as it may be printed: everything between the user's name
     /// and the last `@` (the password, escaped or not) replaced by `***`.
     pub fn redact(url: &str) -> String {
+        // libpq's `password=` parameter too.
+        let redacted = redact_query_password(url);
+        let url = redacted.as_str();
         let (scheme, rest) = match url.split_once("://") {
             Some((s, r)) => (format!("{s}://"), r),
             None => (String::new(), url),
@@ -445,6 +448,22 @@ impl Target {
             .collect::<Vec<_>>()
             .join(",")
     }
+}
+
+/// `url` with the value of a `password=` query parameter replaced by
+/// `***`.
+fn redact_query_password(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let q: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{base}?{}", q.join("&"))
 }
 
 #[cfg(test)]
@@ -536,6 +555,10 @@ mod tests {
     fn redacts_passwords_only() {
         assert_eq!(Target::redact("mysql://a:b?c@h/d"), "mysql://a:***@h/d");
         assert_eq!(Target::redact("a:b@h"), "a:***@h");
+        assert_eq!(
+            Target::redact("postgres://u@h/db?sslmode=require&password=s3cret"),
+            "postgres://u@h/db?sslmode=require&password=***"
+        );
         assert_eq!(
             Target::redact_list("mysql://a:b@h/d,mysql://a:b@g/d"),
             "mysql://a:***@h/d,mysql://a:***@g/d"

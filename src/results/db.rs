@@ -130,6 +130,7 @@ impl postgres::types::ToSql for Val {
             Val::Null => Ok(IsNull::Yes),
             Val::Int(i) if *ty == Type::FLOAT8 => (*i as f64).to_sql(ty, out),
             Val::Int(i) if *ty == Type::BOOL => (*i != 0).to_sql(ty, out),
+            Val::Int(i) if *ty == Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
             Val::Int(i) => i.to_sql(ty, out),
             Val::Real(f) => f.to_sql(ty, out),
             Val::Text(s) => s.to_sql(ty, out),
@@ -140,6 +141,7 @@ impl postgres::types::ToSql for Val {
         use postgres::types::Type;
         [
             Type::INT8,
+            Type::INT4,
             Type::FLOAT8,
             Type::TEXT,
             Type::BYTEA,
@@ -483,6 +485,9 @@ pub fn copy(from: &mut Db, to: &mut Db, runs: &[i64]) -> Result<usize> {
     if list.is_empty() {
         return Ok(0);
     }
+    // Everything is read first, then written in one transaction: a copy
+    // that fails (a step id the destination holds) leaves nothing.
+    let mut batches = Vec::new();
     for table in TABLES {
         let src = columns(from, table)?;
         let dst = columns(to, table)?;
@@ -492,7 +497,7 @@ pub fn copy(from: &mut Db, to: &mut Db, runs: &[i64]) -> Result<usize> {
         }
         let names = cols
             .iter()
-            .map(|c| c.as_str())
+            .map(|c| format!("\"{}\"", c.replace('"', "")))
             .collect::<Vec<_>>()
             .join(", ");
         // The ids are integers read above: no text of the user's reaches
@@ -508,14 +513,19 @@ pub fn copy(from: &mut Db, to: &mut Db, runs: &[i64]) -> Result<usize> {
             .map(|i| format!("?{i}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let insert = format!("INSERT INTO {table} ({names}) VALUES ({marks})");
-        to.tx(|t| {
-            for r in &rows {
-                t.exec(&insert, r)?;
-            }
-            Ok(())
-        })?;
+        batches.push((
+            format!("INSERT INTO {table} ({names}) VALUES ({marks})"),
+            rows,
+        ));
     }
+    to.tx(|t| {
+        for (insert, rows) in &batches {
+            for r in rows {
+                t.exec(insert, r)?;
+            }
+        }
+        Ok(())
+    })?;
     // PostgreSQL's generated ids continue after the copied ones.
     to.tx(|t| {
         if t.is_postgres() {

@@ -35,6 +35,26 @@ pub const JOB_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 /// it, to show that a skewed client still lines up.
 pub const CLOCK_OFFSET_ENV: &str = "AMPBENCH_TEST_CLOCK_OFFSET";
 
+/// The keys of a run's recorded configuration every client must share:
+/// what decides the steps, their barriers and the work's split.
+const PLAN_KEYS: &[&str] = &[
+    "workload",
+    "engines",
+    "steps",
+    "params",
+    "sets",
+    "threads",
+    "thread_levels",
+    "warmup",
+    "duration",
+    "interval",
+    "rate",
+    "seed",
+    "repeat",
+    "reuse",
+    "target",
+];
+
 /// This process's place among the clients of a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Clients {
@@ -154,17 +174,26 @@ impl Meeting {
                 vals![name.as_str()],
             )?;
             let found = t.query(
-                "SELECT id, clients, workload, seed, status FROM runs WHERE name = ?1",
+                "SELECT id, clients, config, seed, status FROM runs WHERE name = ?1",
                 vals![name.as_str()],
             )?;
             let run = match found.first() {
                 Some(r) => {
                     let (id, n) = (r[0].int().unwrap_or(0), r[1].int().unwrap_or(0));
-                    let (wl, seed) = (r[2].text().unwrap_or(""), r[3].int().unwrap_or(0));
-                    if n as usize != me.clients || wl != record.workload || seed != record.seed as i64 {
+                    let theirs: serde_json::Value = r[2]
+                        .text()
+                        .and_then(|c| serde_json::from_str(c).ok())
+                        .unwrap_or_default();
+                    if n as usize != me.clients {
                         bail!(crate::UsageError(format!(
-                            "--run-name {name}: that run has {n} clients, workload {wl}, seed {seed}; this client was given {}, {}, {} (every client gets the same plan)",
-                            me.clients, record.workload, record.seed
+                            "--run-name {name}: that run has {n} clients; this client was given --clients {}",
+                            me.clients
+                        )));
+                    }
+                    if let Some(k) = PLAN_KEYS.iter().find(|k| theirs[**k] != record.config[**k]) {
+                        bail!(crate::UsageError(format!(
+                            "--run-name {name}: this client's plan differs from the run's in '{k}' ({} here, {} there): every client gets the same plan",
+                            record.config[*k], theirs[*k]
                         )));
                     }
                     if r[4].text() != Some("running") {
@@ -204,15 +233,21 @@ impl Meeting {
                     h[0].text().unwrap_or("?")
                 )));
             }
+            // The liveness lock before the row: a client registered is
+            // never seen without it (a session lock outlives the
+            // transaction).
+            let (k1, k2) = live_key(run, me.client);
+            t.query(
+                "SELECT pg_advisory_lock(?1::bigint::int4, ?2::bigint::int4)::text",
+                vals![i64::from(k1), i64::from(k2)],
+            )?;
             t.exec(
                 "INSERT INTO run_clients (run_id, client, host, joined, skew, status) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
                 vals![run, me.client, host_name(), super::now(), skew],
             )?;
             Ok(run)
         })?;
-        let (k1, k2) = live_key(run, me.client);
         let c = pg(results)?;
-        c.execute("SELECT pg_advisory_lock($1, $2)", &[&k1, &k2])?;
         c.batch_execute(&format!("LISTEN ampbench_run_{run}"))?;
         Ok(Meeting {
             run,
@@ -264,7 +299,7 @@ impl Meeting {
             let missing: Vec<usize> = (0..self.me.clients)
                 .filter(|c| !arrived.contains(c))
                 .collect();
-            let dead = self.find_dead(results, &missing)?;
+            let (dead, absent) = self.find_dead(results, &missing)?;
             if missing.iter().all(|c| dead.contains(c)) {
                 for d in &dead {
                     if !self.dead.contains(d) {
@@ -288,28 +323,31 @@ impl Meeting {
                     dead,
                 });
             }
+            // The timeout is for clients that never came: one that has
+            // joined and lives is waited for (a load on a slower host, the
+            // index client 0 builds).
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() && !absent.is_empty() {
                 let list = |v: &[usize]| {
                     v.iter()
                         .map(|c| c.to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
-                let waiting: Vec<usize> = missing
-                    .iter()
-                    .copied()
-                    .filter(|c| !dead.contains(c))
-                    .collect();
                 bail!(
                     "barrier '{name}' of run {} ({}): client(s) {} did not arrive within {:.0} s (arrived: {})",
                     self.run,
                     self.me.run_name,
-                    list(&waiting),
+                    list(&absent),
                     self.me.barrier_timeout,
                     list(&arrived)
                 );
             }
+            let left = if left.is_zero() {
+                Duration::from_millis(500)
+            } else {
+                left
+            };
             // A notification wakes this at once; the wait is bounded so
             // that a client dying (no notification) is noticed.
             let c = pg(results)?;
@@ -318,46 +356,64 @@ impl Meeting {
         }
     }
 
-    /// Of the clients `missing` from a barrier, those whose liveness lock
-    /// nobody holds (their process or its store session ended), marked
-    /// `died` with their running steps failed.
-    fn find_dead(&mut self, results: &mut Results, missing: &[usize]) -> Result<Vec<usize>> {
+    /// Of the clients `missing` from a barrier: those gone — registered,
+    /// and either failed (they left the run) or without their liveness
+    /// lock (their process or store session ended: marked `died`, their
+    /// running steps failed) — and those absent (never registered).
+    fn find_dead(
+        &mut self,
+        results: &mut Results,
+        missing: &[usize],
+    ) -> Result<(Vec<usize>, Vec<usize>)> {
         if missing.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let run = self.run;
         let (k1, _) = live_key(run, 0);
-        let joined: Vec<usize> = results
+        let joined: Vec<(usize, String)> = results
             .db()
             .tx(|t| {
                 t.query(
-                    "SELECT client FROM run_clients WHERE run_id = ?1",
+                    "SELECT client, status FROM run_clients WHERE run_id = ?1",
                     vals![run],
                 )
             })?
             .iter()
-            .filter_map(|r| r[0].int())
-            .map(|c| c as usize)
+            .filter_map(|r| Some((r[0].int()? as usize, r[1].text()?.to_string())))
             .collect();
         let c = pg(results)?;
         let held: Vec<i64> = c
             .query(
-                "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid AND granted",
+                "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
+                 AND classid = $1::bigint::oid AND granted \
+                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
                 &[&i64::from(k1)],
             )?
             .iter()
             .map(|r| r.get(0))
             .collect();
-        // A client that never joined is late, not dead.
+        let status = |m: usize| {
+            joined
+                .iter()
+                .find(|(c, _)| *c == m)
+                .map(|(_, s)| s.as_str())
+        };
+        let absent: Vec<usize> = missing
+            .iter()
+            .copied()
+            .filter(|m| status(*m).is_none())
+            .collect();
+        let left: Vec<usize> = missing
+            .iter()
+            .copied()
+            .filter(|m| matches!(status(*m), Some("failed" | "died")))
+            .collect();
         let dead: Vec<usize> = missing
             .iter()
             .copied()
-            .filter(|m| joined.contains(m) && !held.contains(&(*m as i64)))
+            .filter(|m| status(*m).is_some() && !left.contains(m) && !held.contains(&(*m as i64)))
             .collect();
         for d in &dead {
-            if self.dead.contains(d) {
-                continue;
-            }
             let why = format!("client {d} died: its store session ended mid-run");
             results.db().tx(|t| {
                 t.exec(
@@ -370,7 +426,14 @@ impl Meeting {
                 )
             })?;
         }
-        Ok(dead)
+        Ok(([left, dead].concat(), absent))
+    }
+
+    /// Marks this client failed (`why`) without leaving: client 0 after a
+    /// failure still closes (drops) the target's database once the others
+    /// are done, so it keeps its lock and its barriers.
+    pub fn fail(&mut self, results: &mut Results, why: &str) -> Result<()> {
+        self.set_mine(results, "failed", Some(why))
     }
 
     /// Records this client's end with `status`, waits at the last

@@ -106,7 +106,10 @@ fn rule(m: Metric) -> Rule {
         | M::DevQueueDepth
         | M::DevWaitedShare => Rule::Lead,
         M::SysCpuUsPerOp | M::SysCsPerOp => Rule::Own,
-        M::SpaceAmp | M::WriteAmp => Rule::Lead,
+        M::SpaceAmp => Rule::Lead,
+        // Recomputed below from the lead's device bytes over every
+        // client's logical bytes.
+        M::WriteAmp => Rule::Lead,
         _ => Rule::Shared,
     }
 }
@@ -222,7 +225,20 @@ fn merge_step(
         .map(|s| s.fig(Metric::Ops).unwrap_or(0.0))
         .collect();
     let total: f64 = ops.iter().sum();
-    let lead_ops = ops[0];
+    // The lead for the shared server's figures: the client whose step
+    // ended last on the store's clock (its window, from the common start,
+    // holds every client's work); client 0 when that is not known.
+    let ends: Vec<Option<f64>> = g
+        .iter()
+        .map(|s| Some(meta.get(&s.id)?.1? + s.secs?))
+        .collect();
+    let li = (0..g.len())
+        .max_by(|a, b| {
+            let (x, y) = (ends[*a].unwrap_or(f64::MIN), ends[*b].unwrap_or(f64::MIN));
+            x.total_cmp(&y).then(b.cmp(a))
+        })
+        .unwrap_or(0);
+    let lead_ops = ops[li];
     let mut figures: BTreeMap<Metric, Stored> = BTreeMap::new();
     let names: std::collections::BTreeSet<Metric> =
         g.iter().flat_map(|s| s.figures.keys().copied()).collect();
@@ -237,8 +253,8 @@ fn merge_step(
                     .sum::<f64>()
                     / total,
             ),
-            Rule::Shared if total > 0.0 => vals[0].map(|v| v * lead_ops / total),
-            Rule::Lead => vals[0],
+            Rule::Shared if total > 0.0 => vals[li].map(|v| v * lead_ops / total),
+            Rule::Lead => vals[li],
             Rule::Own => {
                 figures.insert(
                     m,
@@ -271,8 +287,36 @@ fn merge_step(
             figures.insert(Metric::SpaceAmp, (Some(db / live), None));
         }
     }
-    // The step's throughput over its clients' common time: each client's
-    // summed (they start together at the barrier).
+    // Throughput over the clients' common time on the store's clock, from
+    // the first start to the last end: the sum of their rates when they
+    // ran together, less when one ran longer (a count-bound load).
+    let starts = g.iter().filter_map(|s| meta.get(&s.id).and_then(|m| m.1));
+    if let (Some(first), Some(last)) = (
+        starts.reduce(f64::min),
+        ends.iter().flatten().copied().reduce(f64::max),
+    ) {
+        if ends.iter().all(Option::is_some) && last > first {
+            figures.insert(Metric::OpsPerSec, (Some(total / (last - first)), None));
+        }
+    }
+    // Write-amp: the lead's device bytes over every client's logical
+    // bytes written.
+    if let Some(wa) = figures.get(&Metric::WriteAmp).and_then(|f| f.0) {
+        let written = |id: i64| -> f64 {
+            r.conn()
+                .query_row(
+                    "SELECT coalesce(sum(written), 0) FROM intervals WHERE step_id = ?1",
+                    params![id],
+                    |row| row.get::<_, i64>(0),
+                )
+                .unwrap_or(0) as f64
+        };
+        let all: f64 = g.iter().map(|s| written(s.id)).sum();
+        if all > 0.0 {
+            let w = wa * written(g[li].id) / all;
+            figures.insert(Metric::WriteAmp, (Some(w), None));
+        }
+    }
     out.figures = figures;
     out.secs = g.iter().filter_map(|s| s.secs).reduce(f64::max);
     // Response times: the clients' histograms merged, per op kind.

@@ -441,6 +441,7 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
         // share a --target).
         meeting: None,
         joined_db: None,
+        departed: false,
     };
     // SAFETY: descriptor 3 is the reply pipe the parent set up (dup2 in
     // its pre_exec), owned by this process from here on.

@@ -209,6 +209,9 @@ struct Run<'c> {
     meeting: Option<crate::results::meet::Meeting>,
     /// A follower client: the target's database the leader made.
     joined_db: Option<String>,
+    /// With `--clients`: this client has failed out of the run (its run
+    /// stops after the engine in progress is closed).
+    departed: bool,
 }
 
 impl Run<'_> {
@@ -225,12 +228,29 @@ impl Run<'_> {
         }
     }
 
-    /// With `--clients`: this client leaves the run after a failure (the
-    /// others go on without it; the run ends partial).
+    /// With `--clients`: this client fails out of the run (the others go
+    /// on without it; the run ends partial) and its run stops. A follower
+    /// leaves at once; client 0 stays for the close barriers, to drop the
+    /// target's database only once the others are done.
     fn leave(&mut self, why: &str) -> Result<()> {
-        if let Some(mut m) = self.meeting.take() {
-            m.leave(&mut self.results, why)?;
+        if self.departed {
+            return Ok(());
         }
+        let leader = self.meeting.as_ref().map(|m| m.me.leader());
+        match leader {
+            Some(true) => {
+                if let Some(m) = self.meeting.as_mut() {
+                    m.fail(&mut self.results, why)?;
+                }
+            }
+            Some(false) => {
+                if let Some(mut m) = self.meeting.take() {
+                    m.leave(&mut self.results, why)?;
+                }
+            }
+            None => return Ok(()),
+        }
+        self.departed = true;
         Ok(())
     }
 }
@@ -248,6 +268,7 @@ pub fn run(
     if let Ok(mut c) = CURRENT.lock() {
         *c = Some(Current {
             results: cfg.results.clone(),
+            client: cfg.clients.as_ref().map(|c| c.client),
             id: r.id,
             dirs: Vec::new(),
             keep: cfg.keep,
@@ -261,6 +282,8 @@ pub fn run(
         Ok(()) => {
             match r.meeting.take() {
                 Some(mut m) => m.finish(&mut r.results, r.status, None)?,
+                // A client that left: the run is the others' to end.
+                None if r.departed => {}
                 None => r.results.end_run(r.id, r.status)?,
             }
             Ok(r.id)
@@ -268,7 +291,7 @@ pub fn run(
         Err(e) => {
             // The error ends the command; the results file says so too.
             let why = format!("{e:#}").replace('\n', " ");
-            if r.meeting.is_some() {
+            if r.meeting.is_some() || r.departed {
                 let failed = r.results.fail_running_steps(r.id, &why);
                 if let Err(w) = failed.and_then(|_| r.leave(&why)) {
                     return Err(e.context(format!("recording the failure also failed: {w:#}")));
@@ -333,6 +356,8 @@ fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
 /// The run in progress, as [`abort`] needs it.
 struct Current {
     results: crate::results::Location,
+    /// With `--clients`: this client (only its steps are ended).
+    client: Option<usize>,
     id: i64,
     /// The data directory of the engine running (removed unless `keep`).
     dirs: Vec<PathBuf>,
@@ -363,7 +388,21 @@ pub fn abort() {
     crate::engine::server::kill_registered();
     let current = CURRENT.lock().ok().and_then(|mut c| c.take());
     if let Some(c) = current {
-        if let Err(e) = Results::open(&c.results).and_then(|mut r| r.interrupt_run(c.id)) {
+        let ended = Results::open(&c.results).and_then(|mut r| match c.client {
+            // One of several clients: its own steps; the run is the
+            // others' to end (this client's lock goes with its session).
+            Some(k) => {
+                r.set_client(k);
+                r.end_running_steps(
+                    c.id,
+                    crate::names::Status::Interrupted,
+                    "stopped by a second interrupt",
+                )
+                .map(|_| ())
+            }
+            None => r.interrupt_run(c.id),
+        });
+        if let Err(e) = ended {
             eprintln!("ampbench: cannot mark run {} interrupted: {e:#}", c.id);
         }
         if !c.keep {
@@ -399,6 +438,11 @@ fn run_all(r: &mut Run<'_>, out: &mut dyn Write) -> Result<()> {
         for kind in order {
             for setting in sweep::variants(&cfg.sweep, kind) {
                 if let After::Interrupted = run_engine(r, kind, &setting, out)? {
+                    break 'reps;
+                }
+                // A client that failed out of a run of several stops: the
+                // others' barriers no longer count it.
+                if r.departed {
                     break 'reps;
                 }
                 // After a step, or an open that failed on the device: a
@@ -537,6 +581,7 @@ fn begin<'c>(
         rep: 0,
         meeting,
         joined_db: None,
+        departed: false,
     })
 }
 
@@ -601,7 +646,18 @@ fn run_engine(
     let (t0, mut ran) = (std::time::Instant::now(), 0usize);
     // An error (a results write, a barrier the other clients never
     // reached) still closes the engine: a target's database is dropped.
-    if let Err(e) = run_steps(r, &mut *side, &mem, (&mut after, &mut ran), out) {
+    let stepped = run_steps(r, &mut *side, &mem, (&mut after, &mut ran), out);
+    // Several clients: one whose steps ended early (a failure, Ctrl-C, a
+    // storage model that died) fails out of the run before the close
+    // barriers, so the others do not wait for it.
+    if stepped.is_err() || !matches!(after, After::Next) {
+        let why = match &stepped {
+            Err(e) => format!("{e:#}"),
+            Ok(()) => format!("its steps of {} ended early ({})", r.label, r.status.name()),
+        };
+        r.leave(&why)?;
+    }
+    if let Err(e) = stepped {
         let _ = side.close(r, out);
         if let Some(mut c) = mem.cg {
             let _ = c.remove();

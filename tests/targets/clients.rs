@@ -232,8 +232,13 @@ fn three_clients_one_run() {
             .iter()
             .map(|r| r["ops_per_sec"].as_f64().expect("ops/s"))
             .sum();
+        // Over the common window on the store's clock: at most the sum of
+        // the clients' rates, and near it when they ran together.
         let m = merged["ops_per_sec"].as_f64().expect("merged ops/s");
-        assert!((m - tput).abs() < 1e-6 * tput, "{s}: {m} vs {tput}");
+        assert!(m <= tput * (1.0 + 1e-9), "{s}: {m} vs {tput}");
+        if s == "request" {
+            assert!(m >= 0.9 * tput, "{s}: {m} vs {tput}");
+        }
         let mismatches = &merged["extras"]["consistency_mismatches"];
         assert!(
             mismatches.is_null() && s == "load" || mismatches.as_f64() == Some(0.0),

@@ -56,7 +56,12 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
         .process_group(0)
         // The servers' glibc malloc keeps one arena per CPU, as ampbench's
         // own does (see `cgroup::harness_memory`).
-        .env("MALLOC_ARENA_MAX", crate::sys::arenas().to_string());
+        .env("MALLOC_ARENA_MAX", crate::sys::arenas().to_string())
+        // ampbench's secrets stay out of a server's environment (readable
+        // by the server's user in /proc/PID/environ).
+        .env_remove("AMPBENCH_TARGET_PASSWORD")
+        .env_remove("AMPBENCH_RESULTS_PASSWORD")
+        .env_remove("AMPBENCH_HOST_ARGS");
     // SAFETY: prctl is async-signal-safe; it only sets this child's
     // parent-death signal between fork and exec.
     unsafe {

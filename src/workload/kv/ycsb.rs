@@ -155,6 +155,9 @@ pub struct Ycsb {
     count: AtomicU64,
     /// The next record number an insert takes.
     next: AtomicU64,
+    /// The run's clients (`--clients`): records inserted after the load
+    /// are interleaved between them, `client` of `clients`.
+    share: std::sync::Mutex<crate::workload::Share>,
     /// Inserts completed out of order, above `count`.
     pending: std::sync::Mutex<std::collections::BTreeSet<u64>>,
     live: Live,
@@ -180,10 +183,25 @@ impl Ycsb {
             max_scan: p.u64("maxscanlength")?.max(1),
             count: AtomicU64::new(0),
             next: AtomicU64::new(0),
+            share: Default::default(),
             pending: Default::default(),
             live: Live::new(records * 2),
             misses: AtomicU64::new(0),
         })
+    }
+
+    /// The number of a record an insert adds: the next, or with several
+    /// clients the next of this client's, interleaved with the others'
+    /// above `recordcount`. With several clients, reads choose among the
+    /// loaded records only (YCSB's clients do not know each other's
+    /// inserts either; a client's own are not contiguous).
+    fn new_record(&self) -> u64 {
+        let j = self.next.fetch_add(1, Ordering::Relaxed);
+        let s = *self.share.lock().unwrap_or_else(|p| p.into_inner());
+        if s.clients <= 1 || j < self.records {
+            return j;
+        }
+        self.records + (j - self.records) * s.clients as u64 + s.client as u64
     }
 
     /// Record `i` is written: advance the readable count past every
@@ -285,7 +303,7 @@ impl Worker for YcsbWorker<'_> {
                 self.update_field(i)?
             }
             YcsbOp::Insert => {
-                let i = wl.next.fetch_add(1, Ordering::Relaxed);
+                let i = wl.new_record();
                 if i < wl.live.capacity() {
                     let b = self.write_record(i)?;
                     wl.acknowledge(i);
@@ -345,6 +363,7 @@ impl Workload for Ycsb {
         let seed = ctx.seed;
         let records = self.records;
         let share = ctx.share;
+        *self.share.lock().unwrap_or_else(|p| p.into_inner()) = share;
         let fg = Box::new(move |i: usize| -> Result<Box<dyn Worker + 'a>> {
             let load = share.part(records, threads, i);
             Ok(Box::new(YcsbWorker {
