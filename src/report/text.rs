@@ -63,6 +63,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     notes.extend(more);
     // 3b. The server's own counters, where the engine is a server.
     o.push_str(&server_counters(run).text());
+    o.push_str(&replication(run).text());
     o.push_str(&host_counters(run).text());
     // 3b. Ratios to the base engine.
     if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
@@ -236,6 +237,48 @@ pub fn host_counters(run: &RunView) -> Table {
             cell(s.fig(Metric::HostRkbPerOp), 3),
             cell(s.fig(Metric::HostWkbPerOp), 3),
             cell(s.fig(Metric::HostCpuUsPerOp), 1),
+            s.engine.clone(),
+            s.step.clone(),
+        ]);
+    }
+    t
+}
+
+/// A Galera server's replication per step (its `wsrep_*` counters, end
+/// less start, at the first endpoint): write sets and KB replicated and
+/// received per operation, certification failures and brute-force
+/// aborts, and flow control (ms paused, messages sent).
+pub fn replication(run: &RunView) -> Table {
+    let mut t = Table::new(
+        "Galera replication per step (wsrep_* of the first endpoint, end less start)",
+        "ops",
+    )
+    .right_first();
+    for c in [
+        "ws/o",
+        "replKB/o",
+        "recvKB/o",
+        "cert.fail",
+        "bf.abort",
+        "fc.ms",
+        "fc.sent",
+    ] {
+        t = t.figure(c);
+    }
+    t = t.label("engine").label("step");
+    for s in run.steps.iter().filter(|s| !s.replication.is_empty()) {
+        let d = |n: &str| s.replication.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        let ops = s.fig(Metric::Ops).filter(|o| *o > 0.0);
+        let per = |v: Option<f64>, scale: f64| v.zip(ops).map(|(v, o)| v / scale / o);
+        t.row(vec![
+            cell(s.fig(Metric::OpsPerSec), 0),
+            cell(per(d("wsrep_replicated"), 1.0), 3),
+            cell(per(d("wsrep_replicated_bytes"), 1024.0), 3),
+            cell(per(d("wsrep_received_bytes"), 1024.0), 3),
+            cell(d("wsrep_local_cert_failures"), 0),
+            cell(d("wsrep_local_bf_aborts"), 0),
+            cell(d("wsrep_flow_control_paused_ns").map(|n| n / 1e6), 1),
+            cell(d("wsrep_flow_control_sent"), 0),
             s.engine.clone(),
             s.step.clone(),
         ]);

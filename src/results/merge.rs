@@ -352,6 +352,8 @@ fn merge_step(
             s.notes.iter().map(move |l| format!("client {c}: {l}"))
         })
         .collect();
+    // The server's replication: the samples of the client that ended last.
+    out.replication = g[li].replication.clone();
     out.intervals = merge_intervals(g, meta);
     out.rates = Vec::new();
     out.extras = merge_extras(g);

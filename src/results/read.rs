@@ -109,7 +109,28 @@ pub struct StepView {
     /// repetition, in run order; `figures` then holds their means.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reps: BTreeMap<Metric, Vec<f64>>,
+    /// A Galera server's replication over the step: each of
+    /// [`WSREP_COUNTERS`] as its end less its start (the first endpoint's
+    /// `SHOW GLOBAL STATUS`); empty for other servers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replication: Vec<(String, f64)>,
 }
+
+/// The cumulative `wsrep_*` status counters a step's replication table
+/// shows: write sets replicated and received (count, bytes), certification
+/// failures, brute-force aborts, and flow control (ns paused, messages
+/// sent and received).
+pub const WSREP_COUNTERS: &[&str] = &[
+    "wsrep_replicated",
+    "wsrep_replicated_bytes",
+    "wsrep_received",
+    "wsrep_received_bytes",
+    "wsrep_local_cert_failures",
+    "wsrep_local_bf_aborts",
+    "wsrep_flow_control_paused_ns",
+    "wsrep_flow_control_sent",
+    "wsrep_flow_control_recv",
+];
 
 impl StepView {
     /// A whole-step figure's value.
@@ -142,6 +163,7 @@ impl StepView {
             rates: Vec::new(),
             spectra: Vec::new(),
             reps: BTreeMap::new(),
+            replication: Vec::new(),
         }
     }
 }
@@ -359,6 +381,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 rates: Vec::new(),
                 spectra: Vec::new(),
                 reps: BTreeMap::new(),
+                replication: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -394,6 +417,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
             .query_map(params![s.id], |row| row.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         s.checks = model_checks(c, &s)?;
+        s.replication = replication(c, s.id)?;
         let mut iq = c.prepare_cached(
             "SELECT idx, t0, t1, ops, bg_ops FROM intervals WHERE step_id = ?1 ORDER BY idx",
         )?;
@@ -529,6 +553,26 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Stored>>
         out.insert(n, v);
     }
     Ok(out)
+}
+
+/// A step's [`WSREP_COUNTERS`], end less start, from its engine
+/// statistics (empty when the server has none).
+fn replication(c: &rusqlite::Connection, step: i64) -> Result<Vec<(String, f64)>> {
+    let mut q = c.prepare_cached(
+        "SELECT name, at, value FROM engine_stats WHERE step_id = ?1 AND name LIKE 'wsrep%' AND value IS NOT NULL",
+    )?;
+    let rows: Vec<(String, String, f64)> = q
+        .query_map(params![step], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let at = |n: &str, when: &str| {
+        rows.iter()
+            .find(|(k, a, _)| k == n && a == when)
+            .map(|(_, _, v)| *v)
+    };
+    Ok(WSREP_COUNTERS
+        .iter()
+        .filter_map(|n| Some((n.to_string(), at(n, "end")? - at(n, "start")?)))
+        .collect())
 }
 
 /// A stored status; an unknown one is a corrupt results file.

@@ -528,6 +528,21 @@ fn two_endpoints_of_a_galera_cluster() {
     assert!(o.status.success(), "{t}");
     assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
     external_figures(&results, "mariadb-innodb");
+    // The cluster's replication per step: write sets replicated by the
+    // first node for step a's updates.
+    let report = common::ok(&["report", "--results", results.to_str().unwrap()]);
+    let row = report
+        .lines()
+        .skip_while(|l| !l.starts_with("Galera replication per step"))
+        .find(|l| l.trim_end().ends_with(" a"))
+        .unwrap_or_else(|| panic!("no replication row for step a:\n{report}"));
+    let ws: f64 = row
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect(row);
+    eprintln!("galera, step a: {row}");
+    assert!(ws > 0.0 && ws <= 1.5, "write sets per op: {row}");
     // Workers' connections went to both nodes in turn (administration
     // and counters to the first).
     let after: Vec<u64> = nodes.iter().map(cluster::connections).collect();
