@@ -204,22 +204,7 @@ impl Meeting {
                     }
                     id
                 }
-                None => t.insert_id(
-                    "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation, name, clients)
-                     VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, ?9, ?10)",
-                    vals![
-                        super::now(),
-                        &record.command,
-                        &record.workload,
-                        &record.engines,
-                        record.seed as i64,
-                        record.config.to_string(),
-                        record.versions.to_string(),
-                        record.machine.to_string(),
-                        name.as_str(),
-                        me.clients
-                    ],
-                )?,
+                None => super::insert_run(t, record, Some((name.as_str(), me.clients)))?,
             };
             let had = t.query(
                 "SELECT host FROM run_clients WHERE run_id = ?1 AND client = ?2",

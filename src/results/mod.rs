@@ -301,23 +301,7 @@ impl Results {
 
     /// Records a run's start; returns its id.
     pub fn begin_run(&mut self, r: &RunRecord) -> Result<i64> {
-        self.db.tx(|t| {
-            t.insert_id(
-                "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation)
-                 VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                vals![
-                    now(),
-                    &r.command,
-                    &r.workload,
-                    &r.engines,
-                    r.seed as i64,
-                    r.config.to_string(),
-                    r.versions.to_string(),
-                    r.machine.to_string(),
-                    r.invocation
-                ],
-            )
-        })
+        self.db.tx(|t| insert_run(t, r, None))
     }
 
     /// Records a run's end with its status.
@@ -636,6 +620,32 @@ impl Results {
         }
         Ok(())
     }
+}
+
+/// Inserts a run's row (`running`); with `clients`, the name and client
+/// count of a run of several clients (`--clients`). Its id.
+pub(crate) fn insert_run(
+    t: &mut dyn Exec,
+    r: &RunRecord,
+    clients: Option<(&str, usize)>,
+) -> Result<i64> {
+    t.insert_id(
+        "INSERT INTO runs (started, status, command, workload, engines, seed, config, versions, machine, invocation, name, clients)
+         VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        vals![
+            now(),
+            &r.command,
+            &r.workload,
+            &r.engines,
+            r.seed as i64,
+            r.config.to_string(),
+            r.versions.to_string(),
+            r.machine.to_string(),
+            r.invocation,
+            clients.map(|c| c.0),
+            clients.map_or(1, |c| c.1)
+        ],
+    )
 }
 
 /// Opens (creating, or bringing up to this schema) a SQLite results file.

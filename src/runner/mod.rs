@@ -15,7 +15,10 @@ mod slicer;
 pub(crate) use side::probe_of;
 use side::{EngineSide, InProcess, fail_open};
 use side::{engine_lines, open_engine};
+mod meeting;
 mod step;
+mod steps;
+use steps::run_steps;
 pub mod sweep;
 
 pub use crate::names::{CALLS_PER_SEC, EXPLAIN_NOTE, MODEL_NOTE, SLICE_PREFIX, SLICES};
@@ -212,47 +215,6 @@ struct Run<'c> {
     /// With `--clients`: this client has failed out of the run (its run
     /// stops after the engine in progress is closed).
     departed: bool,
-}
-
-impl Run<'_> {
-    /// With `--clients`: waits at barrier `name` for the other clients;
-    /// None alone.
-    fn barrier(
-        &mut self,
-        name: &str,
-        note: Option<&str>,
-    ) -> Result<Option<crate::results::meet::Release>> {
-        match self.meeting.as_mut() {
-            Some(m) => Ok(Some(m.barrier(&mut self.results, name, note)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// With `--clients`: this client fails out of the run (the others go
-    /// on without it; the run ends partial) and its run stops. A follower
-    /// leaves at once; client 0 stays for the close barriers, to drop the
-    /// target's database only once the others are done.
-    fn leave(&mut self, why: &str) -> Result<()> {
-        if self.departed {
-            return Ok(());
-        }
-        let leader = self.meeting.as_ref().map(|m| m.me.leader());
-        match leader {
-            Some(true) => {
-                if let Some(m) = self.meeting.as_mut() {
-                    m.fail(&mut self.results, why)?;
-                }
-            }
-            Some(false) => {
-                if let Some(mut m) = self.meeting.take() {
-                    m.leave(&mut self.results, why)?;
-                }
-            }
-            None => return Ok(()),
-        }
-        self.departed = true;
-        Ok(())
-    }
 }
 
 /// Runs every engine through the steps; returns the run id. Per-step lines
@@ -728,76 +690,4 @@ fn run_engine(
         }
     }
     Ok(after)
-}
-
-/// Every step of an engine run, in order (see [`run_engine`]); `after`
-/// is how the last ended, `ran` how many ran.
-fn run_steps(
-    r: &mut Run<'_>,
-    side: &mut dyn EngineSide,
-    mem: &EngineMem,
-    (after, ran): (&mut After, &mut usize),
-    out: &mut dyn Write,
-) -> Result<()> {
-    let cfg = r.cfg;
-    'steps: for (si, step) in r.steps.clone().into_iter().enumerate() {
-        if cfg.drop_caches && si > 0 {
-            if let Err(e) = setup::drop_caches() {
-                writeln!(out, "  cannot drop caches: {e}")?;
-            }
-        }
-        // A storage sweep runs repeatable steps at every class; the load
-        // (and an index build) at the first.
-        let classes: Vec<Option<usize>> = if step.repeatable() && !r.storage.sweep.is_empty() {
-            (0..r.storage.sweep.len()).map(Some).collect()
-        } else {
-            vec![None]
-        };
-        let levels: Vec<Option<usize>> = if step.concurrent() && !cfg.thread_levels.is_empty() {
-            cfg.thread_levels.iter().map(|&n| Some(n)).collect()
-        } else {
-            vec![None]
-        };
-        // Each pass of the step on this database draws its own stream.
-        let mut pass = 0;
-        for class in classes {
-            if !r.storage.sweep.is_empty() {
-                throttle_to(r, mem, class.unwrap_or(0))?;
-            }
-            for &level in &levels {
-                let mut at = Level {
-                    class: class.map(|i| r.storage.sweep[i].0),
-                    threads: level,
-                    pass,
-                };
-                // --reuse: a step that reads or rewrites the data runs
-                // --repeat times in a row; a load runs once.
-                let reps = if cfg.reuse && step.repeatable() {
-                    cfg.repeat
-                } else {
-                    1
-                };
-                for rep in 0..reps {
-                    if cfg.reuse {
-                        r.rep = rep;
-                    }
-                    at.pass = pass;
-                    pass += 1;
-                    out.flush()?;
-                    *ran += 1;
-                    *after = side.step(r, mem, (si, step, at), out)?;
-                    // A device model that died or erred makes every later
-                    // figure wrong: the run stops, saying why (run's loop).
-                    if r.storage.model_failure().is_some() {
-                        *after = After::Failed;
-                        break 'steps;
-                    }
-                    if !matches!(*after, After::Next) {
-                        break 'steps;
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
 }
