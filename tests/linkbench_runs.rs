@@ -67,7 +67,7 @@ fn linkbench_end_to_end() {
     for said in [
         "concurrency: rocksdb transactions, optimistic (conflicts found at commit)",
         "concurrency: harness lock stripes per (id1, link_type): leveldb has no transactions",
-        "concurrency: postgres transactions (deadlocks, lock-wait timeouts and serialization failures retried)",
+        "concurrency: postgres transactions (deadlocks, lock-wait timeouts, serialization failures and cluster certification conflicts retried)",
     ] {
         assert!(out.contains(said), "{said}: {out}");
     }

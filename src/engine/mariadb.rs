@@ -190,23 +190,50 @@ fn server_version() -> Result<String> {
 
 /// A MariaDB server with the benchmark database `ampbench`.
 pub struct MariaDb {
-    info: EngineInfo,
+    pub(super) info: EngineInfo,
     myrocks: bool,
-    server: Server,
+    pub(super) server: Server,
     root: PathBuf,
-    socket: PathBuf,
+    pub(super) socket: PathBuf,
     port: u16,
     /// The benchmark user's password, made for this server.
-    password: String,
+    pub(super) password: String,
     table_options: String,
     transport: super::Transport,
     /// `--server-timeout`.
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
+    /// A Galera node's private network (its TCP port is there).
+    net: Option<std::sync::Arc<crate::engine::server::PrivateNet>>,
+}
+
+/// What a Galera node adds to a MariaDB server (see `engine::galera`).
+pub(super) struct Member {
+    /// The wsrep settings, after the user's.
+    pub settings: Vec<(String, String)>,
+    /// Arguments after the defaults file (`--wsrep-new-cluster`).
+    pub args: Vec<String>,
+    /// The cluster's private network, where the node listens.
+    pub net: std::sync::Arc<crate::engine::server::PrivateNet>,
+    /// The node's client port in that network.
+    pub port: u16,
+    /// The first node's benchmark password; None on the first node,
+    /// which makes the user and database (the others receive them with
+    /// the state transfer).
+    pub password: Option<String>,
+}
+
+/// True once the server is a synced member of its cluster (a joiner takes
+/// connections before its state transfer has ended).
+fn synced(c: &mut mysql::Conn) -> bool {
+    c.query_first::<(String, String), _>("SHOW STATUS LIKE 'wsrep_local_state_comment'")
+        .ok()
+        .flatten()
+        .is_some_and(|(_, v)| v == "Synced")
 }
 
 /// The admin connection: root over the socket, giving up on a read or
 /// write after `timeout`.
-fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Result<mysql::Conn> {
+pub(super) fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Result<mysql::Conn> {
     mysql::Conn::new(
         mysql::OptsBuilder::new()
             .socket(Some(socket.to_string_lossy()))
@@ -220,6 +247,12 @@ impl MariaDb {
     /// Creates a data directory, starts the server and creates the
     /// benchmark user and database.
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<MariaDb> {
+        MariaDb::start(kind, spec, None)
+    }
+
+    /// [`MariaDb::open`], as a member of a Galera cluster when `member`
+    /// says so.
+    pub(super) fn start(kind: EngineKind, spec: &OpenSpec, member: Option<&Member>) -> Result<MariaDb> {
         validate(kind, &spec.options)?;
         let root = spec.dir.clone();
         let datadir = root.join("data");
@@ -315,7 +348,13 @@ impl MariaDb {
                 }
             }
         }
-        let port = free_port()?;
+        if let Some(m) = member {
+            settings.extend(m.settings.iter().cloned());
+        }
+        let port = match member {
+            Some(m) => m.port,
+            None => free_port()?,
+        };
         let socket = root.join("mysqld.sock");
         let mut cnf = format!(
             "[mysqld]\nuser={user}\ndatadir={}\ntmpdir={}\nsocket={}\npid-file={}\nport={port}\nbind-address=127.0.0.1\nskip-name-resolve\nsecure_file_priv={}\nlog-error={}\n",
@@ -370,13 +409,25 @@ impl MariaDb {
             }
         }
         let (sock, cgroup, at) = (socket.clone(), spec.cgroup.clone(), root.clone());
+        let (args, net) = match member {
+            Some(m) => (m.args.clone(), Some(m.net.clone())),
+            None => (Vec::new(), None),
+        };
+        let in_cluster = net.clone();
         let server = Server::start(Box::new(move || {
             let mut cmd = Command::new(&mariadbd);
             cmd.arg(format!("--defaults-file={}", cnf_path.display()));
+            cmd.args(&args);
             // Started as its user rather than switching to it itself: a
             // change of user would clear the parent-death signal.
-            if let Some((uid, gid)) = owner {
-                cmd.uid(uid).gid(gid);
+            match &in_cluster {
+                // Into the cluster's network first, as root.
+                Some(n) => n.enter_on_exec(&mut cmd, owner)?,
+                None => {
+                    if let Some((uid, gid)) = owner {
+                        cmd.uid(uid).gid(gid);
+                    }
+                }
             }
             let slog = at.join("mariadbd.out");
             let elog = at.join("error.log");
@@ -389,14 +440,22 @@ impl MariaDb {
                 &slog,
                 libc::SIGTERM,
                 Duration::from_secs(60),
-                || sock.exists() && root_conn(&sock, Some(Duration::from_secs(10))).is_ok(),
+                || {
+                    sock.exists()
+                        && root_conn(&sock, Some(Duration::from_secs(10)))
+                            .is_ok_and(|mut c| in_cluster.is_none() || synced(&mut c))
+                },
             )
             .map_err(|e| anyhow!("{e:#} | error log: {}", errors_or_tail_from(&elog, from, 4)))
         }))?;
         // A server that stops answering is killed (the handshake is the
         // server's to send: nothing to say first).
         if let Some(t) = spec.timeout {
-            server.watch(&format!("mariadbd ({kind})"), port, b"", t);
+            let at = match member {
+                Some(_) => crate::engine::server::Knock::Unix(socket.clone()),
+                None => crate::engine::server::Knock::Tcp(port),
+            };
+            server.watch(&format!("mariadbd ({kind})"), at, b"", t);
         }
         let mut c =
             root_conn(&socket, spec.timeout).context("connecting as root over the socket")?;
@@ -408,17 +467,27 @@ impl MariaDb {
         // `mysql` schema through which it could grant itself more. The
         // socket account install-db makes for the server's system user
         // goes.
-        let password = crate::engine::server::random_password()?;
-        let mut sql = String::from("CREATE DATABASE ampbench; DROP USER IF EXISTS 'mysql'@'localhost'");
-        for host in ["127.0.0.1", "localhost"] {
-            sql.push_str(&format!(
-                "; CREATE USER 'bench'@'{host}' IDENTIFIED BY '{password}'; \
-                 GRANT ALL ON ampbench.* TO 'bench'@'{host}'; \
-                 GRANT SUPER, PROCESS ON *.* TO 'bench'@'{host}'"
-            ));
-        }
-        c.query_drop(sql)
-            .context("creating the benchmark user and database")?;
+        let password = match member.and_then(|m| m.password.clone()) {
+            // A joining node received the user and database from the
+            // first with its state.
+            Some(p) => p,
+            None => {
+                let password = crate::engine::server::random_password()?;
+                let mut sql = String::from(
+                    "CREATE DATABASE ampbench; DROP USER IF EXISTS 'mysql'@'localhost'",
+                );
+                for host in ["127.0.0.1", "localhost"] {
+                    sql.push_str(&format!(
+                        "; CREATE USER 'bench'@'{host}' IDENTIFIED BY '{password}'; \
+                         GRANT ALL ON ampbench.* TO 'bench'@'{host}'; \
+                         GRANT SUPER, PROCESS ON *.* TO 'bench'@'{host}'"
+                    ));
+                }
+                c.query_drop(sql)
+                    .context("creating the benchmark user and database")?;
+                password
+            }
+        };
         let version: String = c.query_first("SELECT version()")?.unwrap_or_default();
         let myrocks = is_myrocks(kind);
         if myrocks {
@@ -447,6 +516,7 @@ impl MariaDb {
             password,
             transport: spec.transport,
             timeout: spec.timeout,
+            net,
             table_options: if myrocks {
                 "ENGINE=ROCKSDB".into()
             } else {
@@ -455,7 +525,7 @@ impl MariaDb {
         })
     }
 
-    fn admin(&self) -> Result<mysql::Conn> {
+    pub(super) fn admin(&self) -> Result<mysql::Conn> {
         root_conn(&self.socket, self.timeout)
             .map_err(|e| anyhow!("{}: cannot connect as root: {e}", self.info.kind))
     }
@@ -555,8 +625,13 @@ impl SqlEngine for MariaDb {
                 self.socket.display().to_string(),
             ),
         };
-        let c = Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None, false)
-            .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
+        let connect = || Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None, false);
+        let c = match (&self.net, self.transport) {
+            // A Galera node listens in the cluster's private network.
+            (Some(net), super::Transport::Tcp) => net.within(connect)?,
+            _ => connect(),
+        }
+        .map_err(|e| anyhow!("{}: cannot connect to {at}: {e:#}", self.info.kind))?;
         Ok(Box::new(MySqlConn {
             c,
             durability_var: Some(if self.myrocks {

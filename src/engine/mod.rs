@@ -59,6 +59,7 @@ engines! {
     sqlite,
     null,
     mariadb,
+    galera,
     postgres,
 }
 
@@ -112,6 +113,12 @@ pub trait Engine: Send + Sync {
     /// whose processes are on another host.
     fn pid(&self) -> Option<u32> {
         Some(std::process::id())
+    }
+
+    /// Every process charged to the engine (a cluster's servers): the
+    /// [`pid`](Engine::pid) alone but for engines of several servers.
+    fn pids(&self) -> Vec<u32> {
+        self.pid().into_iter().collect()
     }
 
     /// A server engine's own counters of its IO and size, read by the

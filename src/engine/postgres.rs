@@ -229,7 +229,7 @@ impl Postgres {
         // A server that stops answering is killed: an SSLRequest makes it
         // answer at once ('N'), with nothing logged.
         if let Some(t) = spec.timeout {
-            server.watch("postgres", port, &SSL_REQUEST, t);
+            server.watch("postgres", crate::engine::server::Knock::Tcp(port), &SSL_REQUEST, t);
         }
         let mut c = connect(port, "postgres", "postgres", &password)?;
         // The password is hex: nothing to quote.

@@ -163,4 +163,14 @@ pub trait SqlEngine: Engine {
     /// None for an external target (`--target`), which ampbench did not
     /// start.
     fn server(&self) -> Option<&crate::engine::server::Server>;
+    /// Why a server of the engine was killed as hung, if one was.
+    fn hung(&self) -> Option<String> {
+        self.server()?.hung()
+    }
+    /// A cluster's nodes, each an engine whose connections go to it alone,
+    /// named, once every node has applied what the others committed (so a
+    /// consistency check can run on each); empty for a single server.
+    fn nodes(&self) -> Result<Vec<(String, &dyn SqlEngine)>> {
+        Ok(Vec::new())
+    }
 }

@@ -93,8 +93,9 @@ pub struct Probe {
     device: Result<Device, String>,
     backing: Option<Device>,
     model: Option<std::sync::Arc<modelstats::Mapped>>,
-    /// None: the engine's processes are on another host.
-    pid: Option<u32>,
+    /// The engine's processes (one but for a cluster's servers); none:
+    /// they are on another host.
+    pids: Vec<u32>,
     server: Option<std::sync::Arc<dyn CounterSource>>,
     host: Option<std::sync::Arc<NodeExporter>>,
 }
@@ -104,7 +105,7 @@ impl std::fmt::Debug for Probe {
         f.debug_struct("Probe")
             .field("paths", &self.paths)
             .field("device", &self.device)
-            .field("pid", &self.pid)
+            .field("pids", &self.pids)
             .field("server", &self.server.as_ref().map(|s| s.source()))
             .finish()
     }
@@ -130,7 +131,7 @@ impl Probe {
                 .and_then(|d| modelstats::Mapped::of_loop(&d.name))
                 .map(std::sync::Arc::new),
             device,
-            pid: Some(pid),
+            pids: vec![pid],
             server: None,
             host: None,
         }
@@ -145,10 +146,19 @@ impl Probe {
             device: Err(why.to_string()),
             backing: None,
             model: None,
-            pid: None,
+            pids: Vec::new(),
             server: Some(server),
             host: None,
         }
+    }
+
+    /// The same probe, charged to these processes and their children
+    /// instead (a cluster's servers); none: unchanged.
+    pub fn with_pids(mut self, pids: Vec<u32>) -> Probe {
+        if !pids.is_empty() {
+            self.pids = pids;
+        }
+        self
     }
 
     /// The same probe, also reading a server's own counters.
@@ -193,18 +203,18 @@ impl Probe {
             },
             model: model.map(|m| m.0),
             cpu: cpu::read(),
-            process: match self.pid {
-                Some(p) if p == std::process::id() => process::read(p),
-                Some(p) => process::read_tree(p),
-                None => None,
+            process: match self.pids[..] {
+                [] => None,
+                [p] if p == std::process::id() => process::read(p),
+                _ => process::read_trees(&self.pids),
             },
-            client: (self.pid != Some(std::process::id()))
+            client: (self.pids[..] != [std::process::id()])
                 .then(|| process::read(std::process::id()))
                 .flatten(),
             dir: dirsize::measure_all(&self.paths),
             backing: self.backing.as_ref().and_then(|d| diskstats::read(&d.name)),
             server: self.server.as_ref().and_then(|s| s.read()),
-            remote: self.pid.is_none(),
+            remote: self.pids.is_empty(),
             host: self.host.as_ref().and_then(|h| h.read().ok()),
         }
     }

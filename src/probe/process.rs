@@ -30,6 +30,21 @@ pub struct ProcCounters {
     pub rss_peak: u64,
 }
 
+impl ProcCounters {
+    /// Adds another process's counters (a tree, a cluster); the system
+    /// calls stay ours (counted for our own process only).
+    pub fn add(&mut self, c: &ProcCounters) {
+        self.read_bytes += c.read_bytes;
+        self.write_bytes += c.write_bytes;
+        self.cpu_us += c.cpu_us;
+        self.user_us += c.user_us;
+        self.sys_us += c.sys_us;
+        self.ctx_switches += c.ctx_switches;
+        self.rss += c.rss;
+        self.rss_peak += c.rss_peak;
+    }
+}
+
 fn field(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix(key)?.trim_start_matches(':').trim();
@@ -124,15 +139,20 @@ pub fn read_tree(pid: u32) -> Option<ProcCounters> {
     let mut total = read(pid)?;
     for p in &tree[1..] {
         if let Some(c) = read(*p) {
-            total.read_bytes += c.read_bytes;
-            total.write_bytes += c.write_bytes;
-            total.cpu_us += c.cpu_us;
-            total.user_us += c.user_us;
-            total.sys_us += c.sys_us;
-            total.ctx_switches += c.ctx_switches;
-            total.rss += c.rss;
-            total.rss_peak += c.rss_peak;
+            total.add(&c);
         }
+    }
+    Some(total)
+}
+
+/// [`read_tree`] of each of `pids`, summed (a cluster's servers); None
+/// when any of them is gone.
+pub fn read_trees(pids: &[u32]) -> Option<ProcCounters> {
+    let mut all = pids.iter().map(|p| read_tree(*p));
+    let mut total = all.next()??;
+    for c in all {
+        let c = c?;
+        total.add(&c);
     }
     Some(total)
 }

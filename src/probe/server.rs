@@ -30,6 +30,21 @@ pub struct ServerCounters {
     pub db_bytes: Option<u64>,
 }
 
+impl ServerCounters {
+    /// Adds another server's counters to these (a cluster's nodes): a
+    /// figure either lacks stays unknown.
+    pub fn add(&mut self, o: &ServerCounters) {
+        fn sum(a: &mut Option<u64>, b: Option<u64>) {
+            *a = a.zip(b).map(|(a, b)| a.saturating_add(b));
+        }
+        sum(&mut self.reads, o.reads);
+        sum(&mut self.read_bytes, o.read_bytes);
+        sum(&mut self.data_written, o.data_written);
+        sum(&mut self.log_written, o.log_written);
+        sum(&mut self.db_bytes, o.db_bytes);
+    }
+}
+
 /// How a server engine reads its counters: one connection of its own,
 /// used by the probe only.
 pub trait CounterSource: Send + Sync {

@@ -250,7 +250,7 @@ pub fn host_counters(run: &RunView) -> Table {
 /// aborts, and flow control (ms paused, messages sent).
 pub fn replication(run: &RunView) -> Table {
     let mut t = Table::new(
-        "Galera replication per step (wsrep_* of the first endpoint, end less start)",
+        "Galera replication per step (wsrep_* end less start: summed over the nodes ampbench started, or a target's first endpoint)",
         "ops",
     )
     .right_first();

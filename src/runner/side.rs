@@ -156,11 +156,16 @@ pub(super) fn engine_lines(
         )?;
     }
     match (eng.pid(), &cfg.target) {
-        (Some(pid), _) => writeln!(
+        (Some(_), _) => writeln!(
             out,
-            "{kind} {} in {} (pid {pid})",
+            "{kind} {} in {} (pid {})",
             eng.version(),
             dir.display(),
+            eng.pids()
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         )?,
         (None, target) => writeln!(
             out,
@@ -219,7 +224,9 @@ pub(super) fn engine_lines(
 /// server's own counters; for an external target only the counters.
 pub(crate) fn probe_of(eng: &dyn Engine) -> Probe {
     match (eng.pid(), eng.counters()) {
-        (Some(pid), c) => Probe::with_paths(eng.dir(), eng.data_paths(), pid).with_server(c),
+        (Some(pid), c) => Probe::with_paths(eng.dir(), eng.data_paths(), pid)
+            .with_pids(eng.pids())
+            .with_server(c),
         (None, Some(c)) => Probe::remote(
             c,
             "external target: its device is on another host (srv_* figures are the server's counters)",

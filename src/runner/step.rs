@@ -168,7 +168,7 @@ impl StepRun<'_> {
             if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
                 *e = format!("{why} ({e})");
             }
-            if let Some(why) = self.eng.face().sql().and_then(|s| s.server()?.hung()) {
+            if let Some(why) = self.eng.face().sql().and_then(|s| s.hung()) {
                 *e = format!("{why} ({e})");
             }
             if let Some(full) = crate::setup::storage::full_note(self.eng.dir()) {

@@ -52,26 +52,57 @@ pub(super) fn kill_family(pid: u32) -> Vec<u32> {
     victims
 }
 
-/// Asks a server at 127.0.0.1:`port` for its first byte: connect, send
-/// `hello` (what makes it speak first), read. Ok(true): it answered;
-/// Ok(false): nothing listens (a server down between a crash and its
-/// restart is not hung); Err: it did not answer within `t`.
-fn answers(port: u16, hello: &[u8], t: Duration) -> std::io::Result<bool> {
+/// Where a watched server takes new connections.
+#[derive(Clone, Debug)]
+pub enum Knock {
+    /// TCP on 127.0.0.1, this port.
+    Tcp(u16),
+    /// Its unix socket (a server in a private network namespace).
+    Unix(std::path::PathBuf),
+}
+
+/// Asks a server at `at` for its first byte: connect, send `hello` (what
+/// makes it speak first), read. Ok(true): it answered; Ok(false):
+/// nothing listens (a server down between a crash and its restart is not
+/// hung); Err: it did not answer within `t`.
+fn answers(at: &Knock, hello: &[u8], t: Duration) -> std::io::Result<bool> {
     use std::io::{ErrorKind, Read, Write};
-    let to = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let mut s = match std::net::TcpStream::connect_timeout(&to, t) {
-        Ok(s) => s,
-        Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Ok(false),
-        Err(e) => return Err(e),
+    fn talk<S: Read + Write>(mut s: S, hello: &[u8]) -> std::io::Result<bool> {
+        s.write_all(hello)?;
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+    let gone = |e: &std::io::Error| {
+        matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound)
     };
-    s.set_read_timeout(Some(t))?;
-    s.set_write_timeout(Some(t))?;
-    s.write_all(hello)?;
-    let mut b = [0u8; 1];
-    match s.read(&mut b) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(true),
-        Err(e) => Err(e),
+    match at {
+        Knock::Tcp(port) => {
+            let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));
+            let s = match std::net::TcpStream::connect_timeout(&to, t) {
+                Ok(s) => s,
+                Err(e) if gone(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            s.set_read_timeout(Some(t))?;
+            s.set_write_timeout(Some(t))?;
+            talk(s, hello)
+        }
+        Knock::Unix(path) => {
+            // A unix connect does not wait on a hung server's accept: the
+            // kernel queues it; the read is what times out.
+            let s = match std::os::unix::net::UnixStream::connect(path) {
+                Ok(s) => s,
+                Err(e) if gone(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            s.set_read_timeout(Some(t))?;
+            s.set_write_timeout(Some(t))?;
+            talk(s, hello)
+        }
     }
 }
 
@@ -92,12 +123,12 @@ impl Server {
     }
 
     /// Watches the server until it is dropped: every few seconds a new
-    /// connection to 127.0.0.1:`port` that sends `hello` must get an
+    /// connection to `at` that sends `hello` must get an
     /// answer within `timeout`. When none comes, the server is hung
     /// (stopped, deadlocked, swapping to death): it is killed with its
     /// processes, so every client waiting on it gets an error at once,
     /// and [`Server::hung`] says why.
-    pub fn watch(&self, name: &str, port: u16, hello: &'static [u8], timeout: Duration) {
+    pub fn watch(&self, name: &str, at: Knock, hello: &'static [u8], timeout: Duration) {
         let w = std::sync::Arc::clone(&self.watch);
         let name = name.to_string();
         let every = (timeout / 4).clamp(Duration::from_millis(200), Duration::from_secs(10));
@@ -114,7 +145,7 @@ impl Server {
                         std::thread::sleep(Duration::from_millis(50));
                     }
                     let pid = w.pid.load(SeqCst);
-                    if pid == 0 || answers(port, hello, timeout).is_ok() {
+                    if pid == 0 || answers(&at, hello, timeout).is_ok() {
                         continue;
                     }
                     let _held = w.kill.lock();

@@ -92,6 +92,57 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
     } else {
         &INDEXES[..0]
     };
+    // On every node of a cluster, each once it has applied what the
+    // others committed; the figures are the first node's, the mismatches
+    // every node's.
+    let nodes = match engine {
+        EngineRef::Sql(e) => e.nodes()?,
+        EngineRef::Kv(_) => Vec::new(),
+    };
+    let on: Vec<(String, EngineRef<'_>)> = if nodes.is_empty() {
+        vec![(String::new(), engine)]
+    } else {
+        nodes
+            .into_iter()
+            .map(|(name, e)| (name, EngineRef::Sql(e)))
+            .collect()
+    };
+    let mut said = Vec::new();
+    let mut all_mismatches = 0;
+    let mut first: Option<(u64, u64)> = None;
+    for (node, engine) in on {
+        let (rows, entries, mismatches) = check_one(wl, engine, indexes, &node, &mut n)?;
+        first.get_or_insert((rows, entries));
+        all_mismatches += mismatches;
+        if !node.is_empty() {
+            said.push(format!("{node}: {mismatches}"));
+        }
+    }
+    let (rows, entries) = first.unwrap_or_default();
+    n.extras
+        .push(("index_mismatches".into(), all_mismatches as f64));
+    n.lines.push(format!(
+        "check: {} table(s), {rows} rows, {entries} entries in {} secondary index(es): {all_mismatches} mismatches{}",
+        wl.tables.len(),
+        indexes.len(),
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(" on every node ({})", said.join(", "))
+        }
+    ));
+    Ok(n)
+}
+
+/// The check on one engine or node (`node` names it in lines; empty for
+/// a single engine): rows, index entries and mismatches over the tables.
+fn check_one(
+    wl: &Insert,
+    engine: EngineRef<'_>,
+    indexes: &[super::row::Index],
+    node: &str,
+    n: &mut StepNotes,
+) -> Result<(u64, u64, u64)> {
     let mut store = wl.store(engine)?;
     let (mut rows, mut entries, mut mismatches) = (0u64, 0u64, 0u64);
     for (t, ids) in wl.tables.iter().enumerate() {
@@ -105,7 +156,8 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         let m = got.mismatches(expected);
         if m > 0 {
             n.lines.push(format!(
-                "check: table pi{}: {} rows of {expected} expected; {}",
+                "check{}{node}: table pi{}: {} rows of {expected} expected; {}",
+                if node.is_empty() { "" } else { " on " },
                 t + 1 + wl.first_table,
                 got.rows,
                 got.indexes
@@ -120,12 +172,5 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         }
         mismatches += m;
     }
-    n.extras
-        .push(("index_mismatches".into(), mismatches as f64));
-    n.lines.push(format!(
-        "check: {} table(s), {rows} rows, {entries} entries in {} secondary index(es): {mismatches} mismatches",
-        wl.tables.len(),
-        indexes.len()
-    ));
-    Ok(n)
+    Ok((rows, entries, mismatches))
 }

@@ -557,7 +557,7 @@ impl Workload for Linkbench {
 pub fn concurrency(engine: EngineRef<'_>) -> String {
     match engine {
         EngineRef::Sql(e) => format!(
-            "{} transactions (deadlocks, lock-wait timeouts and serialization failures retried)",
+            "{} transactions (deadlocks, lock-wait timeouts, serialization failures and cluster certification conflicts retried)",
             e.kind()
         ),
         EngineRef::Kv(e) => match e.transactions() {

@@ -6,6 +6,7 @@
 
 use anyhow::Result;
 
+use super::store::Check;
 use super::{LinkOp, Linkbench, concurrency, store};
 use crate::engine::EngineRef;
 use crate::engine::sql::{Dialect, SqlConn};
@@ -153,10 +154,11 @@ impl Linkbench {
         let statements: u64 = costs.iter().map(|c| c.statements).sum();
         // Before the check's own queries.
         self.client_cost(engine, requests, statements, notes)?;
-        let check = if self.check {
-            Some(self.store(engine)?.check()?)
+        let (check, on_nodes) = if self.check {
+            let (c, on) = self.check_everywhere(engine)?;
+            (Some(c), on)
         } else {
-            None
+            (None, Vec::new())
         };
         if let Some(check) = &check {
             notes.extras.extend([
@@ -251,6 +253,11 @@ impl Linkbench {
             ));
         }
         notes.lines.push(match &check {
+            Some(check) if !on_nodes.is_empty() => format!(
+                "consistency check on every node: {} mismatches in all ({}) (count == visible links)",
+                check.mismatches,
+                on_nodes.join(", ")
+            ),
             Some(check) => format!(
                 "consistency check: {} mismatches in {} (id1, link_type) pairs (count == visible links)",
                 check.mismatches, check.pairs
@@ -267,6 +274,30 @@ impl Linkbench {
 }
 
 impl Linkbench {
+    /// The consistency check on the engine, or on each node of a cluster
+    /// (each once it has applied what the others committed): the
+    /// mismatches summed, the first node's pairs, and what each node gave.
+    fn check_everywhere(&self, engine: EngineRef<'_>) -> Result<(Check, Vec<String>)> {
+        let nodes = match engine {
+            EngineRef::Sql(e) => e.nodes()?,
+            EngineRef::Kv(_) => Vec::new(),
+        };
+        if nodes.is_empty() {
+            return Ok((self.store(engine)?.check()?, Vec::new()));
+        }
+        let mut all = Check::default();
+        let mut said = Vec::new();
+        for (name, node) in nodes {
+            let c = self.store(EngineRef::Sql(node))?.check()?;
+            if said.is_empty() {
+                all.pairs = c.pairs;
+            }
+            all.mismatches += c.mismatches;
+            said.push(format!("{name}: {} in {} pairs", c.mismatches, c.pairs));
+        }
+        Ok((all, said))
+    }
+
     /// The client's cost per request on a server, against its floor: the
     /// statements per request times one loopback round trip.
     fn client_cost(
