@@ -143,6 +143,8 @@ pub struct Micro {
     live: Live,
     reads: AtomicU64,
     found: AtomicU64,
+    /// Retries after conflicts on a SQL engine, per operation.
+    retries: super::sql::Retries,
 }
 
 impl Micro {
@@ -159,6 +161,7 @@ impl Micro {
         let ratio = p.f64("compression_ratio")?;
         let value_size = p.u64("value_size")? as usize;
         Ok(Micro {
+            retries: Default::default(),
             num,
             key_size,
             value_size,
@@ -350,7 +353,7 @@ impl Workload for Micro {
             };
             Ok(MicroWorker {
                 wl: self,
-                store: docs_store(engine, "docs")?,
+                store: docs_store(engine, "docs", &self.retries)?,
                 rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
                 mode,
                 key: Vec::new(),
@@ -378,6 +381,15 @@ impl Workload for Micro {
 
     fn live_rows(&self) -> Option<u64> {
         Some(self.live.count())
+    }
+
+    fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
+        let mut notes = crate::workload::StepNotes {
+            extras: self.extras(step),
+            lines: Vec::new(),
+        };
+        self.retries.take(&mut notes);
+        Ok(notes)
     }
 
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {

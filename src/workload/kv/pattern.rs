@@ -174,6 +174,8 @@ pub struct Pattern {
     chooser: KeyChooser,
     live: Live,
     misses: AtomicU64,
+    /// Retries after conflicts on a SQL engine, per operation.
+    retries: super::sql::Retries,
 }
 
 impl Pattern {
@@ -204,6 +206,7 @@ impl Pattern {
             Distribution::name,
         )?;
         Ok(Pattern {
+            retries: Default::default(),
             docs,
             key_len,
             values: ValueGen {
@@ -364,7 +367,7 @@ impl Workload for Pattern {
             };
             Ok(PatternWorker {
                 wl: self,
-                store: docs_store(engine, "docs")?,
+                store: docs_store(engine, "docs", &self.retries)?,
                 rng: Rng::new(derive_seed(seed, &[salt, i as u64])),
                 mode,
                 key: Vec::new(),
@@ -392,6 +395,15 @@ impl Workload for Pattern {
 
     fn live_rows(&self) -> Option<u64> {
         Some(self.live.count())
+    }
+
+    fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
+        let mut notes = crate::workload::StepNotes {
+            extras: self.extras(step),
+            lines: Vec::new(),
+        };
+        self.retries.take(&mut notes);
+        Ok(notes)
     }
 
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {

@@ -61,13 +61,22 @@ impl DocStore for KvDocs<'_> {
 
 /// The store for one worker: the KV mapping (table 0) or the SQL mapping
 /// over a new connection.
-pub fn docs_store<'a>(engine: EngineRef<'a>, table: &str) -> Result<Box<dyn DocStore + 'a>> {
+pub fn docs_store<'a>(
+    engine: EngineRef<'a>,
+    table: &str,
+    retries: &'a super::sql::Retries,
+) -> Result<Box<dyn DocStore + 'a>> {
     Ok(match engine {
         EngineRef::Kv(e) => Box::new(KvDocs {
             session: e.session()?,
             table: Table(0),
             batch: WriteBatch::new(),
         }),
-        EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(e.connect()?, e.dialect(), table)),
+        EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(
+            e.connect()?,
+            e.dialect(),
+            table,
+            retries,
+        )),
     })
 }

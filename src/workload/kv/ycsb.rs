@@ -162,6 +162,8 @@ pub struct Ycsb {
     pending: std::sync::Mutex<std::collections::BTreeSet<u64>>,
     live: Live,
     misses: AtomicU64,
+    /// Retries after conflicts on a SQL engine, per operation.
+    retries: super::sql::Retries,
 }
 
 impl Ycsb {
@@ -175,6 +177,7 @@ impl Ycsb {
             ));
         }
         Ok(Ycsb {
+            retries: Default::default(),
             records,
             fields: p.u64("fieldcount")?.max(1) as usize,
             field_len: p.u64("fieldlength")?.max(1) as usize,
@@ -368,7 +371,7 @@ impl Workload for Ycsb {
             let load = share.part(records, threads, i);
             Ok(Box::new(YcsbWorker {
                 wl: self,
-                store: docs_store(engine, "usertable")?,
+                store: docs_store(engine, "usertable", &self.retries)?,
                 rng: Rng::new(derive_seed(seed, &[0, i as u64])),
                 mix: m,
                 chooser: chooser.clone(),
@@ -386,6 +389,15 @@ impl Workload for Ycsb {
 
     fn live_rows(&self) -> Option<u64> {
         Some(self.live.count())
+    }
+
+    fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
+        let mut notes = crate::workload::StepNotes {
+            extras: self.extras(step),
+            lines: Vec::new(),
+        };
+        self.retries.take(&mut notes);
+        Ok(notes)
     }
 
     fn extras(&self, step: Step) -> Vec<(String, f64)> {
