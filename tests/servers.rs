@@ -92,7 +92,13 @@ fn servers_roundtrip_stats_and_cleanup() {
         for q in schema("docs", sql(&*s).dialect(), sql(&*s).table_options()) {
             c.batch(&q).unwrap();
         }
-        let mut docs = SqlDocs::new(sql(&*s).connect().unwrap(), sql(&*s).dialect(), "docs");
+        let retries = ampbench::workload::kv::sql::Retries::default();
+        let mut docs = SqlDocs::new(
+            sql(&*s).connect().unwrap(),
+            sql(&*s).dialect(),
+            "docs",
+            &retries,
+        );
         let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..2500u32)
             .map(|i| {
                 (

@@ -33,7 +33,9 @@ pub fn round(
     mut power: Option<&mut super::power::PowerDevice>,
 ) -> Result<Round> {
     let server = e.server().ok_or_else(|| {
-        anyhow::anyhow!("crashcheck kills a single server ampbench started (not a target, not a cluster)")
+        anyhow::anyhow!(
+            "crashcheck kills a single server ampbench started (not a target, not a cluster)"
+        )
     })?;
     sql::prepare(e, round, check.threads).context("inserting the round's rows")?;
     let d = Durability::from_sync(!check.nosync);

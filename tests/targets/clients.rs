@@ -13,18 +13,40 @@ use crate::cluster::Bridged;
 use crate::common;
 use crate::fixture::{self, Net, PASSWORD, Proc};
 
-/// The five namespaces and the two servers.
-struct World {
-    net: Bridged,
-    _db: Proc,
+/// What the clients run against.
+pub enum Serve {
+    /// One MariaDB.
+    MariaDb,
+    /// A three-node Galera cluster (every node an endpoint).
+    Galera,
+}
+
+/// The clients' namespaces, the target's and the store's, and the servers.
+pub struct World {
+    /// The namespaces: clients first, then the target's nodes, the store.
+    pub net: Bridged,
+    /// The target's servers.
+    pub db: Vec<Proc>,
     store: Proc,
-    target: String,
-    results: String,
+    /// The target's URL (no password).
+    pub target: String,
+    /// The store's URL (no password).
+    pub results: String,
 }
 
 impl World {
     fn new() -> Result<World, String> {
-        let net = Bridged::new(5)?;
+        World::serving(3, Serve::MariaDb)
+    }
+
+    /// `clients` client namespaces against `serve`, with a PostgreSQL
+    /// results store.
+    pub fn serving(clients: usize, serve: Serve) -> Result<World, String> {
+        let servers = match serve {
+            Serve::MariaDb => 1,
+            Serve::Galera => 3,
+        };
+        let net = Bridged::new(clients + servers + 1)?;
         // The fixture's servers take a client/server pair: here the
         // bridge's namespace and the node's (deleted by `net` on drop).
         let as_net = |i: usize| {
@@ -35,19 +57,27 @@ impl World {
                 dead_ip: String::new(),
             })
         };
-        let db = fixture::mariadb(&as_net(3))?;
-        let store = fixture::postgres(&as_net(4))?;
+        let db = match serve {
+            Serve::MariaDb => vec![fixture::mariadb(&as_net(clients))?],
+            Serve::Galera => crate::cluster::galera_on(&net, clients..clients + servers)?,
+        };
+        let at = clients + servers;
+        let store = fixture::postgres(&as_net(at))?;
         fixture::postgres_as(
             &store,
             "postgres",
             "postgres",
             "CREATE DATABASE results OWNER bench",
         )?;
+        let hosts: Vec<String> = net.ips[clients..at]
+            .iter()
+            .map(|ip| format!("{ip}:3306"))
+            .collect();
         Ok(World {
-            target: format!("mysql://bench@{}:3306/", net.ips[3]),
-            results: format!("postgres://bench@{}:5432/results", net.ips[4]),
+            target: format!("mysql://bench@{}/", hosts.join(",")),
+            results: format!("postgres://bench@{}:5432/results", net.ips[at]),
             net,
-            _db: db,
+            db,
             store,
         })
     }
@@ -70,7 +100,7 @@ impl World {
     }
 
     /// Runs clients `ks` together; their outputs.
-    fn together(
+    pub fn together(
         &self,
         ks: &[usize],
         args: impl Fn(usize) -> Vec<String>,
@@ -103,7 +133,7 @@ impl World {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    fn report(&self, run: i64, format: &str) -> String {
+    pub fn report(&self, run: i64, format: &str) -> String {
         self.here(&[
             "report",
             "--results",
@@ -116,12 +146,12 @@ impl World {
     }
 
     /// `sql` on the store, as its owner.
-    fn store_sql(&self, sql: &str) -> String {
+    pub fn store_sql(&self, sql: &str) -> String {
         fixture::postgres_as(&self.store, "bench", "results", sql).expect("query the store")
     }
 }
 
-fn text(o: &Output) -> String {
+pub fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -160,7 +190,7 @@ fn manifest_args(vars: &[(&str, &str)]) -> Vec<String> {
 }
 
 /// The merged step named `step` of a JSON report, and each client's rows.
-fn step<'a>(j: &'a serde_json::Value, step: &str) -> &'a serde_json::Value {
+pub fn step<'a>(j: &'a serde_json::Value, step: &str) -> &'a serde_json::Value {
     j["steps"]
         .as_array()
         .expect("steps")
@@ -169,7 +199,7 @@ fn step<'a>(j: &'a serde_json::Value, step: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no step {step}"))
 }
 
-fn client_rows<'a>(j: &'a serde_json::Value, step: &str) -> Vec<&'a serde_json::Value> {
+pub fn client_rows<'a>(j: &'a serde_json::Value, step: &str) -> Vec<&'a serde_json::Value> {
     j["clients"]["steps"]
         .as_array()
         .expect("clients' steps")
@@ -178,7 +208,7 @@ fn client_rows<'a>(j: &'a serde_json::Value, step: &str) -> Vec<&'a serde_json::
         .collect()
 }
 
-fn latest_run(w: &World) -> i64 {
+pub fn latest_run(w: &World) -> i64 {
     w.store_sql("SELECT max(id) FROM runs")
         .trim()
         .parse()
@@ -341,7 +371,8 @@ fn three_clients_one_run() {
     // 4. A client killed mid-step: the run is partial, the others' kept.
     killed_client(&w);
     // Nothing of ampbench's is left on the target.
-    let left = fixture::mariadb_root(&w._db, "SHOW DATABASES LIKE 'ampbench%'").expect("databases");
+    let left =
+        fixture::mariadb_root(&w.db[0], "SHOW DATABASES LIKE 'ampbench%'").expect("databases");
     assert!(left.trim().is_empty(), "left on the target: {left}");
     eprintln!(
         "three clients, all parts: {:.1} s",

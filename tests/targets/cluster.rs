@@ -1,6 +1,6 @@
 //! A two-node Galera cluster (Debian's MariaDB with galera-4), each node
 //! in a network namespace of its own, joined with the client's namespace
-//! by a bridge there (addresses in a /29 of 10.250.0.0/16 that exist only
+//! by a bridge there (addresses in a /28 of 10.250.0.0/16 that exist only
 //! inside the namespaces). Node 1 bootstraps the cluster, node 2 joins it
 //! by a state transfer (rsync). Everything is removed on drop.
 
@@ -24,6 +24,8 @@ pub struct Bridged {
 impl Bridged {
     /// Makes the namespaces and the bridge, or says why it cannot.
     pub fn new(n: usize) -> Result<Bridged, String> {
+        // A /28: the bridge's address and 13 nodes'.
+        assert!(n <= 13, "{n} namespaces do not fit a /28");
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err("not root: network namespaces need it".into());
@@ -36,7 +38,7 @@ impl Bridged {
         };
         ip(&["netns", "add", &b.client])?;
         let third = u8::from_str_radix(&s[..2], 16).unwrap_or(0);
-        let fourth = (u8::from_str_radix(&s[2..4], 16).unwrap_or(0) & 0x1f) * 8;
+        let fourth = (u8::from_str_radix(&s[2..4], 16).unwrap_or(0) & 0x0f) * 16;
         let addr = |i: usize| format!("10.250.{third}.{}", fourth as usize + i);
         let br = format!("agb{s}");
         ip(&["-n", &b.client, "link", "add", &br, "type", "bridge"])?;
@@ -45,7 +47,7 @@ impl Bridged {
             &b.client,
             "addr",
             "add",
-            &format!("{}/29", addr(1)),
+            &format!("{}/28", addr(1)),
             "dev",
             &br,
         ])?;
@@ -65,7 +67,7 @@ impl Bridged {
             ip(&["-n", &b.client, "link", "set", &outer, "master", &br])?;
             ip(&["-n", &b.client, "link", "set", &outer, "up"])?;
             let at = addr(2 + i);
-            ip(&["-n", &ns, "addr", "add", &format!("{at}/29"), "dev", &inner])?;
+            ip(&["-n", &ns, "addr", "add", &format!("{at}/28"), "dev", &inner])?;
             ip(&["-n", &ns, "link", "set", &inner, "up"])?;
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
             b.ips.push(at);
@@ -95,9 +97,11 @@ pub fn node_root(p: &Proc, sql: &str) -> Result<String, String> {
         .args(["-uroot", "-N", "-e", sql]))
 }
 
-/// A Galera cluster of one node per namespace of `net`, synced: `bench`
-/// (password [`PASSWORD`]) may create `ampbench_…` databases.
-pub fn galera(net: &Bridged) -> Result<Vec<Proc>, String> {
+/// A Galera cluster of one node per namespace `on` of `net` (the others
+/// are clients or other servers), synced: `bench` (password
+/// [`PASSWORD`]) may create `ampbench_…` databases.
+pub fn galera_on(net: &Bridged, on: std::ops::Range<usize>) -> Result<Vec<Proc>, String> {
+    let (names, ips) = (&net.nodes[on.clone()], &net.ips[on]);
     let provider = [
         "/usr/lib/galera/libgalera_smm.so",
         "/usr/lib/libgalera_smm.so",
@@ -105,9 +109,9 @@ pub fn galera(net: &Bridged) -> Result<Vec<Proc>, String> {
     .into_iter()
     .find(|p| std::path::Path::new(p).exists())
     .ok_or("no Galera provider (libgalera_smm.so; Debian's galera-4)")?;
-    let members = net.ips.join(",");
+    let members = ips.join(",");
     let mut nodes: Vec<Proc> = Vec::new();
-    for (i, (ns, at)) in net.nodes.iter().zip(&net.ips).enumerate() {
+    for (i, (ns, at)) in names.iter().zip(ips).enumerate() {
         let (dir, _, _) = server_dir(&format!("ampt-galera{i}"), "mysql")?;
         let d = dir.path();
         install_db(d)?;
@@ -164,7 +168,7 @@ pub fn galera(net: &Bridged) -> Result<Vec<Proc>, String> {
         }
     }
     let size = node_root(&nodes[0], "SHOW STATUS LIKE 'wsrep_cluster_size'")?;
-    if !size.trim().ends_with(&net.ips.len().to_string()) {
+    if !size.trim().ends_with(&ips.len().to_string()) {
         return Err(format!("the cluster did not form: {size}"));
     }
     Ok(nodes)

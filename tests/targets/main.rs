@@ -10,6 +10,7 @@ mod cluster;
 #[path = "../common/mod.rs"]
 mod common;
 mod fixture;
+mod galera;
 
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -492,66 +493,4 @@ fn tls_refused_by_the_server_is_one_line_and_nothing_in_clear() {
         sent.is_empty() || sent == [1, 0, 0, 0, 1],
         "the client went on in clear: {sent:?}"
     );
-}
-
-#[test]
-fn two_endpoints_of_a_galera_cluster() {
-    let net = match cluster::Bridged::new(2) {
-        Ok(n) => n,
-        Err(why) => {
-            ampbench::testing::skip("targets", &format!("no network namespaces here: {why}"));
-            return;
-        }
-    };
-    let nodes = cluster::galera(&net).expect("the fixture's Galera cluster");
-    let before: Vec<u64> = nodes.iter().map(cluster::connections).collect();
-    let d = tempfile::tempdir().unwrap();
-    let results = d.path().join("r.db");
-    let url = format!(
-        "mysql://bench:{PASSWORD}@{}:3306,{}:3306/",
-        net.ips[0], net.ips[1]
-    );
-    let o = net
-        .in_client(common::BIN)
-        .arg("run")
-        .args(
-            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 3 --threads 4"
-                .split_whitespace(),
-        )
-        .args(["--target", &url, "--results"])
-        .arg(&results)
-        .arg("--dir")
-        .arg(d.path())
-        .output()
-        .unwrap();
-    let t = text(&o);
-    assert!(o.status.success(), "{t}");
-    assert!(!t.contains(PASSWORD), "the password was printed:\n{t}");
-    external_figures(&results, "mariadb-innodb");
-    // The cluster's replication per step: write sets replicated by the
-    // first node for step a's updates.
-    let report = common::ok(&["report", "--results", results.to_str().unwrap()]);
-    let row = report
-        .lines()
-        .skip_while(|l| !l.starts_with("Galera replication per step"))
-        .find(|l| l.trim_end().ends_with(" a"))
-        .unwrap_or_else(|| panic!("no replication row for step a:\n{report}"));
-    let ws: f64 = row
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect(row);
-    eprintln!("galera, step a: {row}");
-    assert!(ws > 0.0 && ws <= 1.5, "write sets per op: {row}");
-    // Workers' connections went to both nodes in turn (administration
-    // and counters to the first).
-    let after: Vec<u64> = nodes.iter().map(cluster::connections).collect();
-    for (i, (a, b)) in before.iter().zip(&after).enumerate() {
-        eprintln!("node {}: {} connections in the run", i + 1, b - a);
-        assert!(b - a >= 2, "node {} received {} connections", i + 1, b - a);
-    }
-    for n in &nodes {
-        let left = cluster::node_root(n, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
-        assert_eq!(left.trim(), "", "ampbench left a database");
-    }
 }

@@ -11,15 +11,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 mod bin;
-mod netns;
 mod files;
+mod netns;
 mod running;
 mod settings;
 
 pub use crate::sys::random_password;
 pub use bin::ServerBin;
-pub use netns::PrivateNet;
 pub use files::{check_reachable, chown_tree, private_dir, user_ids};
+pub use netns::PrivateNet;
 use running::kill_family;
 pub use running::{Knock, Server, Starter};
 pub use settings::{Settings, check_setting, shell_quote};

@@ -102,7 +102,10 @@ impl PrivateNet {
     /// steps that must follow the change (the parent-death signal, which
     /// a change of user clears).
     pub fn enter_on_exec(&self, cmd: &mut Command, user: Option<(u32, u32)>) -> Result<()> {
-        let fd = self.net.try_clone().context("cannot duplicate a descriptor")?;
+        let fd = self
+            .net
+            .try_clone()
+            .context("cannot duplicate a descriptor")?;
         // SAFETY: setns, setgroups, setgid and setuid are
         // async-signal-safe and allocate nothing; the descriptor was
         // duplicated before fork.
@@ -128,7 +131,8 @@ impl PrivateNet {
     /// brings the thread back to the namespace it was in, whatever `f`
     /// returned. Sockets `f` made stay in the private namespace.
     pub fn within<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
-        let home = open_ns("/proc/thread-self/ns/net").context("cannot open this thread's network namespace")?;
+        let home = open_ns("/proc/thread-self/ns/net")
+            .context("cannot open this thread's network namespace")?;
         enter(&self.net).context("cannot enter the servers' network namespace")?;
         /// Brings the thread home on every path out, panics included.
         struct Home(OwnedFd);

@@ -76,9 +76,8 @@ fn answers(at: &Knock, hello: &[u8], t: Duration) -> std::io::Result<bool> {
             Err(e) => Err(e),
         }
     }
-    let gone = |e: &std::io::Error| {
-        matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound)
-    };
+    let gone =
+        |e: &std::io::Error| matches!(e.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound);
     match at {
         Knock::Tcp(port) => {
             let to = std::net::SocketAddr::from(([127, 0, 0, 1], *port));

@@ -241,6 +241,68 @@ pub struct External {
     timeout: Option<Duration>,
     /// The workers' TLS configuration, when the URL asks for TLS.
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// With several endpoints (a cluster), one engine per endpoint for the
+    /// checks; empty with one.
+    views: Vec<EndpointView>,
+}
+
+/// One endpoint of a target as an engine of its own, for a consistency
+/// check on each node of a cluster: its connections wait, on a Galera
+/// node, until the node has applied what the cluster committed before
+/// each read (`wsrep_sync_wait`).
+struct EndpointView {
+    info: EngineInfo,
+    spec: TargetSpec,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    at: (Endpoint, std::net::SocketAddr),
+    db: String,
+    timeout: Option<Duration>,
+    table_options: String,
+}
+
+impl Engine for EndpointView {
+    fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+    fn face(&self) -> EngineRef<'_> {
+        EngineRef::Sql(self)
+    }
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+}
+
+impl SqlEngine for EndpointView {
+    fn dialect(&self) -> Dialect {
+        Dialect::MySql
+    }
+    fn table_options(&self) -> &str {
+        &self.table_options
+    }
+    fn server(&self) -> Option<&Server> {
+        None
+    }
+    fn connect(&self) -> Result<Box<dyn SqlConn>> {
+        let mut c = connect_to(
+            &self.spec,
+            self.tls.as_ref(),
+            &self.at,
+            Some(&self.db),
+            self.timeout,
+        )
+        .map_err(|err| anyhow!("cannot connect to {}: {}", self.at.0, one_line(&err)))?;
+        // Not a Galera node (1193, no such variable): nothing to wait for.
+        if let Err(e) = c.query_drop("SET SESSION wsrep_sync_wait = 1") {
+            if mywire::error_code(&e) != Some(1193) {
+                return Err(e);
+            }
+        }
+        Ok(Box::new(MySqlConn {
+            c,
+            durability_var: None,
+            durability: None,
+        }))
+    }
 }
 
 /// The server's version string as `SELECT version()` gives it, named:
@@ -367,22 +429,42 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             );
         }
     }
+    let table_options = if myrocks {
+        "ENGINE=ROCKSDB".to_string()
+    } else {
+        "ENGINE=InnoDB".to_string()
+    };
+    let info = EngineInfo {
+        kind,
+        version: named_version(&version),
+        settings,
+        dir: open.dir.clone(),
+    };
+    let views = if endpoints.all().len() > 1 {
+        endpoints
+            .all()
+            .iter()
+            .map(|at| EndpointView {
+                info: info.clone(),
+                spec: spec.clone(),
+                tls: tls.clone(),
+                at: at.clone(),
+                db: place.db.clone(),
+                timeout: open.timeout,
+                table_options: table_options.clone(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(Box::new(External {
-        info: EngineInfo {
-            kind,
-            version: named_version(&version),
-            settings,
-            dir: open.dir.clone(),
-        },
+        views,
+        info,
         spec: spec.clone(),
         endpoints,
         place,
         myrocks,
-        table_options: if myrocks {
-            "ENGINE=ROCKSDB".into()
-        } else {
-            "ENGINE=InnoDB".into()
-        },
+        table_options,
         timeout: open.timeout,
         tls,
     }))
@@ -435,6 +517,13 @@ impl SqlEngine for External {
     }
     fn server(&self) -> Option<&Server> {
         None
+    }
+    fn nodes(&self) -> Result<Vec<(String, &dyn SqlEngine)>> {
+        Ok(self
+            .views
+            .iter()
+            .map(|v| (v.at.0.to_string(), v as &dyn SqlEngine))
+            .collect())
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let ep @ (e, _) = self.endpoints.next();

@@ -81,9 +81,10 @@ impl Retries {
                 continue;
             }
             let name = op.name();
-            notes
-                .extras
-                .extend([(format!("retries.{name}"), retries as f64), (format!("retried_ops.{name}"), retried as f64)]);
+            notes.extras.extend([
+                (format!("retries.{name}"), retries as f64),
+                (format!("retried_ops.{name}"), retried as f64),
+            ]);
             said.push(format!("{name} {retries} in {ops} ops"));
             any |= retries > 0;
         }
@@ -117,7 +118,12 @@ impl Drop for SqlDocs<'_> {
 
 impl<'a> SqlDocs<'a> {
     /// The mapping over `conn` for `table`, counting into `retries`.
-    pub fn new(conn: Box<dyn SqlConn>, dialect: Dialect, table: &str, retries: &'a Retries) -> SqlDocs<'a> {
+    pub fn new(
+        conn: Box<dyn SqlConn>,
+        dialect: Dialect,
+        table: &str,
+        retries: &'a Retries,
+    ) -> SqlDocs<'a> {
         let p = |n| dialect.ph(n);
         SqlDocs {
             retries,
@@ -227,7 +233,9 @@ impl DocStore for SqlDocs<'_> {
     fn write(&mut self, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
         self.conn.set_durability(d)?;
         let sql = self.upsert(1);
-        self.retrying(DocOp::Update, |s| s.conn.execute(&sql, &[Val::Bytes(key), Val::Bytes(value)]))?;
+        self.retrying(DocOp::Update, |s| {
+            s.conn.execute(&sql, &[Val::Bytes(key), Val::Bytes(value)])
+        })?;
         Ok(())
     }
     fn scan(&mut self, start: &[u8], n: usize) -> Result<usize> {
