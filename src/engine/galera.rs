@@ -12,8 +12,9 @@
 //! port and sends it the whole database, with no password. The nodes
 //! therefore run in a private network namespace ampbench makes (see
 //! [`PrivateNet`]): their group, state-transfer and client ports are on
-//! that namespace's loopback, which no other user of the machine can
-//! reach. Workers connect over TCP from inside it (`setns` for the
+//! that namespace's loopback, which no user of the machine but root can
+//! reach (processes of the servers' own user, `mysql`, could act inside
+//! it through a node, as they can read its data directory). Workers connect over TCP from inside it (`setns` for the
 //! connect only) or over each node's socket (`--transport socket`), and
 //! connections go to the nodes in turn, as to a target's endpoints.
 //!

@@ -200,7 +200,7 @@ pub fn hlog(results: &Results, run: &RunView) -> Result<String> {
             .begin_log_with(&mut out, &mut ser)?;
         for s in &run.steps {
             let offset = started(s.id)?.map_or(0, |t| (t - run_start).max(0)) as f64;
-            for (idx, op, h) in read::histograms(results, s.id, None)? {
+            for (idx, op, h) in interval_histograms(results, s)? {
                 let Some(iv) = s.intervals.iter().find(|i| i.idx == idx) else {
                     continue;
                 };
@@ -218,6 +218,31 @@ pub fn hlog(results: &Results, run: &RunView) -> Result<String> {
         }
     }
     Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A step's per-interval histograms `(interval, op, histogram)`; for a
+/// step merged from several clients, theirs merged on the run's timeline
+/// (each client's intervals shifted as the merged intervals are).
+fn interval_histograms(
+    results: &Results,
+    s: &crate::results::read::StepView,
+) -> Result<Vec<(i64, String, crate::metrics::Latency)>> {
+    if s.members.is_empty() {
+        return read::histograms(results, s.id, None);
+    }
+    let mut all: std::collections::BTreeMap<(i64, String), crate::metrics::Latency> =
+        Default::default();
+    for (id, by) in &s.members {
+        for (idx, op, h) in read::histograms(results, *id, None)? {
+            match all.entry((idx + by, op)) {
+                std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().merge(&h),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(h);
+                }
+            }
+        }
+    }
+    Ok(all.into_iter().map(|((i, op), h)| (i, op, h)).collect())
 }
 
 #[cfg(test)]

@@ -355,9 +355,60 @@ fn merge_step(
     // The server's replication: the samples of the client that ended last.
     out.replication = g[li].replication.clone();
     out.intervals = merge_intervals(g, meta);
-    out.rates = Vec::new();
+    out.rates = merge_rates(g, meta);
+    out.members = g.iter().map(|s| (s.id, shift(s, g, meta))).collect();
     out.extras = merge_extras(g);
     Ok(out)
+}
+
+/// The interval length of the clients' steps, when they have intervals.
+fn interval_len(g: &[StepView]) -> Option<f64> {
+    g.iter()
+        .find_map(|s| s.intervals.first().map(|i| i.t1 - i.t0))
+        .filter(|l| *l > 0.0)
+}
+
+/// How far `s` starts after the earliest of `g` on the store's clock, in
+/// units of `len` seconds (rounded); 0 when a start is not recorded.
+fn units_after(
+    s: &StepView,
+    g: &[StepView],
+    meta: &BTreeMap<i64, (usize, Option<f64>)>,
+    len: Option<f64>,
+) -> i64 {
+    let start = |s: &StepView| meta.get(&s.id).and_then(|m| m.1);
+    let first = g.iter().filter_map(start).reduce(f64::min);
+    match (start(s), first, len) {
+        (Some(t), Some(f), Some(l)) if l > 0.0 => ((t - f) / l).round() as i64,
+        _ => 0,
+    }
+}
+
+/// Client step `s`'s shift in whole intervals on the run's timeline.
+fn shift(s: &StepView, g: &[StepView], meta: &BTreeMap<i64, (usize, Option<f64>)>) -> i64 {
+    units_after(s, g, meta, interval_len(g))
+}
+
+/// The clients' throughput over time: their bins lined up on the store's
+/// clock (shifted by whole bins) and summed.
+fn merge_rates(g: &[StepView], meta: &BTreeMap<i64, (usize, Option<f64>)>) -> Vec<(f64, f64, f64)> {
+    let Some(width) = g
+        .iter()
+        .find_map(|s| s.rates.first().map(|(a, b, _)| b - a))
+        .filter(|w| *w > 0.0)
+    else {
+        return Vec::new();
+    };
+    let mut bins: BTreeMap<i64, f64> = BTreeMap::new();
+    for s in g {
+        let by = units_after(s, g, meta, Some(width));
+        for (a, _, v) in &s.rates {
+            *bins.entry((a / width).round() as i64 + by).or_default() += v;
+        }
+    }
+    bins.into_iter()
+        .map(|(i, v)| (i as f64 * width, (i + 1) as f64 * width, v))
+        .collect()
 }
 
 /// The clients' intervals lined up on the store's clock: client `k`'s
@@ -368,21 +419,10 @@ fn merge_intervals(
     g: &[StepView],
     meta: &BTreeMap<i64, (usize, Option<f64>)>,
 ) -> Vec<IntervalView> {
-    let len = g
-        .iter()
-        .find_map(|s| s.intervals.first().map(|i| i.t1 - i.t0))
-        .filter(|l| *l > 0.0);
-    let starts: Vec<Option<f64>> = g
-        .iter()
-        .map(|s| meta.get(&s.id).and_then(|m| m.1))
-        .collect();
-    let first = starts.iter().flatten().copied().reduce(f64::min);
+    let len = interval_len(g);
     let mut out: BTreeMap<i64, IntervalView> = BTreeMap::new();
-    for (s, t0) in g.iter().zip(&starts) {
-        let offset = match (t0, first, len) {
-            (Some(t), Some(f), Some(l)) => ((t - f) / l).round() as i64,
-            _ => 0,
-        };
+    for s in g {
+        let offset = shift(s, g, meta);
         for iv in &s.intervals {
             let idx = iv.idx + offset;
             let e = out.entry(idx).or_insert_with(|| IntervalView {

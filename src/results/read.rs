@@ -114,6 +114,11 @@ pub struct StepView {
     /// `SHOW GLOBAL STATUS`); empty for other servers.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replication: Vec<(String, f64)>,
+    /// For a step merged from several clients' (see `results::merge`):
+    /// each client's step id and how many intervals its intervals are
+    /// shifted by on the run's timeline; empty for a lone client.
+    #[serde(skip)]
+    pub members: Vec<(i64, i64)>,
 }
 
 /// The cumulative `wsrep_*` status counters a step's replication table
@@ -164,6 +169,7 @@ impl StepView {
             spectra: Vec::new(),
             reps: BTreeMap::new(),
             replication: Vec::new(),
+            members: Vec::new(),
         }
     }
 }
@@ -382,6 +388,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 spectra: Vec::new(),
                 reps: BTreeMap::new(),
                 replication: Vec::new(),
+                members: Vec::new(),
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

@@ -422,14 +422,44 @@ fn exact_percentiles(w: &World, run: i64) {
     }
     let j: serde_json::Value = serde_json::from_str(&w.report(run, "json")).expect("JSON");
     let merged = step(&j, "request")["latency"].clone();
+    // The interval log of the merged step holds every client's values.
+    let logged = hlog_counts(&w.report(run, "hlog"), "/request/");
     for (op, h) in &all {
         let s = &merged[op.as_str()];
         assert!(s.is_object(), "no merged {op}: {merged}");
         assert_eq!(s["count"].as_u64(), Some(h.len()), "{op} count");
+        assert_eq!(logged.get(op.as_str()), Some(&h.len()), "{op} in the hlog");
         for (q, k) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
             assert_eq!(s[k].as_u64(), Some(h.value_at_quantile(q)), "{op} {k}");
         }
     }
+}
+
+/// Values per operation in an interval log's histograms whose tag holds
+/// `step` (`/request/`).
+fn hlog_counts(log: &str, step: &str) -> std::collections::BTreeMap<String, u64> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let mut de = Deserializer::new();
+    let mut counts = std::collections::BTreeMap::new();
+    for e in IntervalLogIterator::new(log.as_bytes()) {
+        let Ok(LogEntry::Interval(h)) = e else {
+            continue;
+        };
+        let tag = h.tag().map(|t| t.as_str().to_string()).unwrap_or_default();
+        let Some((_, op)) = tag.split_once(step) else {
+            continue;
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(h.encoded_histogram())
+            .expect("base64");
+        let hist: hdrhistogram::Histogram<u64> = de
+            .deserialize(&mut std::io::Cursor::new(bytes))
+            .expect("a histogram");
+        *counts.entry(op.to_string()).or_default() += hist.len();
+    }
+    counts
 }
 
 /// Every report format of `run` from the store and from a file copy.

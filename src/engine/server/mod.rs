@@ -32,6 +32,9 @@ pub struct ServerProcess {
     log: std::path::PathBuf,
 }
 
+/// The search path of the servers ampbench starts and of their scripts.
+pub const SERVER_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("no free port on 127.0.0.1")?;
@@ -59,6 +62,11 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
         // The servers' glibc malloc keeps one arena per CPU, as ampbench's
         // own does (see `cgroup::harness_memory`).
         .env("MALLOC_ARENA_MAX", crate::sys::arenas().to_string())
+        // Programs the server and its scripts run (a Galera state
+        // transfer's rsync, ps, mktemp) are found only in the system's
+        // directories, never in a writable one root's PATH may hold;
+        // `--server-bin` gives its programs by their full paths.
+        .env("PATH", SERVER_PATH)
         // ampbench's secrets stay out of a server's environment (readable
         // by the server's user in /proc/PID/environ).
         .env_remove("AMPBENCH_TARGET_PASSWORD")
@@ -186,7 +194,8 @@ impl ServerProcess {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = c.kill();
+        // Its helpers too (a state transfer's script and rsync daemon).
+        kill_family(c.id());
         let _ = c.wait();
         bail!(
             "{} did not stop within 60 s and was killed: {}",
@@ -204,7 +213,7 @@ impl ServerProcess {
         let t0 = Instant::now();
         while c.try_wait()?.is_none() {
             if t0.elapsed() > Duration::from_secs(10) {
-                let _ = c.kill();
+                kill_family(c.id());
                 c.wait()?;
                 break;
             }

@@ -1,7 +1,7 @@
 //! A private network namespace for servers that must talk to each other
 //! over TCP (a Galera cluster's group communication, state transfers):
-//! made by ampbench, with only its loopback up, so no other user of the
-//! machine can reach a port in it (a Galera node admits any peer that
+//! made by ampbench, with only its loopback up, so no user of the machine
+//! but root (and the servers' own, through them) can reach a port in it (a Galera node admits any peer that
 //! connects to its group port, and sends it the whole database).
 //!
 //! The namespace has no name and no mount: it lives while a descriptor of
@@ -170,15 +170,27 @@ mod tests {
             .unwrap()
             .unwrap();
         let port = l.local_addr().unwrap().port();
-        // From the host's namespace: nothing listens there.
-        let outside = std::net::TcpStream::connect(("127.0.0.1", port));
-        assert!(outside.is_err(), "reached a private port from the host");
-        // From within: it connects.
-        let inside = net
+        l.set_nonblocking(true).unwrap();
+        let arrived = || match l.accept() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("{e}"),
+        };
+        // From the host's namespace the connection does not reach it
+        // (another service may hold the same port number there).
+        let _outside = std::net::TcpStream::connect(("127.0.0.1", port));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!arrived(), "reached a private port from the host");
+        // From within: it does.
+        let _inside = net
             .within(|| std::net::TcpStream::connect(("127.0.0.1", port)))
+            .unwrap()
             .unwrap();
-        assert!(inside.is_ok());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(arrived(), "the connection from within did not arrive");
         // And this thread is home again.
-        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+        let _again = std::net::TcpStream::connect(("127.0.0.1", port));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!arrived(), "the thread stayed in the private namespace");
     }
 }

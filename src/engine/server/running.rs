@@ -91,12 +91,26 @@ fn answers(at: &Knock, hello: &[u8], t: Duration) -> std::io::Result<bool> {
             talk(s, hello)
         }
         Knock::Unix(path) => {
-            // A unix connect does not wait on a hung server's accept: the
-            // kernel queues it; the read is what times out.
-            let s = match std::os::unix::net::UnixStream::connect(path) {
-                Ok(s) => s,
-                Err(e) if gone(&e) => return Ok(false),
-                Err(e) => return Err(e),
+            // A unix connect waits while the server's backlog is full (a
+            // hung server's fills): made on a thread of its own, given up
+            // after `t` (the thread ends when the server is killed).
+            let (tx, rx) = std::sync::mpsc::channel();
+            let p = path.clone();
+            std::thread::Builder::new()
+                .name("server-knock".into())
+                .spawn(move || {
+                    let _ = tx.send(std::os::unix::net::UnixStream::connect(p));
+                })?;
+            let s = match rx.recv_timeout(t) {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) if gone(&e) => return Ok(false),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(std::io::Error::new(
+                        ErrorKind::TimedOut,
+                        "the server's socket did not accept",
+                    ));
+                }
             };
             s.set_read_timeout(Some(t))?;
             s.set_write_timeout(Some(t))?;
