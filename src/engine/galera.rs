@@ -38,26 +38,20 @@ use super::target::mysql::{Counters, global_status};
 use super::{
     Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec, Structure,
 };
-use crate::names::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
     name: "mariadb-galera",
     about: "MariaDB Galera cluster of three InnoDB nodes (servers ampbench starts in a private network; clients go to the nodes in turn)",
     structure: Structure::UpdateInPlaceBTree,
-    model: ModelKnobs {
-        page_key: "innodb_page_size",
-        page_default: 16384.0,
-        row_meta: 20.0,
-        compresses_pages: false,
-    },
+    model: super::mariadb::INNODB_MODEL,
     conformance_cases: 0,
     server: true,
     run_as: Some("mysql"),
     library: || None,
     library_version,
     default_settings: |cache| super::mariadb::default_settings(false, cache),
-    io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
+    io_bound: super::mariadb::innodb_io_bound,
     direct_io: true,
     validate: super::mariadb_options::validate,
     guard: super::mariadb_options::guard,

@@ -54,27 +54,18 @@ pub const ENGINES: &[EngineDef] = &[
         name: "mariadb-innodb",
         about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
         structure: Structure::UpdateInPlaceBTree,
-        // InnoDB: transaction id, roll pointer, record header (the seed's ~20).
-        model: ModelKnobs {
-            page_key: "innodb_page_size",
-            page_default: 16384.0,
-            row_meta: 20.0,
-            compresses_pages: false,
-        },
+        model: INNODB_MODEL,
         conformance_cases: 0,
         server: true,
         run_as: Some(SERVER_USER),
         library: || None,
         library_version,
         default_settings: |cache| default_settings(false, cache),
-        io_bound: |_| vec![("innodb_flush_method".into(), "O_DIRECT".into())],
+        io_bound: innodb_io_bound,
         direct_io: true,
         validate,
         guard: super::mariadb_options::guard,
-        open: |kind, spec| match &spec.target {
-            Some(t) => super::target::mysql::open(kind, spec, t),
-            None => Ok(Box::new(MariaDb::open(kind, spec)?)),
-        },
+        open,
     },
     EngineDef {
         name: "mariadb-myrocks",
@@ -132,12 +123,31 @@ pub const ENGINES: &[EngineDef] = &[
         direct_io: true,
         validate,
         guard: super::mariadb_options::guard,
-        open: |kind, spec| match &spec.target {
-            Some(t) => super::target::mysql::open(kind, spec, t),
-            None => Ok(Box::new(MariaDb::open(kind, spec)?)),
-        },
+        open,
     },
 ];
+
+/// InnoDB's model knobs: its page setting, and a row's transaction id,
+/// roll pointer and record header (the seed's ~20 bytes).
+pub(super) const INNODB_MODEL: ModelKnobs = ModelKnobs {
+    page_key: "innodb_page_size",
+    page_default: 16384.0,
+    row_meta: 20.0,
+    compresses_pages: false,
+};
+
+/// InnoDB's IO-bound settings: direct IO.
+pub(super) fn innodb_io_bound(_memory: u64) -> Vec<(String, String)> {
+    vec![("innodb_flush_method".into(), "O_DIRECT".into())]
+}
+
+/// Opens a server ampbench starts, or the `--target` given.
+fn open(kind: EngineKind, spec: &super::OpenSpec) -> Result<Box<dyn Engine>> {
+    match &spec.target {
+        Some(t) => super::target::mysql::open(kind, spec, t),
+        None => Ok(Box::new(MariaDb::open(kind, spec)?)),
+    }
+}
 
 /// The system user the server runs as where it exists (Debian's
 /// mariadb-server package makes it); root otherwise.

@@ -398,12 +398,7 @@ impl Workload for Pattern {
     }
 
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
-        let mut notes = crate::workload::StepNotes {
-            extras: self.extras(step),
-            lines: Vec::new(),
-        };
-        self.retries.take(&mut notes);
-        Ok(notes)
+        Ok(self.retries.notes(self.extras(step)))
     }
 
     fn extras(&self, _step: Step) -> Vec<(String, f64)> {

@@ -69,6 +69,16 @@ impl Retries {
         }
     }
 
+    /// A step's notes: `extras`, then what [`take`](Retries::take) adds.
+    pub fn notes(&self, extras: Vec<(String, f64)>) -> crate::workload::StepNotes {
+        let mut notes = crate::workload::StepNotes {
+            extras,
+            lines: Vec::new(),
+        };
+        self.take(&mut notes);
+        notes
+    }
+
     /// The step's figures (`retries.OP`, `retried_ops.OP`) and, when any
     /// operation was retried, a line; then zero. Nothing when no operation
     /// went through SQL.
