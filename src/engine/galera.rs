@@ -77,7 +77,10 @@ fn provider() -> Result<&'static str> {
         .copied()
         .find(|p| std::path::Path::new(p).exists())
         .ok_or_else(|| {
-            anyhow!("no Galera provider ({}; make deps installs galera-4)", PROVIDERS[0])
+            anyhow!(
+                "no Galera provider ({}; make deps installs galera-4)",
+                PROVIDERS[0]
+            )
         })
 }
 
@@ -117,7 +120,10 @@ fn member_settings(i: usize, provider: &str) -> Vec<(String, String)> {
         ("wsrep_on", "ON".to_string()),
         ("wsrep_provider", provider.to_string()),
         ("wsrep_cluster_name", "ampbench".into()),
-        ("wsrep_cluster_address", format!("gcomm://{}", all.join(","))),
+        (
+            "wsrep_cluster_address",
+            format!("gcomm://{}", all.join(",")),
+        ),
         ("wsrep_node_name", format!("node{}", i + 1)),
         ("wsrep_node_address", format!("127.0.0.1:{g}")),
         (
@@ -176,7 +182,8 @@ impl Galera {
             nodes.push(node);
         }
         let mut c = nodes[0].admin()?;
-        let size: Option<(String, String)> = c.query_first("SHOW STATUS LIKE 'wsrep_cluster_size'")?;
+        let size: Option<(String, String)> =
+            c.query_first("SHOW STATUS LIKE 'wsrep_cluster_size'")?;
         let size = size.map(|(_, v)| v).unwrap_or_default();
         if size != NODES.to_string() {
             bail!("mariadb-galera: the cluster has {size} nodes, not {NODES}");
@@ -186,7 +193,15 @@ impl Galera {
         let first = &nodes[0].info;
         // The user's settings and the cluster's, as node 1 has them.
         let mut settings = first.settings.clone();
-        settings.retain(|(k, _)| !matches!(k.as_str(), "wsrep_node_name" | "wsrep_node_address" | "wsrep_provider_options" | "wsrep_sst_receive_address"));
+        settings.retain(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "wsrep_node_name"
+                    | "wsrep_node_address"
+                    | "wsrep_provider_options"
+                    | "wsrep_sst_receive_address"
+            )
+        });
         settings.push(("nodes".into(), NODES.to_string()));
         Ok(Galera {
             info: EngineInfo {
@@ -232,7 +247,9 @@ impl Galera {
                 bail!(
                     "mariadb-galera: the nodes did not converge within {} s (last committed: {:?})",
                     limit.as_secs(),
-                    seen.iter().map(|s| s.0.clone().unwrap_or_default()).collect::<Vec<_>>()
+                    seen.iter()
+                        .map(|s| s.0.clone().unwrap_or_default())
+                        .collect::<Vec<_>>()
                 );
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -362,9 +379,15 @@ mod tests {
         let a = member_settings(0, "/p.so");
         let b = member_settings(2, "/p.so");
         let get = |v: &[(String, String)], k: &str| {
-            v.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap()
+            v.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap()
         };
-        assert_eq!(get(&a, "wsrep_cluster_address"), get(&b, "wsrep_cluster_address"));
+        assert_eq!(
+            get(&a, "wsrep_cluster_address"),
+            get(&b, "wsrep_cluster_address")
+        );
         assert_eq!(
             get(&a, "wsrep_cluster_address"),
             "gcomm://127.0.0.1:4567,127.0.0.1:4577,127.0.0.1:4587"

@@ -13,18 +13,16 @@
 //! LevelDB has no call to wait for its compactions, so `settle` does nothing
 //! and says so.
 
-
 use anyhow::{Context, Result};
 
 use super::ffi::leveldb::{self as ffi, Config, Db, ReadOptions, WriteOptions};
 use super::scan::{Cursor, bounded_scan};
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
-    KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, WriteBatch,
+    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef,
+    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, WriteBatch,
 };
 use crate::UsageError;
+use crate::names::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
@@ -64,10 +62,7 @@ const KNOWN: &[&str] = &[
 pub fn default_settings(cache_bytes: u64) -> Vec<(String, String)> {
     vec![
         ("write_buffer_size".into(), "64MB".into()),
-        (
-            "cache_size".into(),
-            crate::units::format_size(cache_bytes),
-        ),
+        ("cache_size".into(), crate::units::format_size(cache_bytes)),
         ("bloom_bits".into(), "10".into()),
         ("compression".into(), "snappy".into()),
         ("block_size".into(), "4KB".into()),

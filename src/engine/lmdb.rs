@@ -22,19 +22,17 @@
 //! cache of its own: it reads through the OS page cache, so `--cache` does
 //! not apply.
 
-
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, HeldTxn, RoTxn, RwTxn};
 use super::scan::bounded_scan;
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
-    KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
-    table_of,
+    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef,
+    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
+    WriteBatch, table_of,
 };
 use crate::UsageError;
+use crate::names::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
@@ -89,9 +87,9 @@ fn parse(settings: &[(String, String)], tables: usize) -> Result<EnvConfig> {
     Ok(EnvConfig {
         map_size: crate::units::parse_size(get("map_size"))
             .map_err(|e| UsageError(format!("option 'lmdb.map_size': {e}")))?,
-        max_readers: get("max_readers").parse().map_err(|_| {
-            UsageError("option 'lmdb.max_readers': expected a whole number".into())
-        })?,
+        max_readers: get("max_readers")
+            .parse()
+            .map_err(|_| UsageError("option 'lmdb.max_readers': expected a whole number".into()))?,
         max_dbs: tables as u32 + 1,
         writemap: flag("writemap")?,
         nordahead: flag("nordahead")?,
@@ -241,11 +239,7 @@ impl<'e> Session<'e> {
     /// every commit holds it, so no commit sees another's setting.
     fn commit(&self, t: RwTxn<'_>, d: Durability) -> Result<()> {
         // A poisoned lock guards no data: the flag is set anew each time.
-        let _held = self
-            .e
-            .commit_lock
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _held = self.e.commit_lock.lock().unwrap_or_else(|e| e.into_inner());
         if d != Durability::Sync {
             return t.commit();
         }

@@ -1,15 +1,13 @@
 //! The null engine: accepts every call and stores nothing, so a run on it
 //! measures the harness alone (generators, driver, meter).
 
-
 use anyhow::Result;
 
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    Durability, Engine, EngineDef, EngineRef, KeyRange, KvEngine, KvSession, Order,
+    Durability, Engine, EngineDef, EngineInfo, EngineRef, KeyRange, KvEngine, KvSession, Order,
     Structure, Table, WriteBatch,
 };
+use crate::names::ModelKnobs;
 
 /// The version string the null engine reports.
 pub const VERSION: &str = "null (ampbench built-in)";

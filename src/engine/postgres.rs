@@ -22,15 +22,14 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, NoTls};
 
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
-    Structure,
+    Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats,
+    OpenSpec, Structure,
 };
 use crate::engine::server::{
     Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids,
 };
+use crate::names::ModelKnobs;
 
 /// The newest installed PostgreSQL's bin directory.
 pub fn bin_dir() -> Result<PathBuf> {
@@ -153,7 +152,14 @@ impl Postgres {
         let mut init = Command::new(bin.join("initdb"));
         init.arg("-D")
             .arg(&datadir)
-            .args(["-U", "postgres", "--auth=scram-sha-256", "-E", "UTF8", "--no-sync"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ])
             .arg(format!("--pwfile={}", pwfile.display()))
             .uid(uid)
             .gid(gid);
@@ -229,15 +235,20 @@ impl Postgres {
         // A server that stops answering is killed: an SSLRequest makes it
         // answer at once ('N'), with nothing logged.
         if let Some(t) = spec.timeout {
-            server.watch("postgres", crate::engine::server::Knock::Tcp(port), &SSL_REQUEST, t);
+            server.watch(
+                "postgres",
+                crate::engine::server::Knock::Tcp(port),
+                &SSL_REQUEST,
+                t,
+            );
         }
         let mut c = connect(port, "postgres", "postgres", &password)?;
         // The password is hex: nothing to quote.
         c.batch_execute(&format!(
             "CREATE ROLE bench LOGIN SUPERUSER PASSWORD '{password}'"
         ))
-            .and_then(|_| c.batch_execute("CREATE DATABASE ampbench OWNER bench"))
-            .context("creating the benchmark role and database")?;
+        .and_then(|_| c.batch_execute("CREATE DATABASE ampbench OWNER bench"))
+        .context("creating the benchmark role and database")?;
         let version: String = c.query_one("SHOW server_version", &[])?.get(0);
         let oid: u32 = c
             .query_one(
@@ -486,7 +497,7 @@ impl SqlEngine for Postgres {
             .password(&self.password)
             .connect_timeout(Duration::from_secs(5))
             .connect(NoTls)
-        .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
+            .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
         Ok(Box::new(PgConn::new(c)))
     }
 }
@@ -509,12 +520,17 @@ impl Engine for Postgres {
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
         let (port, pw) = (self.port, self.password.clone());
-        Some(std::sync::Arc::new(super::target::postgres::Counters::new(Box::new(
-            move || connect(port, "postgres", "ampbench", &pw),
-        ))))
+        Some(std::sync::Arc::new(super::target::postgres::Counters::new(
+            Box::new(move || connect(port, "postgres", "ampbench", &pw)),
+        )))
     }
     fn stats(&self) -> Result<EngineStats> {
-        pg_stats(&mut connect(self.port, "postgres", "ampbench", &self.password)?)
+        pg_stats(&mut connect(
+            self.port,
+            "postgres",
+            "ampbench",
+            &self.password,
+        )?)
     }
     fn settle(&self) -> Result<String> {
         let t = Instant::now();
@@ -541,7 +557,8 @@ pub(super) fn pg_stats(c: &mut Client) -> Result<EngineStats> {
         for row in c.query(sql, &[])? {
             for (i, col) in row.columns().iter().enumerate() {
                 if let Some(v) = cell(&row, i).int() {
-                    st.values.push((format!("{prefix}.{}", col.name()), v as f64));
+                    st.values
+                        .push((format!("{prefix}.{}", col.name()), v as f64));
                 }
             }
         }

@@ -20,14 +20,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, anyhow};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    BatchOp, Conflict, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef,
-    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
-    WriteBatch, table_of,
+    BatchOp, Conflict, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions,
+    EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table,
+    Transactions, WriteBatch, table_of,
 };
 use crate::UsageError;
+use crate::names::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
@@ -241,9 +240,9 @@ impl Session<'_> {
 
     fn upsert(&self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
         let t = self.table(table)?;
-        let mut st = self
-            .c
-            .prepare_cached(&format!("INSERT OR REPLACE INTO {t} (k, v) VALUES (?1, ?2)"))?;
+        let mut st = self.c.prepare_cached(&format!(
+            "INSERT OR REPLACE INTO {t} (k, v) VALUES (?1, ?2)"
+        ))?;
         st.execute(params![key, value]).map_err(busy_is_conflict)?;
         Ok(())
     }

@@ -25,14 +25,13 @@ use anyhow::{Context, Result};
 
 use super::ffi::wiredtiger::{self as ffi, Connection};
 use super::scan::bounded_scan;
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    Backoff, BatchOp, Durability, Engine, EngineDef, EngineKind, EngineOptions, EngineRef, EngineStats,
-    KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
-    is_conflict,
+    Backoff, BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions,
+    EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table,
+    Transactions, WriteBatch, is_conflict,
 };
 use crate::UsageError;
+use crate::names::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
@@ -326,7 +325,13 @@ impl KvSession for Session<'_> {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
-        bounded_scan(&mut self.s.scan_cursor(table.0)?, range, order, limit, visit)
+        bounded_scan(
+            &mut self.s.scan_cursor(table.0)?,
+            range,
+            order,
+            limit,
+            visit,
+        )
     }
 
     fn txn_begin(&mut self, d: Durability) -> Result<()> {

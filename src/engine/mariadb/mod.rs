@@ -36,17 +36,13 @@ use anyhow::{Context, Result, anyhow};
 use mysql::prelude::Queryable;
 
 use super::mariadb_options::validate;
-use super::target::mysql::{Counters, global_status};
 use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
+use super::target::mysql::{Counters, global_status};
 use super::{
-    EngineInfo,
-    Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats,
-    Structure,
+    Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure,
 };
+use crate::engine::server::Server;
 use crate::names::ModelKnobs;
-use crate::engine::server::{
-    Server,
-};
 
 /// The registry entries: one server, two storage engines.
 pub const ENGINES: &[EngineDef] = &[
@@ -218,7 +214,6 @@ pub struct MariaDb {
     net: Option<std::sync::Arc<crate::engine::server::PrivateNet>>,
 }
 
-
 /// The admin connection: root over the socket, giving up on a read or
 /// write after `timeout`.
 pub(super) fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Result<mysql::Conn> {
@@ -230,7 +225,6 @@ pub(super) fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Resu
             .write_timeout(timeout),
     )
 }
-
 
 /// One client connection, over ampbench's own protocol client
 /// ([`mywire`](super::mywire): the measured path's statements cost a
@@ -318,7 +312,17 @@ impl SqlEngine for MariaDb {
                 self.socket.display().to_string(),
             ),
         };
-        let connect = || Conn::connect(addr, "bench", &self.password, "ampbench", self.timeout, None, false);
+        let connect = || {
+            Conn::connect(
+                addr,
+                "bench",
+                &self.password,
+                "ampbench",
+                self.timeout,
+                None,
+                false,
+            )
+        };
         let c = match (&self.net, self.transport) {
             // A Galera node listens in the cluster's private network.
             (Some(net), super::Transport::Tcp) => net.within(connect)?,
@@ -395,8 +399,10 @@ impl Engine for MariaDb {
                 "SELECT CF_NAME, VALUE FROM information_schema.ROCKSDB_CFSTATS WHERE STAT_TYPE = 'CUR_SIZE_ALL_MEM_TABLES'",
             )?;
             for (cf, v) in mem {
-                st.values
-                    .push((format!("{}{cf}", super::rocks_family::log::MEMTABLE_STAT), v as f64));
+                st.values.push((
+                    format!("{}{cf}", super::rocks_family::log::MEMTABLE_STAT),
+                    v as f64,
+                ));
             }
             let log = super::rocks_family::log::read(&self.info.dir.join("#rocksdb"));
             st.values.extend(super::rocks_family::log::stats(&log));
@@ -442,4 +448,3 @@ impl Engine for MariaDb {
         self.server.stop()
     }
 }
-

@@ -49,7 +49,11 @@ impl MariaDb {
 
     /// [`MariaDb::open`], as a member of a Galera cluster when `member`
     /// says so.
-    pub(in crate::engine) fn start(kind: EngineKind, spec: &OpenSpec, member: Option<&Member>) -> Result<MariaDb> {
+    pub(in crate::engine) fn start(
+        kind: EngineKind,
+        spec: &OpenSpec,
+        member: Option<&Member>,
+    ) -> Result<MariaDb> {
         validate(kind, &spec.options)?;
         let root = spec.dir.clone();
         let datadir = root.join("data");
@@ -67,8 +71,7 @@ impl MariaDb {
         let tmpdir = root.join("tmp");
         let files = root.join("files");
         for d in [&tmpdir, &files] {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("cannot create {}", d.display()))?;
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
         }
         // The directory and all below are the server's user's, and only
         // its (0700): socket, configuration and data.

@@ -43,14 +43,13 @@ use anyhow::{Context, Result, bail};
 
 use super::ffi::rocksdb::{self as ffi, Cf, Db, ReadOptions, Transaction, WriteOptions};
 use super::scan::bounded_scan;
-use crate::names::ModelKnobs;
 use super::{
-    EngineInfo,
-    BatchOp, Durability, Engine, EngineDef, EngineKind, EngineRef, EngineStats,
+    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
 };
-pub use options::{default_settings, validate};
+use crate::names::ModelKnobs;
 use options::options_string;
+pub use options::{default_settings, validate};
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {
@@ -72,13 +71,22 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     io_bound: |memory| {
         vec![
             ("use_direct_reads".into(), "true".into()),
-            ("use_direct_io_for_flush_and_compaction".into(), "true".into()),
+            (
+                "use_direct_io_for_flush_and_compaction".into(),
+                "true".into(),
+            ),
             // All memtables together (a write buffer manager) at an eighth
             // of the limit, at most RocksDB's 64MB memtable: two default
             // memtables alone filled a 128MB limit.
-            ("db_write_buffer_size".into(), super::options::memtables(memory).to_string()),
+            (
+                "db_write_buffer_size".into(),
+                super::options::memtables(memory).to_string(),
+            ),
             // No one memtable larger than all of them together.
-            ("write_buffer_size".into(), super::options::memtables(memory).to_string()),
+            (
+                "write_buffer_size".into(),
+                super::options::memtables(memory).to_string(),
+            ),
             // Compaction reads ahead 2MB per input file under direct IO
             // unless told (27MB at a time in a LinkBench load).
             ("compaction_readahead_size".into(), "262144".into()),
@@ -210,7 +218,11 @@ impl Engine for RocksDb {
 
     fn stats(&self) -> Result<EngineStats> {
         let mut st = EngineStats::default();
-        if let Some(s) = self.db.cf(0).and_then(|cf| self.db.property(cf, "rocksdb.stats")) {
+        if let Some(s) = self
+            .db
+            .cf(0)
+            .and_then(|cf| self.db.property(cf, "rocksdb.stats"))
+        {
             st.texts.push(("rocksdb.stats".into(), s));
         }
         for (name, cf) in self.tables() {
@@ -234,8 +246,10 @@ impl Engine for RocksDb {
             }
             // What the column family holds that no flush has written yet.
             if let Some(v) = self.db.property_int(cf, "rocksdb.cur-size-all-mem-tables") {
-                st.values
-                    .push((format!("{}{name}", crate::engine::rocks_family::log::MEMTABLE_STAT), v as f64));
+                st.values.push((
+                    format!("{}{name}", crate::engine::rocks_family::log::MEMTABLE_STAT),
+                    v as f64,
+                ));
             }
         }
         let mut log = crate::engine::rocks_family::log::read(&self.info.dir);
@@ -243,7 +257,8 @@ impl Engine for RocksDb {
         if let (Some(first), Some(w)) = (self.table_names.first(), log.remove("default")) {
             log.insert(first.clone(), w);
         }
-        st.values.extend(crate::engine::rocks_family::log::stats(&log));
+        st.values
+            .extend(crate::engine::rocks_family::log::stats(&log));
         if self.statistics {
             let text = self.db.options().statistics();
             for line in text.lines() {
@@ -286,7 +301,6 @@ impl Engine for RocksDb {
             start.elapsed().as_secs_f64()
         ))
     }
-
 }
 
 impl KvEngine for RocksDb {
@@ -346,8 +360,7 @@ impl KvSession for Session<'_> {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8], d: Durability) -> Result<()> {
         let cf = self.e.cf(table)?;
         self.batch.clear();
-        self.batch
-            .put((table.0 != 0).then_some(cf), key, value);
+        self.batch.put((table.0 != 0).then_some(cf), key, value);
         self.e.db.write(self.e.wopts(d), &self.batch)
     }
 
