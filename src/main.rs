@@ -20,7 +20,11 @@ fn main() {
                 .chain()
                 .any(|c| c.downcast_ref::<ampbench::UsageError>().is_some());
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("ampbench: error: {}", msg.join(": ").replace('\n', " "));
+            // One line, and no escape sequence from a server's text.
+            eprintln!(
+                "ampbench: error: {}",
+                ampbench::sys::printable(&msg.join(": "))
+            );
             if usage { 2 } else { 1 }
         }
     };

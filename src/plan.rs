@@ -11,6 +11,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+/// How long a PostgreSQL results store may leave a reply owed, seconds,
+/// unless `store_timeout` says.
+pub const STORE_TIMEOUT: f64 = 60.0;
+
 /// `threads = 4` or `threads = [1, 2, 4, 8]`.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(untagged)]
@@ -175,6 +179,12 @@ pub struct Settings {
     /// How long a client waits at a barrier for the others.
     #[serde(deserialize_with = "secs")]
     pub barrier_timeout: f64,
+    /// How long a client may go unheard before the others give it up.
+    #[serde(deserialize_with = "secs")]
+    pub client_timeout: f64,
+    /// How long a PostgreSQL results store may leave a reply owed.
+    #[serde(deserialize_with = "secs")]
+    pub store_timeout: f64,
     /// The C allocator under the engines.
     pub allocator: crate::setup::allocator::Allocator,
     /// A replication log on the servers.
@@ -248,6 +258,8 @@ impl Default for Settings {
             client: None,
             run_name: None,
             barrier_timeout: 120.0,
+            client_timeout: 60.0,
+            store_timeout: STORE_TIMEOUT,
             allocator: crate::setup::allocator::Allocator::Glibc,
             replication_log: false,
             server_timeout: crate::engine::SERVER_TIMEOUT.as_secs_f64(),

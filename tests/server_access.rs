@@ -397,3 +397,36 @@ fn a_dir_postgres_cannot_reach_is_said_before_anything_starts() {
     );
     assert!(!results.exists() && !dir.exists(), "nothing started");
 }
+
+/// Root never writes through a link planted in a server's directory
+/// (issue 47): a `pwfile` or `initdb.log` already in PostgreSQL's
+/// directory, pointing elsewhere, stops the open with one line naming
+/// it, and what it points at is neither made nor given to `postgres`.
+#[test]
+fn a_planted_link_in_the_servers_directory_is_refused() {
+    use std::os::unix::fs::MetadataExt;
+    for name in ["pwfile", "initdb.log"] {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        let dir = d.path().join("pg");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+        let kind = EngineKind::parse("postgres").unwrap();
+        let e = match engine::open(kind, &OpenSpec::new(&dir, vec![], 64 << 20)) {
+            Ok(e) => {
+                let _ = e.close();
+                panic!("{name}: a link planted as {name} was written through");
+            }
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e.contains(name), "{name}: {e}");
+        assert!(!victim.exists(), "{name}: root wrote {}", victim.display());
+        // An existing file behind the link keeps its owner and content.
+        std::fs::write(&victim, b"root's").unwrap();
+        let again = engine::open(kind, &OpenSpec::new(&dir, vec![], 64 << 20));
+        assert!(again.is_err(), "{name}: opened over a planted link");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"root's");
+        assert_eq!(std::fs::metadata(&victim).unwrap().uid(), 0);
+    }
+}

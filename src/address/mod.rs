@@ -9,6 +9,7 @@
 //! one line that names the part that is wrong.
 
 pub mod pg;
+pub mod pgstream;
 pub mod tls;
 
 use std::fmt;
@@ -104,6 +105,15 @@ pub struct Target {
     /// may ask the server for its RSA key (`get-server-public-key=true`;
     /// nothing authenticates that key).
     pub public_key_request: bool,
+    /// PostgreSQL: the authentication methods the server may ask for
+    /// (libpq's `require_auth`); None for the default, everything but
+    /// the password in clear text outside TLS with a verified server.
+    pub require_auth: Option<pgstream::Allowed>,
+    /// PostgreSQL: how long a due reply may take with nothing moving
+    /// before the connection is ended (`--server-timeout` for a target,
+    /// `--store-timeout` for the results store); None for
+    /// [`pg::REPLY_TIMEOUT`].
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for Target {
@@ -139,6 +149,9 @@ impl Target {
         }
         if let Some(e) = &self.engine {
             q.push(format!("engine={e}"));
+        }
+        if let Some(a) = self.require_auth {
+            q.push(format!("require_auth={}", a.names()));
         }
         if !q.is_empty() {
             s.push('?');
@@ -316,6 +329,8 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
         ca: None,
         engine: None,
         public_key_request: false,
+        require_auth: None,
+        timeout: None,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv
@@ -371,6 +386,9 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
                     _ => return Err(bad(format!("{k}={v}: expected true or false"))),
                 }
             }
+            (Protocol::Postgres, "require_auth") => {
+                t.require_auth = Some(pgstream::Allowed::parse(&v).map_err(bad)?)
+            }
             (Protocol::Postgres, "user") => t.user = v,
             (Protocol::Postgres, "dbname") => t.db = Some(v),
             (Protocol::Postgres, "password") | (Protocol::MySql, "password") => {
@@ -379,7 +397,7 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
             (_, k) => {
                 let known = match protocol {
                     Protocol::MySql => "tls, tlsca, engine, get-server-public-key",
-                    Protocol::Postgres => "sslmode, sslrootcert, user, dbname",
+                    Protocol::Postgres => "sslmode, sslrootcert, require_auth, user, dbname",
                 };
                 return Err(bad(format!("unknown parameter '{k}' (known: {known})")));
             }
@@ -392,6 +410,31 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
 }
 
 impl Target {
+    /// The authentication methods a connection to this target accepts
+    /// (see [`pgstream`]).
+    pub fn allowed_auth(&self) -> pgstream::Allowed {
+        self.require_auth.unwrap_or_else(|| {
+            pgstream::Allowed::default_for(matches!(self.tls, Tls::Verify { .. }))
+        })
+    }
+
+    /// One line to print before connecting, when the URL lets the
+    /// password travel unencrypted (a PostgreSQL URL whose
+    /// `require_auth` allows it in clear text without TLS).
+    pub fn cleartext_warning(&self, flag: &str) -> Option<String> {
+        (self.protocol == Protocol::Postgres
+            && self.password.is_some()
+            && self.tls != Tls::Verify { host: true }
+            && self.tls != Tls::Verify { host: false }
+            && self.allowed_auth().has(pgstream::Auth::Password))
+        .then(|| {
+            format!(
+                "note: {flag} {}: require_auth allows the password in clear text without a verified TLS server: if the server asks for it so, it travels readable (sslmode=verify-full keeps it encrypted)",
+                self.shown()
+            )
+        })
+    }
+
     /// Parses `--target`'s value: one URL or several, comma-separated;
     /// every URL must speak the same protocol as the user, password,
     /// database and TLS of the first (their hosts are added to its).
@@ -408,6 +451,7 @@ impl Target {
                 || o.tls != t.tls
                 || o.engine != t.engine
                 || o.public_key_request != t.public_key_request
+                || o.require_auth != t.require_auth
             {
                 return Err(bad(format!(
                     "'{}' differs from '{}' in more than its hosts: one run reaches one database",

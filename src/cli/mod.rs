@@ -173,7 +173,9 @@ pub fn main() -> Result<i32> {
     let cmd = Cli::command().mut_subcommand("run", settings_doc::annotate);
     let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Server text (errors, notes, stored results) reaches the terminal
+    // without its control characters.
+    let mut out = crate::sys::Printable::new(stdout.lock());
     match cli.cmd {
         Cmd::Run(a) => {
             // Recorded and reported: a target's password never is.
@@ -258,7 +260,8 @@ pub fn main() -> Result<i32> {
                 .split(',')
                 .map(|r| read::RunSel::parse(r.trim()))
                 .collect::<Result<Vec<_>, _>>()?;
-            let results = Results::open_existing(&crate::results::Location::parse(&a.results)?)?;
+            let results =
+                Results::open_existing(&run::results_at(&a.results, crate::plan::STORE_TIMEOUT)?)?;
             let mut views = Vec::new();
             for sel in sels {
                 // `latest` is the last `ampbench run`: all its corners.

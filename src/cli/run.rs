@@ -186,6 +186,16 @@ pub(crate) struct RunArgs {
     /// for the others before the run fails naming them.
     #[arg(long, value_parser = crate::units::parse_secs)]
     barrier_timeout: Option<f64>,
+    /// How long a client of the run may go unheard (no heartbeat in the
+    /// results store: stopped, or cut off) before the others give it up
+    /// and go on without it.
+    #[arg(long, value_parser = crate::units::parse_secs)]
+    client_timeout: Option<f64>,
+    /// How long a PostgreSQL results store may leave a reply owed with
+    /// nothing moving before its connection is ended (the run then
+    /// fails, its results so far kept).
+    #[arg(long, value_parser = crate::units::parse_secs)]
+    store_timeout: Option<f64>,
     /// The C allocator under the engines: glibc, jemalloc or tcmalloc
     /// (preloaded; an embedded engine's run goes to a child ampbench)
     ///.
@@ -320,6 +330,8 @@ impl RunArgs {
             server_timeout,
             clients,
             barrier_timeout,
+            client_timeout,
+            store_timeout,
             fs,
             repeat
         );
@@ -584,7 +596,7 @@ impl RunArgs {
             poisson: s.arrival == Arrival::Poisson,
             seed: s.seed,
             cache_bytes: 0,
-            results: crate::results::Location::parse(&s.results)?,
+            results: results_at(&s.results, positive("store-timeout", s.store_timeout)?)?,
             clients: target::clients(&s)?,
             dir: s
                 .dir
@@ -631,4 +643,17 @@ fn on_off(s: &str) -> Result<bool, String> {
         "off" | "false" | "no" | "0" => Ok(false),
         _ => Err(format!("'{s}': expected on or off")),
     }
+}
+
+/// `--results`, with a line when its URL lets the password travel in
+/// clear text.
+pub(super) fn results_at(s: &str, timeout: f64) -> Result<crate::results::Location, UsageError> {
+    let mut at = crate::results::Location::parse(s)?;
+    if let crate::results::Location::Postgres(t) = &mut at {
+        t.timeout = Some(std::time::Duration::from_secs_f64(timeout));
+        if let Some(w) = t.cleartext_warning("--results") {
+            eprintln!("{w}");
+        }
+    }
+    Ok(at)
 }

@@ -147,6 +147,8 @@ pub const FLAG_IDS: &[&str] = &[
     "client",
     "run_name",
     "barrier_timeout",
+    "client_timeout",
+    "store_timeout",
     "allocator",
     "replication_log",
     "server_timeout",

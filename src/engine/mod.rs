@@ -147,6 +147,14 @@ pub trait Engine: Send + Sync {
     fn close(self: Box<Self>) -> Result<()> {
         Ok(())
     }
+
+    /// Closes the engine but leaves what other clients of the run may
+    /// still be using (a target's database ampbench made); returns what
+    /// it left, for one line. The default is [`Engine::close`]: nothing
+    /// of an engine is shared but a target's database.
+    fn close_keeping(self: Box<Self>) -> Result<Option<String>> {
+        self.close().map(|_| None)
+    }
 }
 
 /// A borrowed engine's face, as workloads receive it.

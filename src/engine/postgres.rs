@@ -114,15 +114,11 @@ pub struct Postgres {
     transport: super::Transport,
 }
 
+/// A connection to the server over TCP, watched (never the password in
+/// clear text; a reply due for the server's timeout with nothing moving
+/// ends it: `crate::address::pg::connect_local`).
 fn connect(port: u16, user: &str, db: &str, password: &str) -> Result<Client, postgres::Error> {
-    let mut c = postgres::Config::new();
-    c.host("127.0.0.1")
-        .port(port)
-        .user(user)
-        .dbname(db)
-        .password(password)
-        .connect_timeout(Duration::from_secs(5));
-    c.connect(NoTls)
+    crate::address::pg::connect_local(port, user, db, password, super::SERVER_TIMEOUT)
 }
 
 impl Postgres {
@@ -137,8 +133,6 @@ impl Postgres {
             _ => bin_dir()?,
         };
         let root = spec.dir.clone();
-        crate::engine::server::chown_tree(&root, uid, gid)?;
-        crate::engine::server::private_dir(&root)?;
         let datadir = root.join("data");
         let log = root.join("initdb.log");
         // Passwords made for this server, SCRAM on TCP and on the socket:
@@ -146,9 +140,20 @@ impl Postgres {
         // every user of the machine over 127.0.0.1).
         let password = crate::engine::server::random_password()?;
         let pwfile = root.join("pwfile");
-        std::fs::write(&pwfile, format!("{password}\n"))
-            .with_context(|| format!("cannot write {}", pwfile.display()))?;
-        std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid))?;
+        // Everything root writes here is written before the directory is
+        // handed to postgres: afterwards a file of that user's could be a
+        // link to anywhere (`pwfile -> /etc/ld.so.preload`). Still, each
+        // is made new and never through a link.
+        crate::engine::server::private_dir(&root)?;
+        crate::engine::server::create_new(
+            &pwfile,
+            format!("{password}\n").as_bytes(),
+            0o600,
+            Some((uid, gid)),
+        )?;
+        if spec.replication_log {
+            crate::engine::server::create_dir_new(&root.join("archive"), 0o700, Some((uid, gid)))?;
+        }
         let mut init = Command::new(bin.join("initdb"));
         init.arg("-D")
             .arg(&datadir)
@@ -164,7 +169,7 @@ impl Postgres {
             .uid(uid)
             .gid(gid);
         managed(&mut init, &log)?;
-        std::os::unix::fs::chown(&log, Some(uid), Some(gid))?;
+        crate::engine::server::chown_tree(&root, uid, gid)?;
         let st = init.status().context("cannot run initdb");
         let _ = std::fs::remove_file(&pwfile);
         let st = st?;
@@ -176,8 +181,6 @@ impl Postgres {
             // WAL for replicas (PostgreSQL's default level) and every
             // segment copied out as it fills, as an archiving primary does.
             let archive = root.join("archive");
-            std::fs::create_dir_all(&archive)?;
-            std::os::unix::fs::chown(&archive, Some(uid), Some(gid))?;
             for (k, v) in [
                 ("wal_level", "replica".to_string()),
                 ("archive_mode", "on".into()),
@@ -485,19 +488,29 @@ impl SqlEngine for Postgres {
         Some(&self.server)
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let host = match self.transport {
-            super::Transport::Tcp => "127.0.0.1".to_string(),
-            super::Transport::Socket => self.socket_dir.display().to_string(),
-        };
-        let c = postgres::Config::new()
-            .host(&host)
-            .port(self.port)
-            .user("bench")
-            .dbname("ampbench")
-            .password(&self.password)
-            .connect_timeout(Duration::from_secs(5))
-            .connect(NoTls)
-            .map_err(|e| anyhow!("postgres: cannot connect to {host} port {}: {e}", self.port))?;
+        let c = match self.transport {
+            super::Transport::Tcp => connect(self.port, "bench", "ampbench", &self.password),
+            // The socket is in a directory only the server's user and
+            // root enter: no other server can answer there.
+            super::Transport::Socket => postgres::Config::new()
+                .host_path(&self.socket_dir)
+                .port(self.port)
+                .user("bench")
+                .dbname("ampbench")
+                .password(&self.password)
+                .connect_timeout(Duration::from_secs(5))
+                .connect(NoTls),
+        }
+        .map_err(|e| {
+            anyhow!(
+                "postgres: cannot connect to {} port {}: {e}",
+                match self.transport {
+                    super::Transport::Tcp => "127.0.0.1".to_string(),
+                    super::Transport::Socket => self.socket_dir.display().to_string(),
+                },
+                self.port
+            )
+        })?;
         Ok(Box::new(PgConn::new(c)))
     }
 }

@@ -52,8 +52,10 @@ pub fn measure_all(paths: &[std::path::PathBuf]) -> DirSize {
                 apparent: md.len(),
                 files: 1,
             },
-            Ok(_) => measure(p),
-            Err(_) => DirSize::default(),
+            // A directory, never a link to one (a server's user could
+            // point its data path anywhere).
+            Ok(md) if md.is_dir() => measure(p),
+            _ => DirSize::default(),
         };
         s.allocated += d.allocated;
         s.apparent += d.apparent;

@@ -239,11 +239,71 @@ fn lite_val(v: rusqlite::types::ValueRef<'_>) -> Val {
     }
 }
 
-/// The PostgreSQL back end: a connection and its prepared statements.
+/// The PostgreSQL back end: a connection and its prepared statements,
+/// made again when the last one ended (a store restarted, a timeout),
+/// with the session's own state (locks, LISTEN) set again.
 pub struct Pg {
     /// The connection.
     pub client: postgres::Client,
     cache: HashMap<String, postgres::Statement>,
+    /// Where the store is, to connect again.
+    at: crate::address::Target,
+    /// Statements that set up a session (run again on a new one).
+    setup: Vec<String>,
+    /// The last failed attempt to connect again, and why: until the
+    /// store's timeout has passed, operations fail at once with it
+    /// instead of waiting on the store again each.
+    down: Option<(std::time::Instant, String)>,
+}
+
+impl Pg {
+    /// The connection, made again first if the last one has ended: an
+    /// operation that failed with it failed, the next one gets a new
+    /// session (with [`Pg::setup`]'s statements run again).
+    pub fn live(&mut self) -> Result<&mut postgres::Client> {
+        if self.client.is_closed() {
+            let wait = self.at.timeout.unwrap_or(crate::address::pg::REPLY_TIMEOUT);
+            if let Some((at, why)) = &self.down {
+                if at.elapsed() < wait {
+                    bail!(
+                        "the results store is not answering (connecting again failed {:.0} s ago: {why})",
+                        at.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            let mut c = match super::pg::connect(&self.at) {
+                Ok(c) => c,
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    self.down = Some((std::time::Instant::now(), why.clone()));
+                    bail!(
+                        "the results store's connection ended, and connecting again failed: {why}"
+                    );
+                }
+            };
+            self.down = None;
+            for s in &self.setup {
+                c.batch_execute(s)
+                    .with_context(|| format!("results store, new session: {s}"))?;
+            }
+            self.client = c;
+            self.cache.clear();
+        }
+        Ok(&mut self.client)
+    }
+
+    /// Forgets the session's set-up statements (a lock released).
+    pub fn forget_setup(&mut self) {
+        self.setup.clear();
+    }
+
+    /// Runs `sql` now and again on every new session (a session lock, a
+    /// LISTEN).
+    pub fn setup(&mut self, sql: &str) -> Result<()> {
+        self.live()?.batch_execute(sql)?;
+        self.setup.push(sql.to_string());
+        Ok(())
+    }
 }
 
 struct PgTx<'a, 'b> {
@@ -311,11 +371,14 @@ pub enum Db {
 }
 
 impl Db {
-    /// A PostgreSQL store on this connection.
-    pub fn postgres(client: postgres::Client) -> Db {
+    /// A PostgreSQL store on this connection, to the store at `at`.
+    pub fn postgres(client: postgres::Client, at: crate::address::Target) -> Db {
         Db::Postgres(Box::new(Pg {
             client,
             cache: HashMap::new(),
+            at,
+            setup: Vec::new(),
+            down: None,
         }))
     }
 
@@ -329,7 +392,8 @@ impl Db {
                 Ok(r)
             }
             Db::Postgres(pg) => {
-                let Pg { client, cache } = &mut **pg;
+                pg.live()?;
+                let Pg { client, cache, .. } = &mut **pg;
                 let mut t = client.transaction()?;
                 let r = f(&mut PgTx { t: &mut t, cache })?;
                 t.commit()?;

@@ -67,6 +67,9 @@ pub struct Clients {
     /// Seconds a client waits at a barrier for the others
     /// (`--barrier-timeout`).
     pub barrier_timeout: f64,
+    /// Seconds a client may go unheard (no heartbeat) before the others
+    /// give it up (`--client-timeout`).
+    pub client_timeout: f64,
 }
 
 impl Clients {
@@ -119,6 +122,69 @@ pub struct Meeting {
     pub skew: f64,
     /// Clients found dead so far.
     pub dead: Vec<usize>,
+    /// This client's heartbeat, while it is a member.
+    beat: Option<Heartbeat>,
+}
+
+/// A thread that writes this client's heartbeat (`run_clients.beat`, the
+/// store's clock) on a connection of its own every [`BEAT`]: a client
+/// whose process is stopped or cut off from the store stops beating, and
+/// after `--client-timeout` the others give it up.
+struct Heartbeat {
+    stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How often a client beats.
+const BEAT: Duration = Duration::from_secs(2);
+
+impl Heartbeat {
+    fn start(at: crate::address::Target, run: i64, client: usize) -> Heartbeat {
+        let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("ampbench-beat".into())
+            .spawn(move || {
+                let mut conn: Option<postgres::Client> = None;
+                loop {
+                    if conn.as_ref().is_none_or(|c| c.is_closed()) {
+                        conn = super::pg::connect(&at).ok();
+                    }
+                    if let Some(c) = conn.as_mut() {
+                        // A failed beat is tried again on the next tick;
+                        // the others notice only a long silence.
+                        let _ = c.execute(
+                            "UPDATE run_clients SET beat = extract(epoch FROM clock_timestamp())::float8 \
+                             WHERE run_id = $1 AND client = $2",
+                            &[&run, &(client as i64)],
+                        );
+                    }
+                    let (lock, cv) = &*flag;
+                    let Ok(g) = lock.lock() else { return };
+                    let Ok((g, _)) = cv.wait_timeout_while(g, BEAT, |stopped| !*stopped) else {
+                        return;
+                    };
+                    if *g {
+                        return;
+                    }
+                }
+            })
+            .ok();
+        Heartbeat { stop, thread }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        let (lock, cv) = &*self.stop;
+        if let Ok(mut g) = lock.lock() {
+            *g = true;
+        }
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The advisory lock keys of a client's liveness: `(run, client)`.
@@ -126,14 +192,19 @@ fn live_key(run: i64, client: usize) -> (i32, i32) {
     ((run & 0x7fff_ffff) as i32, client as i32)
 }
 
-fn pg(results: &mut Results) -> Result<&mut postgres::Client> {
+fn store(results: &mut Results) -> Result<&mut super::db::Pg> {
     match results.db() {
-        Db::Postgres(p) => Ok(&mut p.client),
+        Db::Postgres(p) => Ok(p),
         Db::Sqlite(_) => Err(crate::UsageError(
             "--clients: the clients of a run meet in a PostgreSQL results store: give --results postgres://…".into(),
         )
         .into()),
     }
+}
+
+/// The store's connection (made again if it had ended).
+fn pg(results: &mut Results) -> Result<&mut postgres::Client> {
+    store(results)?.live()
 }
 
 /// The store's clock less this client's: the sample with the shortest
@@ -227,18 +298,27 @@ impl Meeting {
                 vals![i64::from(k1), i64::from(k2)],
             )?;
             t.exec(
-                "INSERT INTO run_clients (run_id, client, host, joined, skew, status) VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-                vals![run, me.client, host_name(), super::now(), skew],
+                "INSERT INTO run_clients (run_id, client, host, joined, skew, status, beat) VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+                vals![run, me.client, host_name(), super::now(), skew, local_now() + skew],
             )?;
             Ok(run)
         })?;
-        let c = pg(results)?;
-        c.batch_execute(&format!("LISTEN ampbench_run_{run}"))?;
+        // A new session (the store restarted) takes the liveness lock and
+        // listens again.
+        let (k1, k2) = live_key(run, me.client);
+        let db = store(results)?;
+        db.setup(&format!("LISTEN ampbench_run_{run}"))?;
+        db.setup(&format!("SELECT pg_advisory_lock({k1}, {k2})"))?;
+        let beat = match results.location() {
+            super::Location::Postgres(t) => Some(Heartbeat::start(t.clone(), run, me.client)),
+            super::Location::File(_) => None,
+        };
         Ok(Meeting {
             run,
             me: me.clone(),
             skew,
             dead: Vec::new(),
+            beat,
         })
     }
 
@@ -257,6 +337,7 @@ impl Meeting {
         note: Option<&str>,
     ) -> Result<Release> {
         let (run, me) = (self.run, self.me.client);
+        self.still_member(results)?;
         let at = self.store_now();
         results.db().tx(|t| {
             t.exec(
@@ -341,9 +422,92 @@ impl Meeting {
         }
     }
 
+    /// Fails when the others have given this client up (it was stopped
+    /// or cut off for longer than `--client-timeout`, or its session
+    /// ended): it must not go on as if it were still part of the run.
+    fn still_member(&mut self, results: &mut Results) -> Result<()> {
+        let (run, me) = (self.run, self.me.client);
+        let row = results.db().tx(|t| {
+            t.query(
+                "SELECT status, error FROM run_clients WHERE run_id = ?1 AND client = ?2",
+                vals![run, me],
+            )
+        })?;
+        match row.first().and_then(|r| r[0].text()) {
+            Some("lost" | "died") => bail!(
+                "client {me} of run {run} ({}) was given up by the others: {}",
+                self.me.run_name,
+                row[0][1].text().unwrap_or("?")
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// The clients that have arrived at barrier `name`.
+    pub fn arrived(&mut self, results: &mut Results, name: &str) -> Result<Vec<usize>> {
+        let run = self.run;
+        Ok(results
+            .db()
+            .tx(|t| {
+                t.query(
+                    "SELECT client FROM barriers WHERE run_id = ?1 AND name = ?2",
+                    vals![run, name],
+                )
+            })?
+            .iter()
+            .filter_map(|r| r[0].int())
+            .map(|c| c as usize)
+            .collect())
+    }
+
+    /// The clients of `which` that were given up for silence (`lost`)
+    /// and whose store session still holds their liveness lock: they may
+    /// still be using what the clients share (the target's database).
+    pub fn still_using(&mut self, results: &mut Results, which: &[usize]) -> Result<Vec<usize>> {
+        let run = self.run;
+        let lost: Vec<usize> = results
+            .db()
+            .tx(|t| {
+                t.query(
+                    "SELECT client FROM run_clients WHERE run_id = ?1 AND status = 'lost'",
+                    vals![run],
+                )
+            })?
+            .iter()
+            .filter_map(|r| r[0].int())
+            .map(|c| c as usize)
+            .filter(|c| which.contains(c))
+            .collect();
+        if lost.is_empty() {
+            return Ok(lost);
+        }
+        let held = self.locks_held(results)?;
+        Ok(lost
+            .into_iter()
+            .filter(|c| held.contains(&(*c as i64)))
+            .collect())
+    }
+
+    /// The clients whose liveness lock some session holds.
+    fn locks_held(&mut self, results: &mut Results) -> Result<Vec<i64>> {
+        let (k1, _) = live_key(self.run, 0);
+        let c = pg(results)?;
+        Ok(c.query(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
+             AND classid = $1::bigint::oid AND granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            &[&i64::from(k1)],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+    }
+
     /// Of the clients `missing` from a barrier: those gone — registered,
-    /// and either failed (they left the run) or without their liveness
+    /// and either failed (they left the run), without their liveness
     /// lock (their process or store session ended: marked `died`, their
+    /// running steps failed) or silent for longer than
+    /// `--client-timeout` (stopped or cut off: marked `lost`, their
     /// running steps failed) — and those absent (never registered).
     fn find_dead(
         &mut self,
@@ -354,34 +518,31 @@ impl Meeting {
             return Ok((Vec::new(), Vec::new()));
         }
         let run = self.run;
-        let (k1, _) = live_key(run, 0);
-        let joined: Vec<(usize, String)> = results
+        let joined: Vec<(usize, String, Option<f64>)> = results
             .db()
             .tx(|t| {
                 t.query(
-                    "SELECT client, status FROM run_clients WHERE run_id = ?1",
+                    "SELECT client, status, beat FROM run_clients WHERE run_id = ?1",
                     vals![run],
                 )
             })?
             .iter()
-            .filter_map(|r| Some((r[0].int()? as usize, r[1].text()?.to_string())))
+            .filter_map(|r| Some((r[0].int()? as usize, r[1].text()?.to_string(), r[2].real())))
             .collect();
-        let c = pg(results)?;
-        let held: Vec<i64> = c
-            .query(
-                "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 \
-                 AND classid = $1::bigint::oid AND granted \
-                 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-                &[&i64::from(k1)],
-            )?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let held = self.locks_held(results)?;
+        let now = self.store_now();
         let status = |m: usize| {
             joined
                 .iter()
-                .find(|(c, _)| *c == m)
-                .map(|(_, s)| s.as_str())
+                .find(|(c, _, _)| *c == m)
+                .map(|(_, s, _)| s.as_str())
+        };
+        let silent = |m: usize| {
+            joined
+                .iter()
+                .find(|(c, _, _)| *c == m)
+                .and_then(|(_, _, b)| *b)
+                .map_or(0.0, |b| now - b)
         };
         let absent: Vec<usize> = missing
             .iter()
@@ -391,25 +552,49 @@ impl Meeting {
         let left: Vec<usize> = missing
             .iter()
             .copied()
-            .filter(|m| matches!(status(*m), Some("failed" | "died")))
+            .filter(|m| matches!(status(*m), Some("failed" | "died" | "lost")))
             .collect();
-        let dead: Vec<usize> = missing
+        let running: Vec<usize> = missing
             .iter()
             .copied()
-            .filter(|m| status(*m).is_some() && !left.contains(m) && !held.contains(&(*m as i64)))
+            .filter(|m| status(*m).is_some() && !left.contains(m))
             .collect();
-        for d in &dead {
-            let why = format!("client {d} died: its store session ended mid-run");
+        let mut dead = Vec::new();
+        for d in running {
+            let why = if !held.contains(&(d as i64)) {
+                (
+                    "died",
+                    format!("client {d} died: its store session ended mid-run"),
+                )
+            } else if silent(d) > self.me.client_timeout {
+                (
+                    "lost",
+                    format!(
+                        "client {d} was given up: not heard from for {:.0} s (stopped, or cut off from the store; --client-timeout {:.0})",
+                        silent(d),
+                        self.me.client_timeout
+                    ),
+                )
+            } else {
+                continue;
+            };
+            if why.0 == "lost" {
+                eprintln!(
+                    "ampbench: run {} ({}): {}; the others go on without it",
+                    run, self.me.run_name, why.1
+                );
+            }
             results.db().tx(|t| {
                 t.exec(
-                    "UPDATE run_clients SET status = 'died', error = ?1 WHERE run_id = ?2 AND client = ?3 AND status = 'running'",
-                    vals![why.as_str(), run, *d],
+                    "UPDATE run_clients SET status = ?1, error = ?2 WHERE run_id = ?3 AND client = ?4 AND status = 'running'",
+                    vals![why.0, why.1.as_str(), run, d],
                 )?;
                 t.exec(
                     "UPDATE steps SET status = 'failed', error = ?1, ended = ?2 WHERE run_id = ?3 AND client = ?4 AND status = 'running'",
-                    vals![why.as_str(), super::now(), run, *d],
+                    vals![why.1.as_str(), super::now(), run, d],
                 )
             })?;
+            dead.push(d);
         }
         Ok(([left, dead].concat(), absent))
     }
@@ -460,7 +645,8 @@ impl Meeting {
         let (run, me) = (self.run, self.me.client);
         results.db().tx(|t| {
             t.exec(
-                "UPDATE run_clients SET status = ?1, error = ?2 WHERE run_id = ?3 AND client = ?4",
+                // A client the others gave up stays so (it learns it late).
+                "UPDATE run_clients SET status = ?1, error = ?2 WHERE run_id = ?3 AND client = ?4 AND status NOT IN ('lost', 'died')",
                 vals![status, error, run, me],
             )
         })?;
@@ -493,6 +679,9 @@ impl Meeting {
     }
 
     fn unlock(&mut self, results: &mut Results) -> Result<()> {
+        // No more heartbeat, and a new session takes no lock.
+        drop(self.beat.take());
+        store(results)?.forget_setup();
         let (k1, k2) = live_key(self.run, self.me.client);
         let c = pg(results)?;
         c.execute("SELECT pg_advisory_unlock($1, $2)", &[&k1, &k2])

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS runs (
   name TEXT, clients INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS run_clients (
   run_id INTEGER NOT NULL REFERENCES runs(id), client INTEGER NOT NULL, host TEXT NOT NULL,
-  joined TEXT NOT NULL, skew REAL NOT NULL, status TEXT NOT NULL, error TEXT,
+  joined TEXT NOT NULL, skew REAL NOT NULL, status TEXT NOT NULL, error TEXT, beat REAL,
   PRIMARY KEY (run_id, client));
 CREATE TABLE IF NOT EXISTS barriers (
   run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL, client INTEGER NOT NULL,
@@ -170,8 +170,9 @@ pub(crate) fn now() -> String {
 /// are its end's less its start's, with nothing between two steps, such
 /// as a consistency check, counted in), 5 the clients of one run
 /// (`runs.name`, `runs.clients`, `steps.client`, `steps.t0_store`, the
-/// `run_clients` and `barriers` tables).
-pub const SCHEMA_VERSION: i64 = 5;
+/// `run_clients` and `barriers` tables), 6 each client's heartbeat
+/// (`run_clients.beat`, on the store's clock).
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -240,6 +241,11 @@ fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
             "t0_store",
             "ALTER TABLE steps ADD COLUMN t0_store REAL",
         ),
+        (
+            "run_clients",
+            "beat",
+            "ALTER TABLE run_clients ADD COLUMN beat REAL",
+        ),
     ] {
         let has: bool = tx
             .prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?
@@ -257,7 +263,7 @@ impl Results {
     pub fn open(at: &Location) -> Result<Results> {
         let db = match at {
             Location::File(path) => Db::Sqlite(open_file(path)?),
-            Location::Postgres(t) => Db::postgres(pg::open(t)?),
+            Location::Postgres(t) => Db::postgres(pg::open(t)?, t.clone()),
         };
         Ok(Results {
             db,

@@ -8,20 +8,33 @@ use anyhow::{Context, Result};
 use super::{INDEXES, SCHEMA, SCHEMA_VERSION};
 use crate::address::Target;
 
+/// Columns added since a store's tables were first made (the schema's
+/// `IF NOT EXISTS` makes only missing tables): schema 6's heartbeat.
+const MIGRATIONS: &str = "ALTER TABLE run_clients ADD COLUMN IF NOT EXISTS beat DOUBLE PRECISION;";
+
 /// The advisory lock key under which the schema is made ("ampbench").
 const SCHEMA_LOCK: i64 = 0x616d_7062_656e_6368;
 
-/// Connects to the store and makes its schema; a database that holds
-/// other tables but no `runs`, or a newer schema, is a one-line error.
-pub fn open(t: &Target) -> Result<postgres::Client> {
+/// A connection to the store's database (watched: a reply owed for the
+/// store's timeout with nothing moving ends it, see
+/// `crate::address::pgstream`).
+pub fn connect(t: &Target) -> Result<postgres::Client> {
     let db = t.db.clone().ok_or_else(|| {
         crate::UsageError(format!(
             "--results {}: name the database (postgres://user@host/DATABASE)",
             t.shown()
         ))
     })?;
-    let mut c = crate::address::pg::connect_url(t, &db, std::time::Duration::from_secs(10))
-        .map_err(|e| crate::UsageError(format!("--results: {e:#}")))?;
+    Ok(
+        crate::address::pg::connect_url(t, &db, std::time::Duration::from_secs(10))
+            .map_err(|e| crate::UsageError(format!("--results: {e:#}")))?,
+    )
+}
+
+/// Connects to the store and makes its schema; a database that holds
+/// other tables but no `runs`, or a newer schema, is a one-line error.
+pub fn open(t: &Target) -> Result<postgres::Client> {
+    let mut c = connect(t)?;
     let shown = t.shown();
     let mut tx = c.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
@@ -50,6 +63,7 @@ pub fn open(t: &Target) -> Result<postgres::Client> {
         .into());
     }
     tx.batch_execute(&super::db::pg_schema(SCHEMA))
+        .and_then(|_| tx.batch_execute(MIGRATIONS))
         .and_then(|_| tx.batch_execute(INDEXES))
         .with_context(|| format!("--results {shown}: cannot make the results schema"))?;
     if v != Some(SCHEMA_VERSION) {

@@ -383,10 +383,13 @@ impl EngineSide for Hosted {
         }
     }
 
+    /// An embedded engine in the host: nothing of it is shared (`keep`
+    /// is for targets).
     fn close(
         mut self: Box<Self>,
         r: &mut Run<'_>,
         _out: &mut dyn Write,
+        _keep: Option<&str>,
     ) -> Result<Option<(u64, u64)>> {
         let life = if self.ask(&Ask::Close) {
             self.reply(r, &EngineMem { cg: None })?

@@ -256,16 +256,26 @@ pub fn run(
             if r.meeting.is_some() || r.departed {
                 let failed = r.results.fail_running_steps(r.id, &why);
                 if let Err(w) = failed.and_then(|_| r.leave(&why)) {
-                    return Err(e.context(format!("recording the failure also failed: {w:#}")));
+                    return Err(also_failed(e, &w));
                 }
                 return Err(e);
             }
             if let Err(w) = r.results.fail_run(r.id, &why) {
-                return Err(e.context(format!("recording the failure also failed: {w:#}")));
+                return Err(also_failed(e, &w));
             }
             Err(e)
         }
     }
+}
+
+/// The run's error `e`, and that recording it failed too (`w`), said
+/// once when both are the same store's trouble.
+fn also_failed(e: anyhow::Error, w: &anyhow::Error) -> anyhow::Error {
+    let (es, ws) = (format!("{e:#}"), format!("{w:#}"));
+    if es.contains("results store") && ws.contains("results store") {
+        return e.context("the results store failed; what was recorded before stays");
+    }
+    e.context(format!("recording the failure also failed: {ws}"))
 }
 
 /// The steps a run runs: those selected, after the load they read when
@@ -620,7 +630,9 @@ fn run_engine(
         r.leave(&why)?;
     }
     if let Err(e) = stepped {
-        let _ = side.close(r, out);
+        // Client 0 still waits for the others before it drops what they
+        // share; a store that cannot say keeps it.
+        let _ = close_side(r, side, out);
         if let Some(mut c) = mem.cg {
             let _ = c.remove();
         }
@@ -639,26 +651,9 @@ fn run_engine(
         // The next engine loads at the first class.
         throttle_to(r, &mem, 0)?;
     }
-    // Several clients: every one is done with the engine's steps, the
-    // others close, then client 0 drops the database they shared.
-    let leader = r.meeting.as_ref().map(|m| m.me.leader());
-    let closing = format!("close {} rep {}", r.label, r.rep);
-    let closed = format!("{closing}: closed");
     // The engine is closed even when a barrier fails (its error follows).
-    let life = if leader == Some(true) {
-        let waited = r
-            .barrier(&closing, None)
-            .and_then(|_| r.barrier(&closed, None));
-        let life = side.close(r, out)?;
-        waited?;
-        life
-    } else {
-        let waited = r.barrier(&closing, None);
-        let life = side.close(r, out)?;
-        waited?;
-        r.barrier(&closed, None)?;
-        life
-    };
+    let (life, waited) = close_side(r, side, out)?;
+    waited?;
     r.joined_db = None;
     if let Some(mut c) = mem.cg {
         let life = life.or_else(|| Some((c.life_peak()?, c.life_limit_hits().unwrap_or(0))));
@@ -690,4 +685,66 @@ fn run_engine(
         }
     }
     Ok(after)
+}
+
+/// The memory group's peak and the charges it refused, over an engine's
+/// steps.
+type MemLife = (u64, u64);
+
+/// Closes an engine after its steps. Alone, at once. With other clients
+/// (`--clients`), each closes once all have finished the engine's steps
+/// (the `close` barrier), and client 0 last (the `closed` barrier),
+/// dropping the target's database they shared only when no other client
+/// may still use it: one given up for silence whose store session still
+/// lives, or a store that cannot say, keeps it (a line says so). Returns
+/// the side's memory figures and how the waits went.
+fn close_side(
+    r: &mut Run<'_>,
+    side: Box<dyn EngineSide>,
+    out: &mut dyn Write,
+) -> Result<(Option<MemLife>, Result<()>)> {
+    let leader = r.meeting.as_ref().map(|m| m.me.leader());
+    let closing = format!("close {} rep {}", r.label, r.rep);
+    let closed = format!("{closing}: closed");
+    match leader {
+        Some(true) => {
+            let waited = r
+                .barrier(&closing, None)
+                .and_then(|_| r.barrier(&closed, None));
+            let keep = match &waited {
+                Ok(release) => {
+                    let gone = release.as_ref().map(|x| x.dead.clone()).unwrap_or_default();
+                    let using = match r.meeting.as_mut() {
+                        Some(m) => m.still_using(&mut r.results, &gone),
+                        None => Ok(Vec::new()),
+                    };
+                    match using {
+                        Ok(v) if v.is_empty() => None,
+                        Ok(v) => Some(format!(
+                            "client(s) {} were given up but their store sessions live: they may still use it",
+                            v.iter()
+                                .map(|c| c.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
+                        Err(e) => Some(format!(
+                            "the results store cannot say whether the other clients are done ({e:#})"
+                        )),
+                    }
+                }
+                Err(e) => Some(format!(
+                    "the other clients may still use it (waiting for them failed: {e:#})"
+                )),
+            };
+            let life = side.close(r, out, keep.as_deref())?;
+            Ok((life, waited.map(|_| ())))
+        }
+        Some(false) => {
+            let waited = r.barrier(&closing, None);
+            let life = side.close(r, out, None)?;
+            let waited = waited.and_then(|_| r.barrier(&closed, None));
+            Ok((life, waited.map(|_| ())))
+        }
+        None => Ok((side.close(r, out, None)?, Ok(()))),
+    }
 }

@@ -14,8 +14,15 @@ pub(super) trait EngineSide {
         out: &mut dyn Write,
     ) -> Result<After>;
     /// Closes the engine; the memory group's peak and refusals over its
-    /// steps, when the side kept them.
-    fn close(self: Box<Self>, r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>>;
+    /// steps, when the side kept them. With `keep` (why), what other
+    /// clients of the run may still use (a target's database) is left,
+    /// and a line says so.
+    fn close(
+        self: Box<Self>,
+        r: &mut Run<'_>,
+        out: &mut dyn Write,
+        keep: Option<&str>,
+    ) -> Result<Option<(u64, u64)>>;
 }
 
 /// An engine opened in this process, with its workload and probe.
@@ -56,7 +63,16 @@ impl InProcess {
                     .and_then(|(_, n)| n)
             });
             match db {
-                Some(db) => r.joined_db = Some(db),
+                Some(db) => {
+                    let named = cfg.target.as_ref().and_then(|t| t.db.as_deref());
+                    if let Err(e) = crate::engine::target::check_joined_db(&db, named) {
+                        writeln!(out, "{}: {e}", r.label)?;
+                        fail_open(r, &e.0)?;
+                        r.leave(&e.0)?;
+                        return Ok(None);
+                    }
+                    r.joined_db = Some(db)
+                }
                 None => {
                     let why = "client 0 made no database on the target (it failed to open)";
                     writeln!(out, "{}: {why}", r.label)?;
@@ -95,9 +111,23 @@ impl InProcess {
                 .find(|(k, _)| k == crate::engine::target::DATABASE_SETTING)
                 .map(|(_, v)| v.clone());
             if let Err(e) = r.barrier(&barrier, db.as_deref()) {
-                // Its database is dropped: the others never came.
+                // Its database is dropped when the others never came;
+                // kept when one did, or the store cannot say.
                 drop(workload);
-                let _ = eng.close();
+                let came = r
+                    .meeting
+                    .as_mut()
+                    .map(|m| m.arrived(&mut r.results, &barrier));
+                match came {
+                    Some(Ok(v)) if v.iter().all(|c| *c == 0) => {
+                        let _ = eng.close();
+                    }
+                    _ => {
+                        if let Ok(Some(left)) = eng.close_keeping() {
+                            writeln!(out, "{}: {left}: other clients may be using it", r.label)?;
+                        }
+                    }
+                }
                 return Err(e);
             }
         }
@@ -127,14 +157,28 @@ impl EngineSide for InProcess {
         run_step(r, &*self.eng, &*self.workload, &self.probe, mem, at, out)
     }
 
-    fn close(self: Box<Self>, _r: &mut Run<'_>, out: &mut dyn Write) -> Result<Option<(u64, u64)>> {
+    fn close(
+        self: Box<Self>,
+        _r: &mut Run<'_>,
+        out: &mut dyn Write,
+        keep: Option<&str>,
+    ) -> Result<Option<(u64, u64)>> {
         let InProcess { eng, probe, .. } = *self;
         // The probe's connection to a server goes first: a target's
         // database is dropped at close.
         drop(probe);
         let kind = eng.kind();
-        if let Err(e) = eng.close() {
-            writeln!(out, "{kind}: close failed: {e:#}")?;
+        match keep {
+            None => {
+                if let Err(e) = eng.close() {
+                    writeln!(out, "{kind}: close failed: {e:#}")?;
+                }
+            }
+            Some(why) => match eng.close_keeping() {
+                Ok(Some(left)) => writeln!(out, "{kind}: {left}: {why}")?,
+                Ok(None) => {}
+                Err(e) => writeln!(out, "{kind}: close failed: {e:#}")?,
+            },
         }
         Ok(None)
     }

@@ -84,7 +84,7 @@ impl World {
 
     /// `ampbench ARGS` as client `k` (in namespace `k`), the passwords
     /// in the environment as the manifest gives them.
-    fn client(&self, k: usize, args: &[String], env: &[(&str, String)]) -> Command {
+    pub fn client(&self, k: usize, args: &[String], env: &[(&str, String)]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.net.nodes[k], common::BIN])
             .args(args)
@@ -143,6 +143,46 @@ impl World {
             "--format",
             format,
         ])
+    }
+
+    /// Sends `sig` to every process of the store: the one the fixture
+    /// started and all below it (PostgreSQL's backends each make a
+    /// session of their own, so the group is not enough).
+    pub fn signal_store(&self, sig: i32) {
+        let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let ppid = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                Some((pid, ppid))
+            })
+            .collect();
+        let mut all = vec![self.store.child.id()];
+        let mut i = 0;
+        while i < all.len() {
+            let p = all[i];
+            all.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+            i += 1;
+        }
+        for p in all {
+            // SAFETY: signals a process the fixture started or its child.
+            unsafe {
+                libc::kill(p as i32, sig);
+            }
+        }
+    }
+
+    /// `sql` on the store, as its owner; its error, if any.
+    pub fn store_try(&self, sql: &str) -> Result<String, String> {
+        fixture::postgres_as(&self.store, "bench", "results", sql)
     }
 
     /// `sql` on the store, as its owner.

@@ -34,6 +34,13 @@ pub(super) fn config(
         &mut t,
         s.target_password_file.as_deref().map(std::path::Path::new),
     )?;
+    t.timeout = Some(std::time::Duration::from_secs_f64(super::positive(
+        "server-timeout",
+        s.server_timeout,
+    )?));
+    if let Some(w) = t.cleartext_warning("--target") {
+        eprintln!("{w}");
+    }
     if let Some(d) = &s.target_db {
         target::check_db_name(d)?;
     }
@@ -259,5 +266,6 @@ pub(super) fn clients(s: &Settings) -> Result<Option<crate::results::meet::Clien
         client: k,
         run_name: name,
         barrier_timeout: super::positive("barrier-timeout", s.barrier_timeout)?,
+        client_timeout: super::positive("client-timeout", s.client_timeout)?,
     }))
 }

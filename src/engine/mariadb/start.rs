@@ -70,15 +70,16 @@ impl MariaDb {
         // installs failed here, none with their own directory).
         let tmpdir = root.join("tmp");
         let files = root.join("files");
+        // The directory stays root's, and others may only pass through
+        // it (0711), until install-db has run: the script runs as root
+        // and changes the owner of the data directory it makes, which
+        // must not be a link the server's user planted. The server's
+        // temporary and file directories are made new and given to it.
+        std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o711))
+            .with_context(|| format!("cannot set the mode of {}", root.display()))?;
         for d in [&tmpdir, &files] {
-            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            crate::engine::server::create_dir_new(d, 0o700, owner)?;
         }
-        // The directory and all below are the server's user's, and only
-        // its (0700): socket, configuration and data.
-        if let Some((uid, gid)) = owner {
-            crate::engine::server::chown_tree(&root, uid, gid)?;
-        }
-        crate::engine::server::private_dir(&root)?;
         // Debian's binaries, or another build's (`--server-bin`).
         let tree = match &spec.server_bin {
             Some(crate::engine::server::ServerBin::MariaDb {
@@ -199,8 +200,11 @@ impl MariaDb {
                 .and_then(|mut f| f.write_all(cnf.as_bytes()))
                 .with_context(|| format!("cannot write {}", cnf_path.display()))?;
         }
+        // The directory and all below are the server's user's, and only
+        // its (0700): socket, configuration and data. The server reads
+        // my.cnf as its user, and writes its logs beside.
+        crate::engine::server::private_dir(&root)?;
         if let Some((uid, gid)) = owner {
-            // The server reads it as its user, and writes its logs beside.
             crate::engine::server::chown_tree(&root, uid, gid)?;
             if let Some(procs) = &spec.cgroup {
                 // It joins the memory group itself, as its user.
@@ -231,7 +235,9 @@ impl MariaDb {
             }
             let slog = at.join("mariadbd.out");
             let elog = at.join("error.log");
-            let from = std::fs::metadata(&elog).map(|m| m.len()).unwrap_or(0);
+            let from = std::fs::symlink_metadata(&elog)
+                .map(|m| m.len())
+                .unwrap_or(0);
             managed(&mut cmd, &slog)?;
             join_cgroup(&mut cmd, cgroup.as_deref())?;
             ServerProcess::start(

@@ -77,12 +77,110 @@ fn numbers(v: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Why root must not run what is at `p` (lstat, no link followed): not
+/// root's, or writable by group or others. A root-owned directory that
+/// others may write but whose sticky bit keeps them from renaming or
+/// removing what is not theirs (`/tmp`) passes as a parent.
+fn not_roots(p: &Path, parent: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = match std::fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("{}: {e}", p.display())),
+    };
+    let mode = m.mode() & 0o7777;
+    if m.uid() != 0 {
+        return Some(format!(
+            "{} is owned by uid {}, not root",
+            p.display(),
+            m.uid()
+        ));
+    }
+    if m.file_type().is_symlink() {
+        return None;
+    }
+    let sticky_dir = m.is_dir() && mode & 0o1000 != 0;
+    if mode & 0o022 != 0 && !(parent && sticky_dir) {
+        return Some(format!(
+            "{} is writable by {} (mode {mode:o})",
+            p.display(),
+            if mode & 0o020 != 0 {
+                "its group"
+            } else {
+                "others"
+            }
+        ));
+    }
+    None
+}
+
+/// Refuses a tree root would run programs from when anyone but root
+/// could change what runs: the tree, every directory above it, and
+/// everything below it (what a link below points at, and that target's
+/// parents, too) must be root's and writable by root only. With those
+/// checks the path, resolved once, names the same files when they run.
+fn check_owner(dir: &Path) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    let parents = |p: &Path| -> Result<(), String> {
+        for a in p.ancestors().skip(1) {
+            if let Some(why) = not_roots(a, true) {
+                return Err(why);
+            }
+        }
+        Ok(())
+    };
+    parents(dir)?;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        if let Some(why) = not_roots(&p, false) {
+            return Err(why);
+        }
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        if m.file_type().is_symlink() {
+            // What it points at is what runs: that file, and above it.
+            if let Ok(t) = std::fs::canonicalize(&p) {
+                if !t.starts_with(dir) {
+                    parents(&t)?;
+                    if let Some(why) = not_roots(&t, false) {
+                        return Err(format!("{} (through {})", why, p.display()));
+                    }
+                }
+            }
+        } else if m.is_dir() {
+            let rd = std::fs::read_dir(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            stack.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    Ok(())
+}
+
 impl ServerBin {
     /// Finds the server under `dir`: a one-line error when it holds none,
-    /// or one ampbench cannot run (MySQL's tree, a version too old).
+    /// or one ampbench cannot run (MySQL's tree, a version too old), or
+    /// (run as root) a tree anyone but root could change, since root runs
+    /// its programs (`--version`, `mariadb-install-db`).
     pub fn detect(dir: &Path) -> Result<ServerBin, UsageError> {
         let dir = std::fs::canonicalize(dir)
             .map_err(|e| UsageError(format!("--server-bin {}: {e}", dir.display())))?;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // A PostgreSQL bin/ runs its installation's lib/ and share/
+            // too: the installation is checked.
+            let tree = match dir.parent() {
+                Some(p) if dir.file_name().is_some_and(|n| n == "bin") => p,
+                _ => &dir,
+            };
+            check_owner(tree).map_err(|why| {
+                UsageError(format!(
+                    "--server-bin {}: {why}; ampbench runs as root and runs this tree's programs, so the tree and the directories above it must be root's and writable by root only (chown root, chmod go-w)",
+                    dir.display()
+                ))
+            })?;
+        }
         if let Some(postgres) = first_file(&dir, &["postgres", "bin/postgres"]) {
             let bin = postgres.parent().map(Path::to_path_buf).unwrap_or_default();
             if !bin.join("initdb").is_file() {
@@ -176,6 +274,64 @@ mod tests {
         assert_eq!(numbers("10.11.6-MariaDB-0+deb12u1"), vec![10, 11, 6]);
         assert_eq!(numbers("15.18"), vec![15, 18]);
         assert_eq!(numbers("x"), Vec::<u32>::new());
+    }
+
+    /// Issue 47: a tree others could change is refused before anything
+    /// of it runs, naming the file and why.
+    #[test]
+    fn a_tree_others_can_change_is_refused_as_root() {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            crate::testing::skip("a_tree_others_can_change_is_refused_as_root", "needs root");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let bin = d.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        // A fake server: the check comes before it would run.
+        let postgres = bin.join("postgres");
+        let ran = d.path().join("ran");
+        std::fs::write(
+            &postgres,
+            format!(
+                "#!/bin/sh\ntouch {}\necho 'postgres (PostgreSQL) 15.1'\n",
+                ran.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&postgres, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(&postgres, bin.join("initdb")).unwrap();
+        assert!(ServerBin::detect(&bin).is_ok());
+        assert!(ran.exists());
+        std::fs::remove_file(&ran).unwrap();
+        let refused = |what: &str| {
+            let e = ServerBin::detect(&bin).unwrap_err().0;
+            assert!(e.contains(what) && e.contains("root's"), "{e}");
+            assert!(!ran.exists(), "the tree's program ran: {e}");
+        };
+        // Group-writable: the tree's directory, then a program in it.
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o775)).unwrap();
+        refused("writable by its group");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&postgres, std::fs::Permissions::from_mode(0o757)).unwrap();
+        refused("writable by others");
+        std::fs::set_permissions(&postgres, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Another user's file, or a parent directory of another user's.
+        std::os::unix::fs::chown(&postgres, Some(65534), None).unwrap();
+        refused("not root");
+        std::os::unix::fs::chown(&postgres, Some(0), None).unwrap();
+        std::os::unix::fs::chown(d.path(), Some(65534), None).unwrap();
+        refused("not root");
+        std::os::unix::fs::chown(d.path(), Some(0), None).unwrap();
+        // A link to a program another user may change.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let theirs = elsewhere.path().join("initdb");
+        std::fs::copy(&postgres, &theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+        std::fs::remove_file(bin.join("initdb")).unwrap();
+        std::os::unix::fs::symlink(&theirs, bin.join("initdb")).unwrap();
+        refused("through");
     }
 
     #[test]

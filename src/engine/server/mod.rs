@@ -18,7 +18,10 @@ mod settings;
 
 pub use crate::sys::random_password;
 pub use bin::ServerBin;
-pub use files::{check_reachable, chown_tree, private_dir, user_ids};
+pub use files::{
+    check_reachable, chown_tree, create_dir_new, create_new, open_guarded, private_dir, read_log,
+    user_ids,
+};
 pub use netns::PrivateNet;
 use running::kill_family;
 pub use running::{Knock, Server, Starter};
@@ -44,16 +47,10 @@ pub fn free_port() -> Result<u16> {
 /// Makes `cmd` a managed child: own process group, SIGTERM when we die,
 /// output to `log`, glibc malloc arenas as ampbench's.
 pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
-    let out =
-        // Appended to: a server started again after a crash keeps the
-        // first start's lines.
-        // Never through a link (the directory may be the server user's).
-        std::os::unix::fs::OpenOptionsExt::custom_flags(
-            std::fs::OpenOptions::new().create(true).append(true),
-            libc::O_NOFOLLOW,
-        )
-        .open(log)
-        .with_context(|| format!("cannot create {}", log.display()))?;
+    // Appended to: a server started again after a crash keeps the first
+    // start's lines. Never through a link, a FIFO or a hard link: the
+    // directory may be the server user's.
+    let out = open_guarded(log, true)?;
     let err = out.try_clone()?;
     cmd.stdin(Stdio::null())
         .stdout(out)
@@ -85,11 +82,16 @@ pub fn managed(cmd: &mut Command, log: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The last lines of a log file, for an error message.
+/// The most of a log an error message reads: its last MiB.
+const LOG_READ: u64 = 1 << 20;
+
+/// The last lines of a log file, for an error message (read as
+/// [`open_guarded`] opens it, control characters removed).
 pub fn tail(log: &Path, lines: usize) -> String {
-    let t = std::fs::read_to_string(log).unwrap_or_default();
+    let b = read_log(log, LOG_READ);
+    let t = String::from_utf8_lossy(&b);
     let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
-    v[v.len().saturating_sub(lines)..].join(" | ")
+    crate::sys::printable(&v[v.len().saturating_sub(lines)..].join(" | ")).into_owned()
 }
 
 /// The error lines of a tool's log (lines naming `ERROR`), or its last
@@ -102,19 +104,21 @@ pub fn errors_or_tail(log: &Path, lines: usize) -> String {
 /// [`errors_or_tail`] of what the log gained after byte `from`: one
 /// start's lines in a log that every start of a server appends to.
 pub fn errors_or_tail_from(log: &Path, from: u64, lines: usize) -> String {
-    let b = std::fs::read(log).unwrap_or_default();
-    let t = String::from_utf8_lossy(b.get(from as usize..).unwrap_or_default());
+    let len = std::fs::symlink_metadata(log).map_or(0, |m| m.len());
+    let b = read_log(log, len.saturating_sub(from).min(LOG_READ));
+    let t = String::from_utf8_lossy(&b);
     let errs: Vec<&str> = t
         .lines()
         .filter(|l| l.contains("ERROR") || l.contains("[Error]"))
         .take(lines)
         .collect();
-    if errs.is_empty() {
+    let s = if errs.is_empty() {
         let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
         v[v.len().saturating_sub(lines)..].join(" | ")
     } else {
         errs.join(" | ")
-    }
+    };
+    crate::sys::printable(&s).into_owned()
 }
 
 impl ServerProcess {
@@ -397,6 +401,50 @@ mod access_tests {
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&o.stdout), "/x'; echo no; '");
+    }
+
+    #[test]
+    fn root_opens_no_link_fifo_or_hard_link_in_a_servers_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside");
+        std::fs::write(&outside, b"secret\n").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        // A new file: never through a link, never over a file.
+        let e = create_new(&link, b"x", 0o600, None).unwrap_err();
+        assert!(format!("{e:#}").contains("symbolic link"), "{e:#}");
+        assert!(create_new(&outside, b"x", 0o600, None).is_err());
+        assert_eq!(std::fs::read(&outside).unwrap(), b"secret\n");
+        let e = create_dir_new(&link, 0o700, None).unwrap_err();
+        assert!(format!("{e:#}").contains("link"), "{e:#}");
+        // A log: refused as a link, a FIFO (without blocking) or a hard
+        // link, and never quoted in an error through one.
+        for append in [true, false] {
+            let e = open_guarded(&link, append).unwrap_err();
+            assert!(format!("{e:#}").contains("symbolic link"), "{e:#}");
+        }
+        assert_eq!(tail(&link, 5), "");
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for append in [true, false] {
+            let e = open_guarded(&fifo, append).unwrap_err();
+            assert!(format!("{e:#}").contains("not a regular file"), "{e:#}");
+        }
+        let hard = d.path().join("hard");
+        std::fs::hard_link(&outside, &hard).unwrap();
+        let e = open_guarded(&hard, true).unwrap_err();
+        assert!(format!("{e:#}").contains("hard link"), "{e:#}");
+        assert_eq!(tail(&hard, 5), "");
+        // A plain log is appended to, and its tail is quoted printable.
+        let log = d.path().join("log");
+        use std::io::Write as _;
+        open_guarded(&log, true)
+            .unwrap()
+            .write_all(b"one\n\x1b[2Jtwo\n")
+            .unwrap();
+        assert_eq!(tail(&log, 5), "one | ?[2Jtwo");
     }
 
     #[test]

@@ -142,6 +142,34 @@ pub fn check_db_name(name: &str) -> Result<(), crate::UsageError> {
     Ok(())
 }
 
+/// Checks the database name a joining client read from client 0's note
+/// in the results store (`--clients`): the store is shared, so the note
+/// is not trusted more than a flag would be. It must be the database
+/// this client's own plan names (`--target-db`), or else one ampbench
+/// makes ([`fresh_db_name`]'s form), and a valid name besides.
+pub fn check_joined_db(note: &str, named: Option<&str>) -> Result<(), crate::UsageError> {
+    check_db_name(note)?;
+    let ok = match named {
+        Some(n) => note == n,
+        None => note.strip_prefix("ampbench_").is_some_and(|h| {
+            h.len() == 12
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        }),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(crate::UsageError(format!(
+            "client 0's note in the results store names database '{note}', not {}: refused (the store's notes are not trusted)",
+            named.map_or_else(
+                || "one ampbench makes (ampbench_ and 12 hex digits)".to_string(),
+                |n| format!("--target-db {n}")
+            )
+        )))
+    }
+}
+
 /// A fresh database name: `ampbench_` and 12 random hex digits.
 pub fn fresh_db_name() -> Result<String> {
     Ok(format!(
@@ -249,10 +277,32 @@ impl Place {
         found.iter().filter(|t| made.contains(t)).cloned().collect()
     }
 
+    /// What a close that keeps everything leaves on `shown`: the
+    /// database, or this run's tables in the named one, and the
+    /// statement (`drop`) that removes it.
+    pub fn left(&self, shown: &str, drop: &str) -> String {
+        if self.created {
+            format!(
+                "database {} kept on {shown} (remove it with {drop} {})",
+                self.db, self.db
+            )
+        } else {
+            let made = self.made.lock().map(|m| m.join(", ")).unwrap_or_default();
+            format!("tables {made} kept in database {} on {shown}", self.db)
+        }
+    }
+
     /// Judges the tables found in a named database at open (see
     /// [`judge_tables`]).
     pub fn judge(&self, found: &[String], owned: bool) -> Result<Vec<String>> {
         judge_tables(&self.db, found, owned, &self.tables)
+    }
+
+    /// Judges the tables a joining client finds in client 0's database:
+    /// only ampbench's workload tables (client 0 made them), nothing to
+    /// drop.
+    pub fn judge_joined(&self, found: &[String]) -> Result<()> {
+        judge_tables(&self.db, found, true, &self.tables).map(|_| ())
     }
 }
 

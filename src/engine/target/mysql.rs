@@ -395,12 +395,16 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
                 );
             }
             let place = Place::new(db.clone(), false, open.tables.clone());
-            let found = if spec.joined {
+            let found = list_tables(&mut c, db)?;
+            // A joining client uses client 0's tables as they are, but
+            // only in a database that holds nothing but ampbench's.
+            let drop = if spec.joined {
+                place.judge_joined(&found)?;
                 Vec::new()
             } else {
-                list_tables(&mut c, db)?
+                place.judge(&found, spec.db_owned)?
             };
-            for t in place.judge(&found, spec.db_owned)? {
+            for t in drop {
                 // Names checked by judge: letters, digits and '_'.
                 c.query_drop(&format!("DROP TABLE `{db}`.`{t}`"))?;
             }
@@ -578,6 +582,11 @@ impl Engine for External {
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: an external target's background work is its own (ampbench changes nothing server-wide)".into())
+    }
+    fn close_keeping(self: Box<Self>) -> Result<Option<String>> {
+        Ok(Some(
+            self.place.left(&self.spec.target.shown(), "DROP DATABASE"),
+        ))
     }
     fn close(self: Box<Self>) -> Result<()> {
         if self.spec.keep {

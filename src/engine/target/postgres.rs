@@ -210,12 +210,16 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
                 anyhow!("{shown}: cannot connect to database {db}: {}", one_line(&e))
             })?;
             let place = Place::new(db.clone(), false, open.tables.clone());
-            let found = if spec.joined {
+            let found = list_tables(&mut w)?;
+            // A joining client uses client 0's tables as they are, but
+            // only in a database that holds nothing but ampbench's.
+            let drop = if spec.joined {
+                place.judge_joined(&found)?;
                 Vec::new()
             } else {
-                list_tables(&mut w)?
+                place.judge(&found, spec.db_owned)?
             };
-            for t in place.judge(&found, spec.db_owned)? {
+            for t in drop {
                 // Names checked by judge: letters, digits and '_'.
                 w.batch_execute(&format!("DROP TABLE IF EXISTS {t}"))
                     .map_err(|e| anyhow!("--target-db {db}: cannot drop {t}: {}", one_line(&e)))?;
@@ -331,6 +335,11 @@ impl Engine for External {
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: an external target's checkpoints are its own (CHECKPOINT needs rights ampbench does not ask for)".into())
+    }
+    fn close_keeping(self: Box<Self>) -> Result<Option<String>> {
+        Ok(Some(
+            self.place.left(&self.spec.target.shown(), "DROP DATABASE"),
+        ))
     }
     fn close(self: Box<Self>) -> Result<()> {
         if self.spec.keep {
