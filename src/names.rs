@@ -12,13 +12,13 @@ macro_rules! named {
     (
         $(#[$m:meta])*
         $vis:vis enum $name:ident : $what:literal {
-            $( $(#[$vm:meta])* $var:ident = $s:literal ),+ $(,)?
+            $( $(#[doc = $doc:literal])* $var:ident = $s:literal ),+ $(,)?
         }
     ) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         $vis enum $name {
-            $( $(#[$vm])* $var ),+
+            $( $(#[doc = $doc])* $var ),+
         }
 
         impl $name {
@@ -29,6 +29,13 @@ macro_rules! named {
             pub fn name(self) -> &'static str {
                 match self {
                     $($name::$var => $s),+
+                }
+            }
+
+            /// What it is: its doc comment, one line.
+            pub fn about(self) -> &'static str {
+                match self {
+                    $($name::$var => concat!($($doc),*).trim_start()),+
                 }
             }
 

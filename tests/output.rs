@@ -91,8 +91,9 @@ fn a_run_ended_by_an_error_is_failed_in_the_results() {
 }
 
 /// Issue 33: a step prints its line, and the model's explanation under
-/// it, only with `-v` (which also gives the full closing report); both
-/// ways the closing report has the table of what differs by over 2×.
+/// it, only with `-v` (which also gives the full closing report). Issue
+/// 47: the short report says what differs from the model in one line,
+/// the full one has the table; both have the legend of the steps.
 #[test]
 fn the_models_explanation_is_behind_verbose() {
     let d = tempfile::tempdir().unwrap();
@@ -141,10 +142,90 @@ fn the_models_explanation_is_behind_verbose() {
     assert!(!quiet.contains("efficiency per operation"), "{quiet}");
     assert_eq!(step_lines(&loud), 2, "{loud}");
     assert!(loud.contains("efficiency per operation"), "{loud}");
+    assert!(
+        loud.contains("where measured and predicted differ by more than 2× ("),
+        "{loud}"
+    );
+    assert!(
+        !quiet.contains("where measured and predicted differ"),
+        "{quiet}"
+    );
+    let model_lines: Vec<&str> = quiet
+        .lines()
+        .filter(|l| l.starts_with("the model: "))
+        .collect();
+    assert_eq!(model_lines.len(), 1, "{quiet}");
+    assert!(
+        model_lines[0].contains("write-amp and space-amp figures agree"),
+        "{quiet}"
+    );
     for o in [&quiet, &loud] {
+        let legend = o.split("\nsteps\n").nth(1).expect("a legend of the steps");
+        let rows: Vec<&str> = legend
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(rows.len(), 2, "{o}");
         assert!(
-            o.contains("where measured and predicted differ by more than 2× ("),
+            rows[0].starts_with("fillrandom") && rows[0].contains("drawn with replacement"),
+            "{o}"
+        );
+        assert!(
+            rows[1].starts_with("readrandom") && rows[1].contains("Gets of random keys"),
             "{o}"
         );
     }
+}
+
+/// Issue 47: large figures have their digits grouped in the text report
+/// only.
+#[test]
+fn large_figures_are_grouped_in_text() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let o = common::ok(&[
+        "run",
+        "-w",
+        "micro",
+        "-e",
+        "lmdb,rocksdb",
+        "--steps",
+        "fillseq,readrandom",
+        "-p",
+        "num=300000",
+        "--warmup",
+        "0",
+        "--duration",
+        "1",
+        "--storage",
+        "native",
+        "--results",
+        res.to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let ops = o
+        .split("\noperations/second\n")
+        .nth(1)
+        .expect("the ops table");
+    // readrandom does hundreds of thousands a second: grouped.
+    let row = ops
+        .lines()
+        .find(|l| l.starts_with("readrandom"))
+        .expect("readrandom");
+    assert!(row.contains(','), "{row}");
+    // The same figure in CSV is a plain number.
+    let csv = common::ok(&[
+        "report",
+        "--results",
+        res.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        !csv.lines()
+            .any(|l| l.contains("readrandom") && l.contains("\"")),
+        "{csv}"
+    );
 }

@@ -114,6 +114,12 @@ pub struct Target {
     /// `--store-timeout` for the results store); None for
     /// [`pg::REPLY_TIMEOUT`].
     pub timeout: Option<std::time::Duration>,
+    /// MySQL: the longest packet and the most bytes of rows of one result
+    /// taken from the server (`max-packet=`, `max-result=`); None for
+    /// the client's defaults.
+    pub max_packet: Option<u64>,
+    /// See [`Target::max_packet`].
+    pub max_result: Option<u64>,
 }
 
 impl fmt::Debug for Target {
@@ -331,6 +337,8 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
         public_key_request: false,
         require_auth: None,
         timeout: None,
+        max_packet: None,
+        max_result: None,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv
@@ -379,6 +387,17 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
                 }
                 t.engine = Some(e);
             }
+            (Protocol::MySql, "max-packet" | "max-result") => {
+                let n = crate::units::parse_size(&v)
+                    .ok()
+                    .filter(|n| *n >= 1024)
+                    .ok_or_else(|| bad(format!("{k}={v}: a size of 1KB or more (64MB, 1GB)")))?;
+                if k == "max-packet" {
+                    t.max_packet = Some(n);
+                } else {
+                    t.max_result = Some(n);
+                }
+            }
             (Protocol::MySql, "get-server-public-key" | "allowPublicKeyRetrieval") => {
                 t.public_key_request = match v.as_str() {
                     "true" | "1" => true,
@@ -396,7 +415,9 @@ fn parse_one(url: &str) -> Result<Target, UsageError> {
             }
             (_, k) => {
                 let known = match protocol {
-                    Protocol::MySql => "tls, tlsca, engine, get-server-public-key",
+                    Protocol::MySql => {
+                        "tls, tlsca, engine, get-server-public-key, max-packet, max-result"
+                    }
                     Protocol::Postgres => "sslmode, sslrootcert, require_auth, user, dbname",
                 };
                 return Err(bad(format!("unknown parameter '{k}' (known: {known})")));
@@ -452,6 +473,8 @@ impl Target {
                 || o.engine != t.engine
                 || o.public_key_request != t.public_key_request
                 || o.require_auth != t.require_auth
+                || o.max_packet != t.max_packet
+                || o.max_result != t.max_result
             {
                 return Err(bad(format!(
                     "'{}' differs from '{}' in more than its hosts: one run reaches one database",
@@ -564,6 +587,28 @@ mod tests {
     }
 
     #[test]
+    fn limits_and_auth_methods_are_read() {
+        let t = Target::parse("mysql://u@h/db?max-packet=16MB&max-result=1GB").unwrap();
+        assert_eq!(
+            (t.max_packet, t.max_result),
+            (Some(16 << 20), Some(1 << 30))
+        );
+        let t = Target::parse("postgres://u@h/db?require_auth=scram-sha-256").unwrap();
+        assert!(!t.allowed_auth().has(pgstream::Auth::Md5));
+        assert!(
+            t.shown().contains("require_auth=scram-sha-256"),
+            "{}",
+            t.shown()
+        );
+        // The default: no password in clear text unless TLS verifies the
+        // server.
+        let plain = Target::parse("postgres://u@h/db").unwrap();
+        assert!(!plain.allowed_auth().has(pgstream::Auth::Password));
+        let tls = Target::parse("postgres://u@h/db?sslmode=verify-full").unwrap();
+        assert!(tls.allowed_auth().has(pgstream::Auth::Password));
+    }
+
+    #[test]
     fn typos_are_named() {
         for (url, says) in [
             ("mysq://u@h/db", "scheme 'mysq'"),
@@ -575,6 +620,8 @@ mod tests {
             ),
             ("postgres://u@h/db?sslmode=prefer", "sslmode=prefer"),
             ("mysql://u@h/db?tls=maybe", "tls=maybe"),
+            ("mysql://u@h/db?max-packet=12", "max-packet=12"),
+            ("postgres://u@h/db?require_auth=gss", "gss"),
             ("mysql://h/db", "names no user"),
             ("mysql://u:pw@/db", "names no host"),
             ("localhost:3306", "not a URL"),

@@ -202,7 +202,7 @@ pub fn main() -> Result<i32> {
                     }
                     writeln!(
                         out,
-                        "== corner {} of {}: {} ==",
+                        "== {} of {}: {} ==",
                         i + 1,
                         cfgs.len(),
                         match cfg.bound {
@@ -221,6 +221,12 @@ pub fn main() -> Result<i32> {
             }
             let ids: Vec<String> = views.iter().map(|v| v.id.to_string()).collect();
             let done = views.iter().all(|v| v.status == crate::names::Status::Done);
+            // Nothing ran (every engine failed to open, its line printed
+            // above): no tables of empty cells, only where the run is.
+            let ran = views
+                .iter()
+                .flat_map(|v| &v.steps)
+                .any(|s| s.step != "open" || s.status != crate::names::Status::Failed);
             let view = if views.len() == 1 {
                 views.remove(0)
             } else {
@@ -239,19 +245,25 @@ pub fn main() -> Result<i32> {
             } else {
                 Format::Summary
             };
-            writeln!(out)?;
-            write!(
-                out,
-                "{}",
-                crate::report::render(&view, format, base.as_deref(), &results)?
-            )?;
+            if ran {
+                writeln!(out)?;
+                write!(
+                    out,
+                    "{}",
+                    crate::report::render(&view, format, base.as_deref(), &results)?
+                )?;
+            }
             let results = cfgs.first().map(|c| c.results.to_string());
             let results = results.unwrap_or_default();
             let ids = ids.join(",");
-            writeln!(
-                out,
-                "\nresults: {results} (run {ids}) · every figure per engine and step: ampbench report --results {results} --run {ids} [--format json|csv|html|markdown|hlog]",
-            )?;
+            if ran {
+                writeln!(
+                    out,
+                    "\nresults: {results} (run {ids}) · every figure per engine and step: ampbench report --results {results} --run {ids} [--format json|csv|html|markdown|hlog]",
+                )?;
+            } else {
+                writeln!(out, "results: {results} (run {ids}): nothing ran")?;
+            }
             Ok(if done { 0 } else { 1 })
         }
         Cmd::Report(a) => {

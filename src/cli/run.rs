@@ -399,7 +399,16 @@ impl RunArgs {
     pub(crate) fn into_configs(self) -> Result<Vec<RunConfig>> {
         let plan = match &self.plan {
             Some(p) => Settings::load(p)?,
-            None if self.workload.is_none() && self.engine.is_none() => Settings::default_run()?,
+            // The default benchmark is the embedded engines' on a device
+            // of this machine: not what a run against a server elsewhere
+            // or another server build means.
+            None if self.workload.is_none()
+                && self.engine.is_none()
+                && self.target.is_none()
+                && self.server_bin.is_none() =>
+            {
+                Settings::default_run()?
+            }
             None => Settings::default(),
         };
         // What the plan itself sets and sweeps passes the guard as it is,

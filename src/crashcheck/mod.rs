@@ -282,6 +282,9 @@ pub fn check_args(args: CrashArgs) -> Result<()> {
 /// Runs the check; returns the exit code (0: nothing lost or wrong).
 pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let check = args.check()?;
+    // As `run --dir` does: a directory not there yet is made.
+    std::fs::create_dir_all(&check.dir)
+        .with_context(|| format!("--dir {}: cannot create it", check.dir.display()))?;
     crate::signals::catch_interrupts(None);
     writeln!(
         out,

@@ -34,6 +34,10 @@ pub enum Refusal {
     Reserved(String),
     /// A path or code loading: only with `--allow-unsafe-settings`.
     Unsafe(String),
+    /// Cannot be judged (why): the engine's own list of settings could
+    /// not be read, so an abbreviation of a guarded one cannot be ruled
+    /// out; only with `--allow-unsafe-settings`.
+    Unchecked(String),
 }
 
 /// A judge that refuses nothing (engines with no such settings).
@@ -79,7 +83,13 @@ pub fn check(kind: EngineKind, options: &EngineOptions) -> Result<()> {
                 ))
                 .into());
             }
-            Some(Refusal::Unsafe(_)) => {}
+            Some(Refusal::Unchecked(why)) if !options.allow_unsafe => {
+                return Err(UsageError(format!(
+                    "--set {kind}.{k}: cannot be checked ({why}), so it might abbreviate a setting that names a file or loads code; ampbench (running as root) passes it only with --allow-unsafe-settings"
+                ))
+                .into());
+            }
+            Some(Refusal::Unsafe(_) | Refusal::Unchecked(_)) => {}
         }
     }
     Ok(())

@@ -205,8 +205,18 @@ fn resolve(name: &str, known: Option<&std::collections::HashSet<String>>) -> Vec
 /// Judges one my.cnf setting as mariadbd would read it: every prefix and
 /// abbreviation resolved, `-` and `_` alike, any case.
 pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
+    judge(key, value, known_options())
+}
+
+/// [`guard`] with the server's option names `known` (None: they could
+/// not be read, and a key that is not one of ampbench's own names is
+/// refused as unchecked).
+fn judge(
+    key: &str,
+    value: &str,
+    known: Option<&std::collections::HashSet<String>>,
+) -> Option<super::guard::Refusal> {
     use super::guard::{Refusal, matches};
-    let known = known_options();
     let mut unsafe_name = None;
     for (spelling, off) in spellings(key) {
         for name in resolve(&spelling, known) {
@@ -230,6 +240,11 @@ pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
             .into_iter()
             .find(|n| ROCKSDB_PATHS.contains(&n.as_str()));
     }
+    if unsafe_name.is_none() && known.is_none() {
+        return Some(Refusal::Unchecked(
+            "mariadbd --verbose --help did not list the server's options".into(),
+        ));
+    }
     unsafe_name.map(Refusal::Unsafe)
 }
 
@@ -237,6 +252,35 @@ pub fn guard(key: &str, value: &str) -> Option<super::guard::Refusal> {
 mod tests {
     use super::super::guard::Refusal;
     use super::*;
+
+    #[test]
+    fn without_the_servers_option_list_nothing_unchecked_passes() {
+        // Issue 47: `general-log-fi` abbreviates general_log_file, which
+        // only the server's list can tell.
+        let none = None;
+        assert!(matches!(
+            judge("general-log-fi", "/etc/x", none),
+            Some(Refusal::Unchecked(_))
+        ));
+        assert!(matches!(
+            judge("max_connections", "100", none),
+            Some(Refusal::Unchecked(_))
+        ));
+        // Reserved and unsafe names are still named as such.
+        assert_eq!(
+            judge("bind-address", "1.2.3.4", none),
+            Some(Refusal::Reserved("bind-address".into()))
+        );
+        // With the list, the abbreviation resolves and is refused as unsafe.
+        let known: std::collections::HashSet<String> = ["general-log-file", "max-connections"]
+            .map(String::from)
+            .into();
+        assert!(matches!(
+            judge("general-log-fi", "/etc/x", Some(&known)),
+            Some(Refusal::Unsafe(n)) if n == "general-log-file"
+        ));
+        assert_eq!(judge("max_connections", "100", Some(&known)), None);
+    }
 
     #[test]
     fn prefixes_and_abbreviations_resolve_before_the_check() {

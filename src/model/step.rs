@@ -190,6 +190,8 @@ pub struct Measured {
     pub bytes_per_op: Option<f64>,
     /// True for a leveled LSM with compaction still pending at the end.
     pub pending_compaction: bool,
+    /// Whether the step's commits sync (None: the engine's own setting).
+    pub syncs: Option<bool>,
 }
 
 /// One figure's comparison, typed: measured beside predicted, the
@@ -229,25 +231,60 @@ pub fn checks(p: &StepModel, m: &Measured) -> [ModelCheck; 2] {
     } else {
         String::new()
     };
-    let w_below = match p.structure {
-        Structure::LsmLeveled if m.pending_compaction => {
-            format!(
-                "compaction debt (the step ended before compaction rewrote what it flushed){short}"
-            )
-        }
-        Structure::LsmLeveled => format!("the data has not reached every level yet{short}"),
-        _ => format!(
-            "pages took several changes before their write-back (write debt still in the cache){short}"
+    let small = m.bytes_per_op.filter(|b| *b < 2048.0);
+    let rows = |b: f64| format!("{b:.0} B of rows");
+    // Each structure's own reasons: an LSM and an update-in-place B-Tree
+    // log each commit; a copy-on-write B-Tree (LMDB) has no log but
+    // rewrites a path of pages per commit.
+    let (w_below, w_above) = match p.structure {
+        Structure::LsmLeveled | Structure::LsmTiered => (
+            if m.pending_compaction {
+                format!(
+                    "compaction debt (the step ended before compaction rewrote what it flushed){short}"
+                )
+            } else {
+                format!("the data has not reached every level yet{short}")
+            },
+            match (m.syncs, small) {
+                (Some(true), Some(b)) => format!(
+                    "WAL sync granularity (each synced commit writes whole log blocks for {}), and writes the model leaves out",
+                    rows(b)
+                ),
+                (None, Some(b)) => format!(
+                    "small commits ({} each: if they sync, each writes whole WAL blocks), and writes the model leaves out",
+                    rows(b)
+                ),
+                _ => "writes the model leaves out (the WAL, small memtables flushed, compaction of files not yet full)".into(),
+            },
         ),
-    };
-    let small_commits = m.bytes_per_op.is_some_and(|b| b < 2048.0);
-    let w_above = if small_commits {
-        format!(
-            "WAL sync granularity (a commit writes whole log blocks for {:.0} B of rows), and writes the model leaves out",
-            m.bytes_per_op.unwrap_or(0.0)
-        )
-    } else {
-        "writes the model leaves out (secondary indexes, doublewrite, full-page images, checkpoints)".into()
+        Structure::CowBtree => (
+            format!(
+                "pages changed several times within one commit are written once{short}"
+            ),
+            match small {
+                Some(b) => format!(
+                    "copy-on-write: each commit writes a new copy of every page from leaf to root, and the meta page, for {}",
+                    rows(b)
+                ),
+                None => "copy-on-write: branch pages rewritten with each commit, and free pages not yet reused".into(),
+            },
+        ),
+        _ => (
+            format!(
+                "pages took several changes before their write-back (write debt still in the cache){short}"
+            ),
+            match (m.syncs, small) {
+                (Some(true), Some(b)) => format!(
+                    "log sync granularity (each synced commit writes whole log pages for {}), and writes the model leaves out",
+                    rows(b)
+                ),
+                (None, Some(b)) => format!(
+                    "small commits ({} each: if they sync, each writes whole log pages), and pages written back after fewer changes than assumed",
+                    rows(b)
+                ),
+                _ => "pages written back after fewer changes than assumed (a cache smaller than the data evicts them early), and writes the model leaves out (log, checkpoints, doublewrite)".into(),
+            },
+        ),
     };
     let s_above =
         "space not yet reclaimed (old versions, deleted rows, preallocated logs and files)";
@@ -377,6 +414,7 @@ mod tests {
             secs: 300.0,
             bytes_per_op: Some(5000.0),
             pending_compaction: false,
+            syncs: None,
         };
         let e = explain(&m, &p);
         assert!(e.contains("agree within 2×"), "{e}");
@@ -399,10 +437,53 @@ mod tests {
             secs: 20.0,
             bytes_per_op: Some(300.0),
             pending_compaction: false,
+            syncs: None,
         };
         let e = explain(&m, &p);
         assert!(e.contains("below: pages took several changes"), "{e}");
         assert!(e.contains("a 20s step is short"), "{e}");
+    }
+
+    /// Issue 47: each structure has its own reasons. LMDB has no log: a
+    /// copy-on-write B-Tree's gap is its page copies, not WAL sync; an
+    /// unsynced load's gap is not put down to syncs.
+    #[test]
+    fn reasons_are_the_structures_own() {
+        let above = |engine: &str, s: EngineStructure, syncs: Option<bool>, bytes: f64| {
+            let m = predict_step(&facts(engine, s, &[], &[], false)).unwrap();
+            let p = Measured {
+                write_amp: Ok(m.write_amp.value() * 50.0),
+                space_amp: Ok(m.space_amp.value()),
+                secs: 1.0,
+                bytes_per_op: Some(bytes),
+                pending_compaction: false,
+                syncs,
+            };
+            checks(&m, &p)[0].reason.clone()
+        };
+        let lmdb = above("lmdb", EngineStructure::CopyOnWriteBTree, Some(true), 544.0);
+        assert!(
+            lmdb.contains("copy-on-write") && !lmdb.contains("WAL"),
+            "{lmdb}"
+        );
+        let rocks = above("rocksdb", EngineStructure::LeveledLsm, Some(true), 544.0);
+        assert!(rocks.starts_with("WAL sync granularity"), "{rocks}");
+        let rocks = above("rocksdb", EngineStructure::LeveledLsm, Some(false), 544.0);
+        assert!(!rocks.contains("sync"), "{rocks}");
+        let wt = above(
+            "wiredtiger",
+            EngineStructure::UpdateInPlaceBTree,
+            Some(false),
+            544.0,
+        );
+        assert!(!wt.contains("sync") && wt.contains("evicts"), "{wt}");
+        let inno = above(
+            "mariadb-innodb",
+            EngineStructure::UpdateInPlaceBTree,
+            Some(true),
+            300.0,
+        );
+        assert!(inno.starts_with("log sync granularity"), "{inno}");
     }
 
     #[test]

@@ -301,6 +301,25 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
     o
 }
 
+/// A corner as the text reports say it: `cached`, `IO-bound`.
+pub(crate) fn corner_word(c: &str) -> &str {
+    match c {
+        "cache" => "cached",
+        "io" => "IO-bound",
+        c => c,
+    }
+}
+
+/// An engine's label as the short report shows it: a corner in words
+/// (`cache:rocksdb` is `cached rocksdb`, `io:rocksdb` is `IO-bound
+/// rocksdb`); other labels as they are.
+pub(crate) fn shown(label: &str) -> String {
+    match label.split_once(':') {
+        Some((c @ ("cache" | "io"), e)) => format!("{} {e}", corner_word(c)),
+        _ => label.to_string(),
+    }
+}
+
 /// Merges runs into one view: engines are labelled by each run's corner
 /// (`cache:ENGINE`, `io:ENGINE`) when the runs are one each of different
 /// corners (`--bound cache,io`), else `RUN:ENGINE`; steps keep their order
@@ -325,7 +344,14 @@ pub fn merge(views: Vec<RunView>) -> RunView {
     let notes: Vec<String> = views
         .iter()
         .zip(&labels)
-        .map(|(v, l)| format!("{l}: run {}, {}", v.id, corner_summary(&v.recorded)))
+        .map(|(v, l)| {
+            format!(
+                "{}: run {}, {}",
+                corner_word(l),
+                v.id,
+                corner_summary(&v.recorded)
+            )
+        })
         .collect();
     let mut views = views.into_iter().zip(labels);
     let Some((mut out, first)) = views.next() else {
@@ -543,8 +569,8 @@ mod tests {
         assert_eq!(
             m.corners,
             vec![
-                "cache: run 7, memory unlimited (engine cache 64MB), storage slow-ssd",
-                "io: run 8, memory 256MB (engine cache 64MB), storage slow-ssd"
+                "cached: run 7, memory unlimited (engine cache 64MB), storage slow-ssd",
+                "IO-bound: run 8, memory 256MB (engine cache 64MB), storage slow-ssd"
             ]
         );
         let t = render_corner_ratios(&m);

@@ -83,6 +83,28 @@ pub fn render(run: &RunView) -> String {
     o
 }
 
+/// The short report's one line on the model: how many figures differ
+/// from the prediction by more than 2×, and where their table is; empty
+/// when no step has a prediction.
+pub fn diverging_line(run: &RunView) -> String {
+    let with: Vec<&StepView> = run
+        .steps
+        .iter()
+        .filter(|s| extra(s, "pred_write_amp").is_some())
+        .collect();
+    let all: Vec<_> = with.iter().flat_map(|s| &s.checks).collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let n = all.iter().filter(|k| k.diverges()).count();
+    let agree = all.iter().filter(|k| k.verdict == Verdict::Agree).count();
+    format!(
+        "
+the model: {agree} of {} write-amp and space-amp figures agree with its prediction within 2×, {n} differ by more (the others wrote nothing or were not measured); `run -v` or `ampbench report` lists each with its likely reason\n",
+        all.len()
+    )
+}
+
 /// The figures where measured and predicted differ by more than 2×,
 /// with the likely reason; consecutive steps of an engine that differ
 /// the same way share a row. No rows when no step has a prediction.
@@ -117,6 +139,7 @@ pub fn diverging(run: &RunView) -> Table {
     .label("likely reason");
     for g in groups(&with) {
         let k = g.check;
+        let engine = super::compare::shown(g.engine);
         let ratio = k.ratio().map_or("-".into(), |r| {
             if r >= 1.0 {
                 format!("{r:.1}× above")
@@ -134,7 +157,7 @@ pub fn diverging(run: &RunView) -> Table {
             n => format!("{}…{} ({n})", g.first, g.last),
         };
         t.row(vec![
-            g.engine.to_string(),
+            engine,
             steps,
             k.figure.name().to_string(),
             cell(k.measured, 2),

@@ -4,7 +4,9 @@
 //! Every figure per engine and step stays in `ampbench report` (and in
 //! `run -v`'s closing report).
 
-use super::compare::{base_pairs, by_corner, corner_pairs, engines, find, floor, steps};
+use super::compare::{
+    base_pairs, by_corner, corner_pairs, corner_word, engines, find, floor, shown, steps,
+};
 use super::table::Table;
 use crate::metrics::Metric;
 use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES, Status};
@@ -13,6 +15,7 @@ use crate::results::{RunView, StepView};
 /// The short report: the run's header, then the tables of [`tables`].
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let mut o = super::text::header(run);
+    o.push_str(&legend(run).text());
     for t in tables(run, base) {
         o.push_str(&t.text());
     }
@@ -22,12 +25,31 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o.push_str(&super::repeat::render(run));
     o.push_str(&super::slices::render(run));
     o.push_str(&super::sweep::render(run));
-    o.push_str(&super::model::diverging(run).text());
+    // The model's divergences in one line: their table is in the full
+    // report (`run -v`, `ampbench report`).
+    o.push_str(&super::model::diverging_line(run));
     o.push_str(&super::text::workload_notes(run));
     o.push_str(&super::text::notes(run, &[]));
     o.push_str(&super::concurrency::render(run));
     o.push_str(&super::clients::render(run));
     o
+}
+
+/// What each step that ran does, once (its name is all the tables
+/// show): the first engine's record of it.
+pub(super) fn legend(run: &RunView) -> Table {
+    let mut t = Table::new("steps", "step").label("what it does");
+    for st in steps(run) {
+        let about = run
+            .steps
+            .iter()
+            .filter(|s| s.step == st)
+            .find_map(|s| s.about.clone());
+        if let Some(a) = about {
+            t.row(vec![st, a.trim_end_matches('.').to_string()]);
+        }
+    }
+    t
 }
 
 /// A figure of a step, formatted.
@@ -51,7 +73,7 @@ pub(super) fn pivot_as(
     let es = engines(run);
     let mut t = Table::new(title, "step");
     for e in &es {
-        t = t.figure(e.clone());
+        t = t.figure(shown(e));
     }
     // Consecutive steps with the same cells share a row (`pqw.1…rq.n`):
     // a read-only step leaves sizes and space-amp as they were.
@@ -166,18 +188,37 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
     v
 }
 
-/// ops/s per step and engine; a step that did not finish is marked `!`.
+/// ops/s per step and engine; a step that did not finish is marked `!`,
+/// one in which no operation finished is `none` (with a note saying in
+/// how long).
 fn ops(run: &RunView) -> Table {
     let mut t = pivot(run, "operations/second", true, &|s| {
         let v = s.fig(Metric::OpsPerSec)?;
         let mark = if s.status == Status::Done { "" } else { "!" };
+        if none_finished(s) {
+            return Some(format!("none{mark}"));
+        }
         Some(format!("{v:.0}{mark}"))
     });
     if t.rows.iter().flatten().any(|c| c.ends_with('!')) {
         t.notes
             .push("!: the step failed or was stopped (see the note: lines below)".into());
     }
+    for s in run.steps.iter().filter(|s| none_finished(s)) {
+        t.notes.push(format!(
+            "none: {} {}: no operation finished in {:.0} s (its ratios are left empty)",
+            shown(&s.engine),
+            s.step,
+            s.secs.unwrap_or(0.0)
+        ));
+    }
     t
+}
+
+/// True for a step that ran and in which no operation finished: its
+/// ops/s is 0, and a ratio to it or of it says nothing.
+pub(super) fn none_finished(s: &StepView) -> bool {
+    s.fig(Metric::OpsPerSec) == Some(0.0)
 }
 
 /// Measured amplification with the model's prediction in brackets (none
@@ -195,8 +236,12 @@ fn amp(run: &RunView, m: Metric, pred: &str, name: &str) -> Table {
     )
 }
 
-/// A ratio of ops/s, `-*` below the floor, `~` when not significant.
+/// A ratio of ops/s, `-*` below the floor, `~` when not significant;
+/// none when either step finished no operation.
 fn ops_ratio(s: &StepView, b: &StepView) -> Option<String> {
+    if none_finished(s) || none_finished(b) {
+        return None;
+    }
     match super::repeat::ratio(Metric::OpsPerSec, s, b) {
         Ok((r, Some(ci))) if !ci.significant() => Some(format!("{r:.2}~")),
         Ok((r, _)) => Some(format!("{r:.2}")),
@@ -214,7 +259,10 @@ fn ratios(run: &RunView, base: &str) -> Table {
     pairs.extend(more);
     let title = if by_corner(run) {
         format!(
-            "ops/s: ratios to {base} in its corner, and of each corner to {first}, per engine (io:ENGINE / {first}:ENGINE); above 1 is faster"
+            "ops/s: ratios to {} among engines of the same memory, and per engine of IO-bound to {} (IO-bound ENGINE / {} ENGINE); above 1 is faster",
+            shown(base),
+            corner_word(&first),
+            corner_word(&first)
         )
     } else {
         format!("ops/s: ratios to {base}; above 1 is faster")
@@ -225,9 +273,9 @@ fn ratios(run: &RunView, base: &str) -> Table {
     let mut t = Table::new(title, "step");
     for (e, b) in &pairs {
         t = t.figure(if named(e) {
-            format!("{e}/{b}")
+            format!("{}/{}", shown(e), shown(b))
         } else {
-            e.clone()
+            shown(e)
         });
     }
     if pairs.is_empty() {
@@ -265,7 +313,7 @@ fn p99(run: &RunView) -> Table {
     )
     .label("op");
     for e in &es {
-        t = t.figure(e.clone());
+        t = t.figure(shown(e));
     }
     for st in steps(run) {
         let mut ops: Vec<&str> = Vec::new();
@@ -296,17 +344,17 @@ fn p99(run: &RunView) -> Table {
 /// row per step and figure. The memory cgroup's per step are left out:
 /// the run's line for each engine gives their peak and total.
 fn workload_figures(run: &RunView) -> Table {
-    let shown = |k: &str| super::text::own_extra(k) && k != MEM_PEAK_MB && k != MEM_LIMIT_HITS;
+    let own = |k: &str| super::text::own_extra(k) && k != MEM_PEAK_MB && k != MEM_LIMIT_HITS;
     let es = engines(run);
     let mut t = Table::new("workload figures", "step").label("figure");
     for e in &es {
-        t = t.figure(e.clone());
+        t = t.figure(shown(e));
     }
     for st in steps(run) {
         let mut keys: Vec<&str> = Vec::new();
         for e in &es {
             if let Some(s) = find(run, e, &st) {
-                for (k, _) in s.extras.iter().filter(|(k, _)| shown(k)) {
+                for (k, _) in s.extras.iter().filter(|(k, _)| own(k)) {
                     if !keys.contains(&k.as_str()) {
                         keys.push(k);
                     }
@@ -323,4 +371,34 @@ fn workload_figures(run: &RunView) -> Table {
         }
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 47: a step in which no operation finished says so under
+    /// the table, and its ratio is left empty (not 0.00).
+    #[test]
+    fn a_step_with_no_operation_says_so() {
+        let mut slow = StepView::with_figures("lmdb", "ows.1", &[(Metric::OpsPerSec, 0.0)]);
+        slow.secs = Some(1.0);
+        let run = RunView {
+            steps: vec![
+                StepView::with_figures("rocksdb", "ows.1", &[(Metric::OpsPerSec, 1686.0)]),
+                slow,
+            ],
+            ..RunView::empty()
+        };
+        let t = ops(&run);
+        assert_eq!(t.rows, vec![vec!["ows.1", "1686", "none"]]);
+        assert!(
+            t.notes.iter().any(|n| n
+                == "none: lmdb ows.1: no operation finished in 1 s (its ratios are left empty)"),
+            "{:?}",
+            t.notes
+        );
+        let r = ratios(&run, "rocksdb");
+        assert_eq!(r.rows, vec![vec!["ows.1", "-"]]);
+    }
 }

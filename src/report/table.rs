@@ -101,9 +101,23 @@ impl Table {
             }
             return o;
         }
+        // Figures with their digits grouped (`8,977,548`): text only, the
+        // data formats keep plain numbers.
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .zip(&self.columns)
+                    .map(|(c, col)| match col.align {
+                        Align::Right => grouped(c),
+                        Align::Left => c.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
         let width = |i: usize| {
-            self.rows
-                .iter()
+            rows.iter()
                 .map(|r| r[i].chars().count())
                 .chain([self.columns[i].name.chars().count()])
                 .max()
@@ -130,7 +144,7 @@ impl Table {
         };
         let _ = writeln!(o, "\n{}", self.title);
         line(&mut o, &mut self.columns.iter().map(|c| c.name.as_str()));
-        for r in &self.rows {
+        for r in &rows {
             line(&mut o, &mut r.iter().map(String::as_str));
         }
         for n in &self.notes {
@@ -185,9 +199,65 @@ impl Table {
     }
 }
 
+/// A cell that is a number of five or more integer digits (a sign, a
+/// fraction and a trailing marker such as `!` allowed) with its integer
+/// digits in groups of three: `14884524` is `14,884,524`; any other cell
+/// as it is.
+pub fn grouped(cell: &str) -> String {
+    let (sign, rest) = match cell.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", cell),
+    };
+    let int_len = rest.chars().take_while(char::is_ascii_digit).count();
+    let tail = &rest[int_len..];
+    let tail_ok = match tail.strip_prefix('.') {
+        Some(f) => f
+            .trim_end_matches(['!', '~', '*'])
+            .chars()
+            .all(|c| c.is_ascii_digit()),
+        None => tail.chars().all(|c| matches!(c, '!' | '~' | '*')),
+    };
+    if int_len < 5 || !tail_ok {
+        return cell.to_string();
+    }
+    let digits = &rest[..int_len];
+    let mut out = String::from(sign);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (int_len - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out.push_str(tail);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_figures_are_grouped_in_text_only() {
+        assert_eq!(grouped("8977548"), "8,977,548");
+        assert_eq!(grouped("14884524!"), "14,884,524!");
+        assert_eq!(grouped("123456.75"), "123,456.75");
+        assert_eq!(grouped("-100000"), "-100,000");
+        for same in [
+            "9999",
+            "0.264/0.201",
+            "1.21 (0.58)",
+            "-",
+            "none",
+            "12345abc",
+            "2.30~",
+        ] {
+            assert_eq!(grouped(same), same);
+        }
+        let mut t = Table::new("ops/s", "step").figure("rocksdb");
+        t.row(vec!["load".into(), "388044".into()]);
+        assert!(t.text().contains("388,044"), "{}", t.text());
+        assert!(t.csv().contains("388044") && t.markdown().contains("388044"));
+    }
 
     fn two() -> Table {
         let mut t = Table::new("ops/s", "step").figure("rocksdb").figure("lmdb");
@@ -201,7 +271,7 @@ mod tests {
     fn text_pads_each_column_to_its_widest_cell() {
         assert_eq!(
             two().text(),
-            "\nops/s\nstep   rocksdb    lmdb\nload    204338  171986\nows.1      798       -\na note\n"
+            "\nops/s\nstep   rocksdb     lmdb\nload   204,338  171,986\nows.1      798        -\na note\n"
         );
     }
 

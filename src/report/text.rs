@@ -24,6 +24,7 @@ pub(super) fn gb(v: Option<f64>) -> String {
 /// `base` (default: the first engine) follows the efficiency table.
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let mut o = header(run);
+    o.push_str(&super::summary::legend(run).text());
     let es = engines(run);
     // 1. Throughput side by side; calls where a call is several
     // operations; size after each step.

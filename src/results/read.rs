@@ -74,6 +74,10 @@ pub struct StepView {
     pub engine: String,
     /// Step name.
     pub step: String,
+    /// What the step does, one line, as recorded in its spec (None for
+    /// a run recorded before steps said so).
+    #[serde(skip)]
+    pub about: Option<String>,
     /// How the step ended (`running`: never finished, the process died;
     /// figures then come from the completed intervals).
     pub status: Status,
@@ -154,6 +158,7 @@ impl StepView {
             identity: crate::names::StepIdentity::parse(step),
             engine: engine.into(),
             step: step.into(),
+            about: None,
             status: crate::names::Status::Done,
             error: None,
             secs: Some(1.0),
@@ -367,6 +372,9 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                 ordinal: row.get(1)?,
                 engine: row.get(2)?,
                 step: label.clone(),
+                about: spec
+                    .as_ref()
+                    .and_then(|v| v["about"].as_str().map(String::from)),
                 status: status(row.get(4)?, 4)?,
                 error: row.get(5)?,
                 secs: row.get(6)?,

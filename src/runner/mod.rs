@@ -454,6 +454,11 @@ fn begin<'c>(
         .into());
     }
     let (steps, added) = steps_run(cfg);
+    // A target that refuses this client (a wrong password, a host that
+    // does not answer): said now, before the run is recorded.
+    if let Some(t) = &cfg.target {
+        crate::engine::target::preflight(t)?;
+    }
     // A server that runs as its own user must reach its data below --dir:
     // said now, not as initdb's "Permission denied".
     for e in &cfg.engines {

@@ -84,6 +84,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
             secs: d.secs,
             bytes_per_op: (d.ops > 0).then(|| d.written as f64 / d.ops as f64),
             pending_compaction: pending,
+            syncs: d.step.syncs(),
         };
         let [w, s] = checks(&p, &m);
         lines.push(format!("{EXPLAIN_NOTE}{}; {}", w.line(), s.line()));

@@ -54,6 +54,7 @@ pub(super) fn run_step(
         "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
         "allocator": eng.pid().map(|p| r.cfg.allocator.describe(p)),
         "identity": at.identity(step),
+        "about": step.about(),
     });
     // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
     let label = at.label(step);

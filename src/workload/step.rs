@@ -28,6 +28,12 @@ pub trait StepKind: Copy {
     fn repeatable(self) -> bool {
         !self.loads()
     }
+    /// Whether its writes commit with a sync: Some when the step decides
+    /// it, None when an engine's or server's own setting (or a
+    /// parameter) does. The model's explanation weighs it.
+    fn syncs(self) -> Option<bool> {
+        None
+    }
 }
 
 /// A step of one of the workloads.
@@ -62,6 +68,14 @@ impl Step {
     /// The step's name (`load`, `pq.1`, `readrandom`, …).
     pub fn name(self) -> &'static str {
         each!(self, s => s.name())
+    }
+    /// What the step does, one line (its doc comment).
+    pub fn about(self) -> &'static str {
+        each!(self, s => s.about())
+    }
+    /// See [`StepKind::syncs`].
+    pub fn syncs(self) -> Option<bool> {
+        each!(self, s => s.syncs())
     }
     /// See [`StepKind::loads`].
     pub fn loads(self) -> bool {

@@ -37,10 +37,29 @@ use codec::{binary_row, column_type, le, lenenc, put_params, text_row};
 const MORE_RESULTS: u16 = 0x0008;
 /// The most statements a connection keeps prepared.
 const MAX_STMTS: usize = 256;
-/// The longest packet taken from a server, its parts joined: MariaDB's
-/// largest max_allowed_packet (1 GB) is more than any workload here
-/// sends; a server that says more is refused, not believed.
-const MAX_PACKET: usize = 256 << 20;
+/// What a connection takes from a server before it refuses the rest as
+/// not believable: a target ampbench did not start is not trusted with
+/// this process's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest packet, its parts joined (`max-packet=` in a
+    /// `mysql://` URL).
+    pub packet: usize,
+    /// The most bytes of rows one result may bring (`max-result=`).
+    pub result: u64,
+}
+
+impl Default for Limits {
+    /// 64 MiB packets (a workload's longest row is far shorter) and
+    /// 256 MiB results (LinkBench's longest list, 10,000 links, is about
+    /// 2 MB).
+    fn default() -> Limits {
+        Limits {
+            packet: 64 << 20,
+            result: 256 << 20,
+        }
+    }
+}
 /// The most columns a result may have (MariaDB's limit per table).
 const MAX_COLUMNS: u64 = 4096;
 
@@ -210,6 +229,8 @@ pub struct Conn {
     in_flight: bool,
     /// How long a read or write may wait.
     timeout: Option<std::time::Duration>,
+    /// What it takes from the server.
+    limits: Limits,
 }
 
 impl Conn {
@@ -267,7 +288,13 @@ impl Conn {
             cache_metadata: false,
             in_flight: false,
             timeout,
+            limits: Limits::default(),
         }
+    }
+
+    /// Sets what the connection takes from the server ([`Limits`]).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
     }
 
     /// Begins a request: refused when an earlier one broke off in the
@@ -378,7 +405,7 @@ impl Conn {
 
     /// Reads one packet (joining the parts of a long one). Each packet
     /// must carry the sequence number that follows the last one, and a
-    /// joined packet may not pass [`MAX_PACKET`].
+    /// joined packet may not pass [`Limits::packet`].
     fn read_packet(&mut self) -> Result<()> {
         self.joined = None;
         loop {
@@ -393,8 +420,11 @@ impl Conn {
                 );
             }
             self.seq = h[3].wrapping_add(1);
-            if self.joined.as_ref().map_or(0, Vec::len) + len > MAX_PACKET {
-                bail!("mariadb: the server sent a packet of more than {MAX_PACKET} bytes");
+            if self.joined.as_ref().map_or(0, Vec::len) + len > self.limits.packet {
+                bail!(
+                    "mariadb: the server sent a packet of more than {} bytes (max-packet= in the URL)",
+                    self.limits.packet
+                );
             }
             self.start += 4;
             self.fill(len)?;
@@ -501,8 +531,16 @@ impl Conn {
                 }
             }
         }
+        let mut taken = 0u64;
         loop {
             self.read_packet()?;
+            taken += self.pkt().len() as u64;
+            if taken > self.limits.result {
+                bail!(
+                    "mariadb: a result of more than {} bytes of rows (max-result= in the URL)",
+                    self.limits.result
+                );
+            }
             // The packet's fields borrowed apart from the row and columns,
             // so a row is decoded where it lies.
             let p = match &self.joined {
@@ -872,6 +910,42 @@ mod tests {
         }
     }
 
+    /// Issue 47: a target's packets and results are capped, each cap
+    /// its own one-line error naming the URL parameter.
+    #[test]
+    fn packets_and_results_past_the_limits_are_refused() {
+        let r = results_bytes(false);
+        for (limits, says) in [
+            (
+                Limits {
+                    packet: 64 << 20,
+                    result: 10,
+                },
+                "max-result",
+            ),
+            (
+                Limits {
+                    packet: 8,
+                    result: 1 << 20,
+                },
+                "max-packet",
+            ),
+        ] {
+            let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(r[1..].to_vec())), None);
+            c.set_limits(limits);
+            let e = c
+                .exec_each(REPLAY_SQL, &[Val::Int(1), Val::Null], Some(&mut |_| {}))
+                .unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{e:#}");
+        }
+        // Within the default limits, the same bytes read.
+        let mut c = Conn::over(Stream::Replay(std::io::Cursor::new(r[1..].to_vec())), None);
+        let mut n = 0;
+        c.exec_each(REPLAY_SQL, &[Val::Int(1), Val::Null], Some(&mut |_| n += 1))
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
     /// Issue 31: what a server may not do. Each is an error, and a
     /// connection left in the middle of a response refuses the next
     /// statement rather than read the old response's packets as its own.
@@ -882,7 +956,7 @@ mod tests {
         bad[3] = 5;
         let e = replay_login(&bad).unwrap();
         assert!(e.contains("out of step"), "{e}");
-        // A header announcing more continuation than MAX_PACKET: parts of
+        // A header announcing more continuation than the limit: parts of
         // 16 MB - 1 without end.
         let mut s = Script(Vec::new());
         let part = vec![0u8; 0xff_ffff];

@@ -170,6 +170,17 @@ pub fn check_joined_db(note: &str, named: Option<&str>) -> Result<(), crate::Usa
     }
 }
 
+/// Logs in to the target's every endpoint once, before a run records
+/// anything: its failure is bad input (a wrong password, an unreachable
+/// host, a refused TLS handshake), one line naming the URL.
+pub fn preflight(spec: &TargetSpec) -> Result<(), crate::UsageError> {
+    let r = match spec.target.protocol {
+        Protocol::MySql => mysql::preflight(spec),
+        Protocol::Postgres => postgres::preflight(spec),
+    };
+    r.map_err(|e| crate::UsageError(format!("--target {e:#}")))
+}
+
 /// A fresh database name: `ampbench_` and 12 random hex digits.
 pub fn fresh_db_name() -> Result<String> {
     Ok(format!(

@@ -219,7 +219,7 @@ fn connect_to(
         }),
         None => None,
     };
-    mywire::Conn::connect(
+    let mut c = mywire::Conn::connect(
         Addr::Tcp(*at),
         &spec.target.user,
         spec.target.password.as_deref().unwrap_or_default(),
@@ -227,7 +227,13 @@ fn connect_to(
         Some(timeout.unwrap_or(CONNECT_TIMEOUT)),
         tls.as_ref(),
         spec.target.public_key_request,
-    )
+    )?;
+    let d = mywire::Limits::default();
+    c.set_limits(mywire::Limits {
+        packet: spec.target.max_packet.map_or(d.packet, |n| n as usize),
+        result: spec.target.max_result.unwrap_or(d.result),
+    });
+    Ok(c)
 }
 
 /// An external MariaDB or MySQL server with the benchmark's database.
@@ -336,6 +342,24 @@ fn has_db(c: &mut mywire::Conn, db: &str) -> Result<bool> {
         ),
     )?
     .is_some())
+}
+
+/// Logs in to every endpoint once, before the run records anything: a
+/// wrong password, an unreachable host or a refused TLS handshake is one
+/// line and nothing else.
+pub fn preflight(spec: &TargetSpec) -> Result<()> {
+    let tls = super::tls::client_config(&spec.target)?;
+    let shown = spec.target.shown();
+    for ep @ (e, _) in Endpoints::resolve(&spec.target)?.all() {
+        connect_to(spec, tls.as_ref(), ep, None, None).map_err(|err| {
+            anyhow!(
+                "{shown}: cannot log in to {e} as {}: {}",
+                spec.target.user,
+                one_line(&err)
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Opens the target: checks who it is, makes or checks the database.

@@ -144,6 +144,25 @@ fn has_db(c: &mut Client, db: &str) -> Result<bool> {
     )
 }
 
+/// Logs in to every endpoint once, before the run records anything: a
+/// wrong password, an unreachable host or a refused TLS handshake is one
+/// line and nothing else.
+pub fn preflight(spec: &TargetSpec) -> Result<()> {
+    let tls = super::tls::client_config(&spec.target)?;
+    let shown = spec.target.shown();
+    let login_db = spec.target.db.clone().unwrap_or_else(|| "postgres".into());
+    for ep @ (e, _) in Endpoints::resolve(&spec.target)?.all() {
+        connect_to(spec, tls.as_ref(), ep, &login_db).map_err(|err| {
+            anyhow!(
+                "{shown}: cannot log in to {e} as {}: {}",
+                spec.target.user,
+                one_line(&err)
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// Opens the target: checks who it is, makes or checks the database.
 pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<dyn Engine>> {
     let tls = super::tls::client_config(&spec.target)?;

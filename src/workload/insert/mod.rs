@@ -47,7 +47,7 @@ crate::named! {
         CreateIndexes = "l.x",
         /// Inserts and deletes at full speed, 50 rows per commit.
         WriteI1 = "l.i1",
-        /// The same, 5 rows per commit.
+        /// Inserts and deletes at full speed, 5 rows per commit.
         WriteI2 = "l.i2",
         /// Debt reduction: flush, compact, purge, vacuum, checkpoint.
         Debt = "debt",

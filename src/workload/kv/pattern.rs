@@ -42,29 +42,29 @@ crate::named! {
     pub enum PatternStep: "pattern step" {
         /// Insert every document in batches, no sync.
         Load = "load",
-        /// Overwrite one document per commit, sync on commit, one thread.
+        /// Overwrites, one document a commit, synced; one thread.
         Ows1 = "ows.1",
-        /// The same with `--threads` threads.
+        /// Overwrites, one document a commit, synced; `--threads` threads.
         OwsN = "ows.n",
-        /// Point reads with a rate-limited background writer, one thread.
+        /// Point reads beside a rate-limited writer; one thread.
         Pqw1 = "pqw.1",
-        /// The same with `--threads` threads.
+        /// Point reads beside a rate-limited writer; `--threads` threads.
         PqwN = "pqw.n",
-        /// Range reads with the background writer, one thread.
+        /// Range reads beside a rate-limited writer; one thread.
         Rqw1 = "rqw.1",
-        /// The same with `--threads` threads.
+        /// Range reads beside a rate-limited writer; `--threads` threads.
         RqwN = "rqw.n",
-        /// Point reads, one thread.
+        /// Point reads; one thread.
         Pq1 = "pq.1",
-        /// The same with `--threads` threads.
+        /// Point reads; `--threads` threads.
         PqN = "pq.n",
-        /// Range reads, one thread.
+        /// Range reads; one thread.
         Rq1 = "rq.1",
-        /// The same with `--threads` threads.
+        /// Range reads; `--threads` threads.
         RqN = "rq.n",
-        /// Overwrites without sync, one thread.
+        /// Overwrites without sync; one thread.
         Owa1 = "owa.1",
-        /// The same with `--threads` threads.
+        /// Overwrites without sync; `--threads` threads.
         OwaN = "owa.n",
     }
 }
@@ -78,6 +78,15 @@ impl StepKind for PatternStep {
     }
     fn concurrent(self) -> bool {
         self.name().ends_with(".n")
+    }
+    fn syncs(self) -> Option<bool> {
+        use PatternStep::*;
+        match self {
+            Ows1 | OwsN => Some(true),
+            Load | Owa1 | OwaN => Some(false),
+            // The background writer's `writer_sync`; the rest only read.
+            _ => None,
+        }
     }
 }
 

@@ -94,9 +94,10 @@ int ampbench_rocksdb_reader_get(ampbench_rocksdb_reader* r, void* db,
   return -1;
 }
 
-// 1 when the library loaded at run time is the major.minor release whose
-// headers this file was compiled with, 0 otherwise; the library's version
-// ("7.8.3") is copied into buf (up to n bytes, NUL-terminated).
+// 1 when the library loaded at run time is the very release (major,
+// minor and patch) whose headers this file was compiled with, 0
+// otherwise; the library's version ("7.8.3") is copied into buf (up to n
+// bytes, NUL-terminated).
 int ampbench_rocksdb_library_matches(char* buf, size_t n) {
   std::string v = rocksdb::GetRocksVersionAsString(true);
   if (n > 0) {
@@ -105,8 +106,18 @@ int ampbench_rocksdb_library_matches(char* buf, size_t n) {
     buf[k] = 0;
   }
   std::string want = std::to_string(ROCKSDB_MAJOR) + "." +
-                     std::to_string(ROCKSDB_MINOR);
-  return rocksdb::GetRocksVersionAsString(false) == want ? 1 : 0;
+                     std::to_string(ROCKSDB_MINOR) + "." +
+                     std::to_string(ROCKSDB_PATCH);
+  return v == want ? 1 : 0;
+}
+
+// The two ReadOptions flags this file reads through a C API read-options
+// handle (rocksdb_readoptions_t*): fill_cache as bit 0 and
+// verify_checksums as bit 1. Set through the C API and read back here,
+// they show whether the handle's layout is the one assumed above.
+int ampbench_rocksdb_readoptions_probe(const void* ro) {
+  const rocksdb::ReadOptions& o = read_options_of(ro);
+  return (o.fill_cache ? 1 : 0) | (o.verify_checksums ? 2 : 0);
 }
 
 }  // extern "C"

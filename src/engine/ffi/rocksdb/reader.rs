@@ -38,6 +38,7 @@ unsafe extern "C" {
         err: *mut *mut c_char,
     ) -> c_int;
     fn ampbench_rocksdb_library_matches(buf: *mut c_char, n: usize) -> c_int;
+    fn ampbench_rocksdb_readoptions_probe(ro: *const c_void) -> c_int;
 }
 
 /// How point reads are made in this process: `Ok` through the shim
@@ -56,15 +57,38 @@ fn shim_holds() -> std::result::Result<(), String> {
     let mut buf = [0 as c_char; 32];
     // SAFETY: the shim writes at most `buf.len()` bytes, NUL-terminated.
     let ok = unsafe { ampbench_rocksdb_library_matches(buf.as_mut_ptr(), buf.len()) };
-    if ok == 1 {
-        return Ok(());
+    if ok != 1 {
+        // SAFETY: NUL-terminated within `buf` (above).
+        let v = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+        return Err(format!(
+            "the library loaded is {} but the read shim was built for {HEADERS}'s handle layout",
+            v.to_string_lossy()
+        ));
     }
-    // SAFETY: NUL-terminated within `buf` (above).
-    let v = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    Err(format!(
-        "the library loaded is {} but the read shim was built for {HEADERS}'s handle layout",
-        v.to_string_lossy()
-    ))
+    // The same release: still, the read-options handle must read back
+    // what the C API set in it, in each of four states.
+    // SAFETY: a handle the C API makes and destroys below; the probe
+    // reads two flags of the ReadOptions it wraps.
+    unsafe {
+        let ro = sys::rocksdb_readoptions_create();
+        if ro.is_null() {
+            return Err("the C API made no read options".into());
+        }
+        let mut held = true;
+        for want in 0..4 {
+            sys::rocksdb_readoptions_set_fill_cache(ro, (want & 1) as u8);
+            sys::rocksdb_readoptions_set_verify_checksums(ro, (want >> 1) as u8);
+            held &= ampbench_rocksdb_readoptions_probe(ro as *const c_void) == want;
+        }
+        sys::rocksdb_readoptions_destroy(ro);
+        if !held {
+            return Err(
+                "the library's read-options handle does not read back as the shim's layout assumes"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Without the shim: the C API, and why.
