@@ -443,21 +443,24 @@ impl Meeting {
         }
     }
 
-    /// The clients that have arrived at barrier `name`.
-    pub fn arrived(&mut self, results: &mut Results, name: &str) -> Result<Vec<usize>> {
+    /// Whether barrier `name` may have let some client through: every
+    /// client has arrived at it or has left the run (failed, died, given
+    /// up), as a waiting client sees it when it leaves the barrier.
+    pub fn released(&mut self, results: &mut Results, name: &str) -> Result<bool> {
         let run = self.run;
-        Ok(results
-            .db()
-            .tx(|t| {
-                t.query(
-                    "SELECT client FROM barriers WHERE run_id = ?1 AND name = ?2",
-                    vals![run, name],
-                )
-            })?
-            .iter()
-            .filter_map(|r| r[0].int())
-            .map(|c| c as usize)
-            .collect())
+        let (arrived, gone) = results.db().tx(|t| {
+            let arrived = t.query(
+                "SELECT client FROM barriers WHERE run_id = ?1 AND name = ?2",
+                vals![run, name],
+            )?;
+            let gone = t.query(
+                "SELECT client FROM run_clients WHERE run_id = ?1 AND status IN ('failed', 'died', 'lost')",
+                vals![run],
+            )?;
+            Ok((arrived, gone))
+        })?;
+        let has = |rows: &[Vec<Val>], c: usize| rows.iter().any(|r| r[0].int() == Some(c as i64));
+        Ok((0..self.me.clients).all(|c| has(&arrived, c) || has(&gone, c)))
     }
 
     /// The clients of `which` that were given up for silence (`lost`)

@@ -111,15 +111,16 @@ impl InProcess {
                 .find(|(k, _)| k == crate::engine::target::DATABASE_SETTING)
                 .map(|(_, v)| v.clone());
             if let Err(e) = r.barrier(&barrier, db.as_deref()) {
-                // Its database is dropped when the others never came;
-                // kept when one did, or the store cannot say.
+                // Its database is dropped when the barrier let no client
+                // through (one never came); kept when it may have, or the
+                // store cannot say.
                 drop(workload);
-                let came = r
+                let passed = r
                     .meeting
                     .as_mut()
-                    .map(|m| m.arrived(&mut r.results, &barrier));
-                match came {
-                    Some(Ok(v)) if v.iter().all(|c| *c == 0) => {
+                    .map(|m| m.released(&mut r.results, &barrier));
+                match passed {
+                    Some(Ok(false)) => {
                         let _ = eng.close();
                     }
                     _ => {
