@@ -366,35 +366,48 @@ impl<S> Watched<S> {
     /// connection starts, its authentication requests are judged.
     fn received(&mut self, b: &[u8]) {
         self.moved = tokio::time::Instant::now();
-        let (mut paid, mut asked, mut ok) = (0, None, false);
+        let (starting, allowed) = (self.starting, self.watch.allowed);
+        let (mut paid, mut asked, mut ok, mut refused) = (0, self.asked, false, None);
+        // Every authentication request is judged on its own, in order: a
+        // server may send several in one read (a refused one followed by
+        // an allowed one must still be refused).
         self.back.feed(b, b'R', |kind, body| match kind {
             b'Z' => paid += 1,
-            b'R' if body.len() == 4 => {
-                match u32::from_be_bytes([body[0], body[1], body[2], body[3]]) {
-                    0 => ok = true,
-                    3 => asked = Some(Auth::Password),
-                    5 => asked = Some(Auth::Md5),
-                    10 => asked = Some(Auth::Scram),
-                    _ => {}
+            b'R' if starting && body.len() == 4 && refused.is_none() && !ok => {
+                let a = match u32::from_be_bytes([body[0], body[1], body[2], body[3]]) {
+                    0 => {
+                        ok = true;
+                        return;
+                    }
+                    3 => Auth::Password,
+                    5 => Auth::Md5,
+                    10 => Auth::Scram,
+                    // SASL continue/final: part of the SCRAM exchange.
+                    11 | 12 => return,
+                    other => {
+                        refused = Some(format!(
+                            "the server asked for authentication method {other}, which this client does not speak; refused"
+                        ));
+                        return;
+                    }
+                };
+                asked = Some(a);
+                if !allowed.has(a) {
+                    refused = Some(match a {
+                        Auth::Password => "the server asked for the password in clear text; refused (it would travel readable: use TLS with a verified server, sslmode=verify-full, or allow it with require_auth=password)".to_string(),
+                        a => format!("the server asked for {} authentication, which require_auth does not allow; refused", a.name()),
+                    });
                 }
             }
             _ => {}
         });
         self.owed = self.owed.saturating_sub(paid);
-        if !self.starting {
-            return;
+        self.asked = asked;
+        if self.refused.is_none() {
+            self.refused = refused;
         }
-        if let Some(a) = asked {
-            self.asked = Some(a);
-            if !self.watch.allowed.has(a) {
-                self.refused = Some(match a {
-                    Auth::Password => "the server asked for the password in clear text; refused (it would travel readable: use TLS with a verified server, sslmode=verify-full, or allow it with require_auth=password)".to_string(),
-                    a => format!("the server asked for {} authentication, which require_auth does not allow; refused", a.name()),
-                });
-            }
-        }
-        if ok {
-            if self.asked.is_none() && !self.watch.allowed.has(Auth::None) {
+        if ok && starting {
+            if self.asked.is_none() && !allowed.has(Auth::None) && self.refused.is_none() {
                 self.refused = Some(
                     "the server let this client in without authentication, which require_auth does not allow; refused".into(),
                 );
@@ -593,7 +606,22 @@ mod tests {
         w.received(&b);
         assert!(w.refusal().is_none());
         assert_eq!((w.owed, w.starting), (0, false));
+        // Two requests in one read: a refused one, then an allowed one.
+        let mut w = Watched::new((), watch);
+        w.sent(&[0, 0, 0, 8, 0, 3, 0, 0]);
+        let mut b = msg(b'R', &3u32.to_be_bytes());
+        b.extend(msg(b'R', &10u32.to_be_bytes()));
+        w.received(&b);
+        assert!(w.refusal().unwrap().to_string().contains("clear text"));
+        // An unknown method (GSS) is refused by number.
+        let mut g = Watched::new((), watch);
+        g.received(&msg(b'R', &7u32.to_be_bytes()));
+        assert!(g.refusal().unwrap().to_string().contains("method 7"));
         // After the start, an 'R' in a reply is not judged.
+        let mut w = Watched::new((), watch);
+        let mut b = msg(b'R', &0u32.to_be_bytes());
+        b.extend(msg(b'Z', b"I"));
+        w.received(&b);
         w.sent(&msg(b'Q', b"SELECT 1\x00"));
         assert_eq!(w.owed, 1);
         w.received(&msg(b'R', &3u32.to_be_bytes()));

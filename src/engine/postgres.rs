@@ -112,13 +112,28 @@ pub struct Postgres {
     /// The unix socket's directory, for `--transport socket`.
     socket_dir: std::path::PathBuf,
     transport: super::Transport,
+    /// How long a reply may be owed (`--server-timeout`).
+    timeout: Duration,
+}
+
+impl Postgres {
+    /// Where connections go: the port, and `--server-timeout`.
+    fn at(&self) -> (u16, Duration) {
+        (self.port, self.timeout)
+    }
 }
 
 /// A connection to the server over TCP, watched (never the password in
 /// clear text; a reply due for the server's timeout with nothing moving
-/// ends it: `crate::address::pg::connect_local`).
-fn connect(port: u16, user: &str, db: &str, password: &str) -> Result<Client, postgres::Error> {
-    crate::address::pg::connect_local(port, user, db, password, super::SERVER_TIMEOUT)
+/// ends it: `crate::address::pg::connect_local`). `timeout` is
+/// `--server-timeout`.
+fn connect(
+    (port, timeout): (u16, Duration),
+    user: &str,
+    db: &str,
+    password: &str,
+) -> Result<Client, postgres::Error> {
+    crate::address::pg::connect_local(port, user, db, password, timeout)
 }
 
 impl Postgres {
@@ -198,6 +213,7 @@ impl Postgres {
             }
         }
         let port = free_port()?;
+        let wait = spec.timeout.unwrap_or(super::SERVER_TIMEOUT);
         if let Some(procs) = &spec.cgroup {
             // The server runs as postgres and joins the group itself.
             std::os::unix::fs::chown(procs, Some(uid), Some(gid))
@@ -232,7 +248,7 @@ impl Postgres {
                 &slog,
                 libc::SIGINT,
                 Duration::from_secs(60),
-                || connect(port, "postgres", "postgres", &pw).is_ok(),
+                || connect((port, wait), "postgres", "postgres", &pw).is_ok(),
             )
         }))?;
         // A server that stops answering is killed: an SSLRequest makes it
@@ -245,7 +261,7 @@ impl Postgres {
                 t,
             );
         }
-        let mut c = connect(port, "postgres", "postgres", &password)?;
+        let mut c = connect((port, wait), "postgres", "postgres", &password)?;
         // The password is hex: nothing to quote.
         c.batch_execute(&format!(
             "CREATE ROLE bench LOGIN SUPERUSER PASSWORD '{password}'"
@@ -272,6 +288,7 @@ impl Postgres {
             password,
             socket_dir: root,
             transport: spec.transport,
+            timeout: wait,
         })
     }
 }
@@ -489,7 +506,7 @@ impl SqlEngine for Postgres {
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let c = match self.transport {
-            super::Transport::Tcp => connect(self.port, "bench", "ampbench", &self.password),
+            super::Transport::Tcp => connect(self.at(), "bench", "ampbench", &self.password),
             // The socket is in a directory only the server's user and
             // root enter: no other server can answer there.
             super::Transport::Socket => postgres::Config::new()
@@ -532,14 +549,14 @@ impl Engine for Postgres {
         Some(self.server.pid())
     }
     fn counters(&self) -> Option<std::sync::Arc<dyn crate::probe::CounterSource>> {
-        let (port, pw) = (self.port, self.password.clone());
+        let (at, pw) = (self.at(), self.password.clone());
         Some(std::sync::Arc::new(super::target::postgres::Counters::new(
-            Box::new(move || connect(port, "postgres", "ampbench", &pw)),
+            Box::new(move || connect(at, "postgres", "ampbench", &pw)),
         )))
     }
     fn stats(&self) -> Result<EngineStats> {
         pg_stats(&mut connect(
-            self.port,
+            self.at(),
             "postgres",
             "ampbench",
             &self.password,
@@ -547,7 +564,7 @@ impl Engine for Postgres {
     }
     fn settle(&self) -> Result<String> {
         let t = Instant::now();
-        let mut c = connect(self.port, "postgres", "ampbench", &self.password)?;
+        let mut c = connect(self.at(), "postgres", "ampbench", &self.password)?;
         c.batch_execute("CHECKPOINT")?;
         Ok(format!("CHECKPOINT: {:.1}s", t.elapsed().as_secs_f64()))
     }

@@ -46,7 +46,7 @@ pub(super) fn legend(run: &RunView) -> Table {
             .filter(|s| s.step == st)
             .find_map(|s| s.about.clone());
         if let Some(a) = about {
-            t.row(vec![st, a.trim_end_matches('.').to_string()]);
+            t.row(vec![st, a.trim_end_matches('.').replace('`', "")]);
         }
     }
     t

@@ -138,6 +138,10 @@ struct Heartbeat {
 /// How often a client beats.
 const BEAT: Duration = Duration::from_secs(2);
 
+/// Seconds without a beat after which a client whose liveness lock no
+/// session holds is taken for dead (five beats).
+const DIED_AFTER: f64 = 10.0;
+
 impl Heartbeat {
     fn start(at: crate::address::Target, run: i64, client: usize) -> Heartbeat {
         let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
@@ -545,7 +549,7 @@ impl Meeting {
                 .iter()
                 .find(|(c, _, _)| *c == m)
                 .and_then(|(_, _, b)| *b)
-                .map_or(0.0, |b| now - b)
+                .map_or(f64::INFINITY, |b| now - b)
         };
         let absent: Vec<usize> = missing
             .iter()
@@ -564,7 +568,12 @@ impl Meeting {
             .collect();
         let mut dead = Vec::new();
         for d in running {
-            let why = if !held.contains(&(d as i64)) {
+            // Died: no session holds its lock and it has stopped beating
+            // (a store that restarted drops every lock, and the living
+            // take theirs again at their next use of it while they beat).
+            let why = if !held.contains(&(d as i64))
+                && silent(d) > DIED_AFTER.min(self.me.client_timeout)
+            {
                 (
                     "died",
                     format!("client {d} died: its store session ended mid-run"),

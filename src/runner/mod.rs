@@ -466,11 +466,13 @@ fn begin<'c>(
             engine::server::check_reachable(user, e.name(), &cfg.dir)?;
         }
     }
-    // A device in a directory others could rename things in: said now.
-    // Only root makes a device; anyone else runs on native storage.
+    // A device, or a server's directory, in a directory others could
+    // rename things in: said now. Only root makes a device; anyone else
+    // runs on native storage.
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if root && cfg.storage.class != setup::storage::StorageClass::Native {
+    let local_server = cfg.target.is_none() && cfg.engines.iter().any(|e| e.def().server);
+    if root && (cfg.storage.class != setup::storage::StorageClass::Native || local_server) {
         setup::storage::check_parent(&cfg.dir)?;
     }
     std::fs::create_dir_all(&cfg.dir)

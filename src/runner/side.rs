@@ -25,6 +25,14 @@ pub(super) trait EngineSide {
     ) -> Result<Option<(u64, u64)>>;
 }
 
+/// The run's tag for the target databases its clients share (see
+/// `engine::target::run_tag`), with `--clients`.
+fn run_tag(r: &Run<'_>) -> Option<String> {
+    r.meeting
+        .as_ref()
+        .map(|m| crate::engine::target::run_tag(m.run, &m.me.run_name))
+}
+
 /// An engine opened in this process, with its workload and probe.
 pub(super) struct InProcess {
     eng: Box<dyn Engine>,
@@ -65,7 +73,12 @@ impl InProcess {
             match db {
                 Some(db) => {
                     let named = cfg.target.as_ref().and_then(|t| t.db.as_deref());
-                    if let Err(e) = crate::engine::target::check_joined_db(&db, named) {
+                    let tag = run_tag(r);
+                    if let Err(e) = crate::engine::target::check_joined_db(
+                        &db,
+                        named,
+                        tag.as_deref().unwrap_or(""),
+                    ) {
                         writeln!(out, "{}: {e}", r.label)?;
                         fail_open(r, &e.0)?;
                         r.leave(&e.0)?;
@@ -83,6 +96,9 @@ impl InProcess {
             }
         }
         let mut target = cfg.target.clone();
+        if let Some(t) = target.as_mut() {
+            t.run_tag = run_tag(r);
+        }
         if let (Some(t), Some(db)) = (target.as_mut(), &r.joined_db) {
             t.db = Some(db.clone());
             t.joined = true;
@@ -172,13 +188,13 @@ impl EngineSide for InProcess {
         match keep {
             None => {
                 if let Err(e) = eng.close() {
-                    writeln!(out, "{kind}: close failed: {e:#}")?;
+                    writeln!(out, "{kind}: at close: {e:#}")?;
                 }
             }
             Some(why) => match eng.close_keeping() {
                 Ok(Some(left)) => writeln!(out, "{kind}: {left}: {why}")?,
                 Ok(None) => {}
-                Err(e) => writeln!(out, "{kind}: close failed: {e:#}")?,
+                Err(e) => writeln!(out, "{kind}: at close: {e:#}")?,
             },
         }
         Ok(None)

@@ -524,10 +524,12 @@ pub(super) fn unthrottle(maj_min: &str) {
 }
 
 /// Refuses a parent directory another user could rename things in: one
-/// (or one above it) that others may write and that is not sticky. There
-/// the image root made could be swapped for another file between its
-/// making and `losetup`, or the mount point for a link. A sticky
-/// directory such as /tmp is fine: nobody renames another's entries.
+/// (or one above it) that another user owns, or that others may write
+/// and that is not sticky. There what root makes (a device's image and
+/// mount point, a server's directory before it is handed over) could be
+/// swapped for a link between its making and its use. A sticky
+/// directory of root's such as /tmp is fine: nobody renames another's
+/// entries.
 pub fn check_parent(parent: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let dir = parent
@@ -537,14 +539,19 @@ pub fn check_parent(parent: &Path) -> Result<()> {
         let Ok(m) = std::fs::metadata(p) else {
             continue;
         };
-        if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
-            return Err(crate::UsageError(format!(
-                "--dir {}: {} is writable by other users and not sticky, so what ampbench makes there (the device's image and mount point) could be swapped; pass a directory only root can write in, or a sticky one like /tmp",
-                parent.display(),
-                p.display()
-            ))
-            .into());
-        }
+        let why = if m.uid() != 0 {
+            format!("is owned by uid {}, not root", m.uid())
+        } else if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+            "is writable by other users and not sticky".to_string()
+        } else {
+            continue;
+        };
+        return Err(crate::UsageError(format!(
+            "--dir {}: {} {why}, so what ampbench (as root) makes there (a device's image and mount point, a server's directory) could be swapped; pass a directory only root can write in, or a sticky one of root's like /tmp",
+            parent.display(),
+            p.display()
+        ))
+        .into());
     }
     Ok(())
 }

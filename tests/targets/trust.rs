@@ -79,19 +79,29 @@ fn clients_trust_only_what_they_can_check() {
 /// ampbench's form that holds someone's table, is refused, and that
 /// database is left as it was.
 fn forged_notes(w: &World) {
-    fixture::mariadb_root(
-        &w.db[0],
-        "CREATE DATABASE ampbench_0123456789ab; CREATE TABLE ampbench_0123456789ab.precious (id INT PRIMARY KEY)",
-    )
-    .expect("make a database");
-    for (name, db, says) in [
-        ("forged-shop", "shop", "names database 'shop'"),
+    // (run name, the note's database given the run's id, what the refusal
+    // says): another run's database, this run's form holding someone's
+    // table, and a database of someone's.
+    type Db = fn(i64, &str) -> String;
+    let cases: [(&str, Db, &str); 3] = [
+        ("forged-shop", |_, _| "shop".into(), "names database 'shop'"),
+        (
+            "forged-other-run",
+            |_, _| "ampbench_0123456789ab".into(),
+            "not one ampbench makes for this run",
+        ),
         (
             "forged-form",
-            "ampbench_0123456789ab",
+            |run, name| {
+                format!(
+                    "ampbench_{}abcdef",
+                    ampbench::engine::target::run_tag(run, name)
+                )
+            },
             "table ampbench does not know (precious)",
         ),
-    ] {
+    ];
+    for (name, db_of, says) in cases {
         let c1 = w
             .client(
                 1,
@@ -115,6 +125,14 @@ fn forged_notes(w: &World) {
             ),
             Duration::from_secs(30),
         );
+        let db = db_of(run.parse().expect("a run id"), name);
+        if db != "shop" {
+            fixture::mariadb_root(
+                &w.db[0],
+                &format!("CREATE DATABASE {db}; CREATE TABLE {db}.precious (id INT PRIMARY KEY)"),
+            )
+            .expect("make a database");
+        }
         w.store_sql(&format!(
             "INSERT INTO run_clients (run_id, client, host, joined, skew, status, beat) \
              VALUES ({run}, 0, 'forger', 'now', 0, 'running', extract(epoch FROM clock_timestamp())); \
@@ -131,11 +149,11 @@ fn forged_notes(w: &World) {
             !tables.contains("usertable"),
             "{name}: client 1 wrote into {db}: {tables}"
         );
+        if db != "shop" {
+            assert_eq!(tables.trim(), "precious", "{name}");
+            fixture::mariadb_root(&w.db[0], &format!("DROP DATABASE {db}")).expect("drop");
+        }
     }
-    let left =
-        fixture::mariadb_root(&w.db[0], "SHOW TABLES FROM ampbench_0123456789ab").expect("tables");
-    assert_eq!(left.trim(), "precious");
-    fixture::mariadb_root(&w.db[0], "DROP DATABASE ampbench_0123456789ab").expect("drop");
 }
 
 /// Client 1 stopped mid-step: client 0 gives it up after

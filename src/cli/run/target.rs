@@ -144,6 +144,7 @@ pub(super) fn config(
         db_owned: s.target_db_owned,
         keep: s.keep,
         joined: false,
+        run_tag: None,
     }))
 }
 

@@ -71,13 +71,15 @@ impl MariaDb {
         let tmpdir = root.join("tmp");
         let files = root.join("files");
         // The directory stays root's, and others may only pass through
-        // it (0711), until install-db has run: the script runs as root
-        // and changes the owner of the data directory it makes, which
-        // must not be a link the server's user planted. The server's
-        // temporary and file directories are made new and given to it.
+        // it (0711), until install-db has run; the data, temporary and
+        // file directories are made new and given to the server's user.
+        // install-db runs as that user, never as root: run as root it
+        // changes the owner of files in directories that user owns
+        // (`chown 0 …/auth_pam_tool`, then setuid) and writes into its
+        // data directory, each a way for that user to become root.
         std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o711))
             .with_context(|| format!("cannot set the mode of {}", root.display()))?;
-        for d in [&tmpdir, &files] {
+        for d in [&datadir, &tmpdir, &files] {
             crate::engine::server::create_dir_new(d, 0o700, owner)?;
         }
         // Debian's binaries, or another build's (`--server-bin`).
@@ -110,9 +112,18 @@ impl MariaDb {
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
             ])
-            .arg(format!("--user={user}"))
+            // The root socket account's system user, which the script
+            // would take from $USER (dropped below).
+            .arg(format!("--auth-root-socket-user={user}"))
             .arg(format!("--datadir={}", datadir.display()))
             .arg(format!("--tmpdir={}", tmpdir.display()));
+        if let Some((uid, gid)) = owner {
+            install
+                .uid(uid)
+                .gid(gid)
+                .env("USER", user)
+                .env("HOME", &tmpdir);
+        }
         managed(&mut install, &log)?;
         let st = install
             .status()

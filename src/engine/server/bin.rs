@@ -45,10 +45,19 @@ fn first_file(dir: &Path, names: &[&str]) -> Option<PathBuf> {
     names.iter().map(|n| dir.join(n)).find(|p| p.is_file())
 }
 
-/// The version word after `Ver` (mariadbd) or the last word (postgres).
-fn version_of(bin: &Path, after_ver: bool) -> Result<String, UsageError> {
-    let o = Command::new(bin)
-        .arg("--version")
+/// The version word after `Ver` (mariadbd) or the last word (postgres),
+/// from `bin --version` run as the server's system user `user` where it
+/// exists: root runs nothing of another build.
+fn version_of(bin: &Path, after_ver: bool, user: &str) -> Result<String, UsageError> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin);
+    cmd.arg("--version")
+        .env_clear()
+        .env("PATH", super::SERVER_PATH);
+    if let Ok((uid, gid)) = super::user_ids(user) {
+        cmd.uid(uid).gid(gid);
+    }
+    let o = cmd
         .output()
         .map_err(|e| UsageError(format!("--server-bin: cannot run {}: {e}", bin.display())))?;
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -82,13 +91,22 @@ fn numbers(v: &str) -> Vec<u32> {
 /// others may write but whose sticky bit keeps them from renaming or
 /// removing what is not theirs (`/tmp`) passes as a parent.
 fn not_roots(p: &Path, parent: bool) -> Option<String> {
+    not_roots_or(p, parent, None)
+}
+
+/// [`not_roots`], an entry of the tree itself also passing when it is the
+/// server user's (`server`, uid): Debian's own plugin directory holds
+/// `auth_pam_tool_dir`, mysql's. That user runs the tree's programs
+/// anyway (the server, its bootstrap, `--version`), so what it can
+/// change gives it nothing it does not have.
+fn not_roots_or(p: &Path, parent: bool, server: Option<u32>) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let m = match std::fs::symlink_metadata(p) {
         Ok(m) => m,
         Err(e) => return Some(format!("{}: {e}", p.display())),
     };
     let mode = m.mode() & 0o7777;
-    if m.uid() != 0 {
+    if m.uid() != 0 && (parent || server != Some(m.uid())) {
         return Some(format!(
             "{} is owned by uid {}, not root",
             p.display(),
@@ -115,11 +133,14 @@ fn not_roots(p: &Path, parent: bool) -> Option<String> {
 
 /// Refuses a tree root would run programs from when anyone but root
 /// could change what runs: the tree, every directory above it, and
-/// everything below it (what a link below points at, and that target's
-/// parents, too) must be root's and writable by root only. With those
-/// checks the path, resolved once, names the same files when they run.
-fn check_owner(dir: &Path) -> Result<(), String> {
-    let mut seen = std::collections::HashSet::new();
+/// everything below it must be root's and writable by root only. A
+/// symbolic link is followed one step at a time, each step's directory
+/// and its parents checked (a link in a directory someone else can write
+/// could be pointed elsewhere later), and what it leads to checked as
+/// the tree is (a directory walked); a link that leads nowhere is
+/// refused (it could be made to lead anywhere). With those checks the
+/// path, resolved once, names the same files when they run.
+fn check_owner(dir: &Path, server: Option<u32>) -> Result<(), String> {
     let parents = |p: &Path| -> Result<(), String> {
         for a in p.ancestors().skip(1) {
             if let Some(why) = not_roots(a, true) {
@@ -129,27 +150,44 @@ fn check_owner(dir: &Path) -> Result<(), String> {
         Ok(())
     };
     parents(dir)?;
+    let mut seen = std::collections::HashSet::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(p) = stack.pop() {
-        if !seen.insert(p.clone()) {
+        if !seen.insert(p.clone()) || seen.len() > 200_000 {
             continue;
         }
-        if let Some(why) = not_roots(&p, false) {
+        if let Some(why) = not_roots_or(&p, false, server) {
             return Err(why);
         }
         let Ok(m) = std::fs::symlink_metadata(&p) else {
-            continue;
+            return Err(format!("{} vanished while it was checked", p.display()));
         };
         if m.file_type().is_symlink() {
-            // What it points at is what runs: that file, and above it.
-            if let Ok(t) = std::fs::canonicalize(&p) {
-                if !t.starts_with(dir) {
-                    parents(&t)?;
-                    if let Some(why) = not_roots(&t, false) {
-                        return Err(format!("{} (through {})", why, p.display()));
-                    }
-                }
+            // One step: the link's target, from the link's directory.
+            let t = std::fs::read_link(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let t = match p.parent() {
+                Some(d) if t.is_relative() => d.join(t),
+                _ => t,
+            };
+            if std::fs::symlink_metadata(&t).is_err() {
+                return Err(format!(
+                    "{} is a link to {}, which does not exist",
+                    p.display(),
+                    t.display()
+                ));
             }
+            // The directories the step goes through, resolved.
+            let at = t
+                .parent()
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .ok_or_else(|| format!("{}: cannot resolve {}", p.display(), t.display()))?;
+            if !at.starts_with(dir) {
+                if let Some(why) = not_roots(&at, true) {
+                    return Err(format!("{why} (through {})", p.display()));
+                }
+                parents(&at).map_err(|why| format!("{why} (through {})", p.display()))?;
+            }
+            stack.push(at.join(t.file_name().unwrap_or_default()));
         } else if m.is_dir() {
             let rd = std::fs::read_dir(&p).map_err(|e| format!("{}: {e}", p.display()))?;
             stack.extend(rd.flatten().map(|e| e.path()));
@@ -174,9 +212,16 @@ impl ServerBin {
                 Some(p) if dir.file_name().is_some_and(|n| n == "bin") => p,
                 _ => &dir,
             };
-            check_owner(tree).map_err(|why| {
+            // The user the tree's programs run as.
+            let user = if first_file(&dir, &["postgres", "bin/postgres"]).is_some() {
+                "postgres"
+            } else {
+                "mysql"
+            };
+            let server = super::user_ids(user).ok().map(|(uid, _)| uid);
+            check_owner(tree, server).map_err(|why| {
                 UsageError(format!(
-                    "--server-bin {}: {why}; ampbench runs as root and runs this tree's programs, so the tree and the directories above it must be root's and writable by root only (chown root, chmod go-w)",
+                    "--server-bin {}: {why}; ampbench, running as root, starts this tree's programs, so the directories above it must be root's, and the tree root's (or the server user's), all writable by their owner only (chown root, chmod go-w)",
                     dir.display()
                 ))
             })?;
@@ -189,7 +234,7 @@ impl ServerBin {
                     dir.display()
                 )));
             }
-            let version = version_of(&postgres, false)?;
+            let version = version_of(&postgres, false, "postgres")?;
             if numbers(&version).first().copied().unwrap_or(0) < POSTGRES_MIN {
                 return Err(UsageError(format!(
                     "--server-bin {}: PostgreSQL {version} is too old (ampbench needs {POSTGRES_MIN} or newer)",
@@ -211,7 +256,7 @@ impl ServerBin {
                     dir.display()
                 ))
             })?;
-            let version = version_of(&mariadbd, true)?;
+            let version = version_of(&mariadbd, true, "mysql")?;
             let n = numbers(&version);
             let (major, minor) = (
                 n.first().copied().unwrap_or(0),
@@ -291,7 +336,12 @@ mod tests {
         std::fs::create_dir(&bin).unwrap();
         // A fake server: the check comes before it would run.
         let postgres = bin.join("postgres");
-        let ran = d.path().join("ran");
+        // The tree's programs run as the server's user: the mark is made
+        // where it may write.
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let marks = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(marks.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let ran = marks.path().join("ran");
         std::fs::write(
             &postgres,
             format!(
@@ -331,7 +381,20 @@ mod tests {
         std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
         std::fs::remove_file(bin.join("initdb")).unwrap();
         std::os::unix::fs::symlink(&theirs, bin.join("initdb")).unwrap();
-        refused("through");
+        refused("initdb is owned by uid 65534");
+        // A link that leads nowhere (yet), and a linked directory holding
+        // another user's program.
+        std::fs::remove_file(bin.join("initdb")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("later"), bin.join("initdb")).unwrap();
+        refused("does not exist");
+        std::fs::remove_file(bin.join("initdb")).unwrap();
+        std::fs::copy(&postgres, bin.join("initdb")).unwrap();
+        let shared = elsewhere.path().join("lib");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::copy(&postgres, shared.join("plugin")).unwrap();
+        std::os::unix::fs::chown(shared.join("plugin"), Some(65534), None).unwrap();
+        std::os::unix::fs::symlink(&shared, d.path().join("lib")).unwrap();
+        refused("not root");
     }
 
     #[test]

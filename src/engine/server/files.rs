@@ -54,6 +54,27 @@ fn chown_below(dir: &std::os::fd::OwnedFd, uid: u32, gid: u32) -> Result<()> {
     for e in listed {
         let e = e?;
         let name = std::ffi::CString::new(e.file_name().as_encoded_bytes()).context("name")?;
+        // A file with another name elsewhere (a hard link someone made
+        // in the tree) is not given away with it.
+        // SAFETY: name is NUL-terminated; st is a valid out pointer.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe {
+            libc::fstatat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        } == 0
+            && st.st_mode & libc::S_IFMT != libc::S_IFDIR
+            && st.st_nlink > 1
+        {
+            anyhow::bail!(
+                "{}: a file with {} names (a hard link), refused",
+                e.file_name().to_string_lossy(),
+                st.st_nlink
+            );
+        }
         // SAFETY: name is NUL-terminated; dir is an open directory.
         let rc = unsafe {
             libc::fchownat(

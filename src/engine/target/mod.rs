@@ -55,6 +55,9 @@ pub struct TargetSpec {
     /// made (`--clients`): its tables are used as they are, and nothing
     /// is dropped.
     pub joined: bool,
+    /// A run of several clients: the first hex digits of the database
+    /// name client 0 makes ([`run_tag`]).
+    pub run_tag: Option<String>,
 }
 
 impl serde::Serialize for TargetSpec {
@@ -142,17 +145,33 @@ pub fn check_db_name(name: &str) -> Result<(), crate::UsageError> {
     Ok(())
 }
 
+/// The first six hex digits of the databases a run of several clients
+/// makes: from the run's id and name in the results store, so a note
+/// copied from another run's barrier names a database no client of this
+/// run takes.
+pub fn run_tag(run: i64, name: &str) -> String {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(format!("ampbench run {run} {name}").as_bytes());
+    h[..3].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Checks the database name a joining client read from client 0's note
 /// in the results store (`--clients`): the store is shared, so the note
 /// is not trusted more than a flag would be. It must be the database
 /// this client's own plan names (`--target-db`), or else one ampbench
-/// makes ([`fresh_db_name`]'s form), and a valid name besides.
-pub fn check_joined_db(note: &str, named: Option<&str>) -> Result<(), crate::UsageError> {
+/// makes for this run ([`fresh_db_name`] with the run's `tag`), and a
+/// valid name besides.
+pub fn check_joined_db(
+    note: &str,
+    named: Option<&str>,
+    tag: &str,
+) -> Result<(), crate::UsageError> {
     check_db_name(note)?;
     let ok = match named {
         Some(n) => note == n,
         None => note.strip_prefix("ampbench_").is_some_and(|h| {
             h.len() == 12
+                && h.starts_with(tag)
                 && h.bytes()
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         }),
@@ -163,7 +182,7 @@ pub fn check_joined_db(note: &str, named: Option<&str>) -> Result<(), crate::Usa
         Err(crate::UsageError(format!(
             "client 0's note in the results store names database '{note}', not {}: refused (the store's notes are not trusted)",
             named.map_or_else(
-                || "one ampbench makes (ampbench_ and 12 hex digits)".to_string(),
+                || format!("one ampbench makes for this run (ampbench_{tag} and 6 hex digits)"),
                 |n| format!("--target-db {n}")
             )
         )))
@@ -181,12 +200,35 @@ pub fn preflight(spec: &TargetSpec) -> Result<(), crate::UsageError> {
     r.map_err(|e| crate::UsageError(format!("--target {e:#}")))
 }
 
-/// A fresh database name: `ampbench_` and 12 random hex digits.
-pub fn fresh_db_name() -> Result<String> {
-    Ok(format!(
-        "ampbench_{}",
-        &crate::engine::server::random_password()?[..12]
-    ))
+/// Waits up to 5 s for `others()` (the other sessions in the database
+/// about to be dropped) to reach none: a client's connections end a
+/// moment after it closes them. Returns how many are left, and the
+/// refusal to give when some are.
+pub fn wait_alone(db: &str, shown: &str, mut others: impl FnMut() -> Result<u64>) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let n = others()?;
+        if n == 0 {
+            return Ok(());
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            bail!(
+                "database {db} kept on {shown}: {n} other session{} still use it (another client of the run?); remove it with DROP DATABASE {db} once they are done",
+                if n == 1 { "" } else { "s" }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A fresh database name: `ampbench_` and 12 hex digits, random but for
+/// the first six of a run of several clients, its [`run_tag`].
+pub fn fresh_db_name(tag: Option<&str>) -> Result<String> {
+    let random = crate::engine::server::random_password()?;
+    Ok(match tag {
+        Some(t) => format!("ampbench_{t}{}", &random[..12 - t.len().min(12)]),
+        None => format!("ampbench_{}", &random[..12]),
+    })
 }
 
 /// True for a table one of ampbench's workloads creates: LinkBench's
@@ -431,8 +473,17 @@ mod tests {
         assert!(check_db_name("ampbench_x1").is_ok());
         assert!(check_db_name("a;drop").is_err());
         assert!(check_db_name("").is_err());
-        let n = fresh_db_name().unwrap();
+        let n = fresh_db_name(None).unwrap();
         assert_eq!(n.len(), "ampbench_".len() + 12);
-        assert_ne!(n, fresh_db_name().unwrap());
+        assert_ne!(n, fresh_db_name(None).unwrap());
+        // A run's databases carry its tag: a note from another run, or
+        // a name of another form, is refused.
+        let tag = run_tag(7, "night");
+        let mine = fresh_db_name(Some(&tag)).unwrap();
+        assert_eq!(mine.len(), n.len());
+        assert!(check_joined_db(&mine, None, &tag).is_ok());
+        assert!(check_joined_db(&mine, None, &run_tag(8, "night")).is_err());
+        assert!(check_joined_db("shop", None, &tag).is_err());
+        assert!(check_joined_db("shop", Some("shop"), &tag).is_ok());
     }
 }

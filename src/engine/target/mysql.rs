@@ -435,7 +435,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             place
         }
         None => {
-            let db = super::fresh_db_name()?;
+            let db = super::fresh_db_name(spec.run_tag.as_deref())?;
             c.query_drop(&format!("CREATE DATABASE `{db}`")).map_err(|e| {
                 anyhow!("{shown}: cannot create database {db}: {} (grant CREATE on `ampbench\\_%`.* or give --target-db)", one_line(&e))
             })?;
@@ -619,6 +619,19 @@ impl Engine for External {
         let mut c = self.admin()?;
         let db = &self.place.db;
         if self.place.created {
+            // Never from under another session (a client of the run the
+            // results store said was gone): only alone in it.
+            super::wait_alone(db, &self.spec.target.shown(), || {
+                Ok(first(
+                    &mut c,
+                    &format!(
+                        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = {} AND ID <> CONNECTION_ID()",
+                        lit(db)
+                    ),
+                )?
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0))
+            })?;
             c.query_drop(&format!("DROP DATABASE `{db}`"))
                 .with_context(|| format!("dropping database {db}"))?;
         } else {

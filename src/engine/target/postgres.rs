@@ -246,7 +246,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
             place
         }
         None => {
-            let db = super::fresh_db_name()?;
+            let db = super::fresh_db_name(spec.run_tag.as_deref())?;
             c.batch_execute(&format!("CREATE DATABASE {db}")).map_err(|e| {
                 anyhow!(
                     "{shown}: cannot create database {db}: {} (grant CREATEDB or give --target-db)",
@@ -367,7 +367,18 @@ impl Engine for External {
         let db = &self.place.db;
         if self.place.created {
             let mut c = self.admin(&self.login_db)?;
-            c.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+            // Never from under another session (a client of the run the
+            // results store said was gone): no FORCE, and only alone.
+            super::wait_alone(db, &self.spec.target.shown(), || {
+                let n: i64 = c
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        &[&db],
+                    )?
+                    .get(0);
+                Ok(n as u64)
+            })?;
+            c.batch_execute(&format!("DROP DATABASE IF EXISTS {db}"))
                 .map_err(|e| anyhow!("dropping database {db}: {}", one_line(&e)))?;
         } else {
             let mut c = self.admin(db)?;
