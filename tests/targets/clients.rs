@@ -364,13 +364,17 @@ fn three_clients_one_run() {
         .map(String::from)
         .collect()
     };
-    for (k, o) in w
-        .together(&[0, 1, 2], ins, |_| Vec::new())
+    let outs = w.together(&[0, 1, 2], ins, |_| Vec::new());
+    let all: Vec<String> = outs
         .iter()
         .enumerate()
-    {
-        assert!(o.status.success(), "insert client {k}:\n{}", text(o));
-    }
+        .map(|(k, o)| format!("insert client {k} ({}):\n{}", o.status, text(o)))
+        .collect();
+    assert!(
+        outs.iter().all(|o| o.status.success()),
+        "{}",
+        all.join("\n")
+    );
     let j: serde_json::Value =
         serde_json::from_str(&w.report(latest_run(&w), "json")).expect("JSON");
     let l = step(&j, "l.i0");

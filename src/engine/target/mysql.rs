@@ -351,7 +351,8 @@ pub fn preflight(spec: &TargetSpec) -> Result<()> {
     let tls = super::tls::client_config(&spec.target)?;
     let shown = spec.target.shown();
     for ep @ (e, _) in Endpoints::resolve(&spec.target)?.all() {
-        connect_to(spec, tls.as_ref(), ep, None, None).map_err(|err| {
+        // As long as the open may take (a loaded server logs in slowly).
+        connect_to(spec, tls.as_ref(), ep, None, spec.target.timeout).map_err(|err| {
             anyhow!(
                 "{shown}: cannot log in to {e} as {}: {}",
                 spec.target.user,
