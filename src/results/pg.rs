@@ -52,27 +52,36 @@ pub fn open(t: &Target) -> Result<postgres::Client> {
         ))
         .into());
     }
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")?;
-    let v: Option<i64> = tx
-        .query_opt("SELECT max(version) FROM schema_version", &[])?
-        .and_then(|r| r.get(0));
+    let v: Option<i64> = if tables.iter().any(|t| t == "schema_version") {
+        tx.query_opt("SELECT max(version) FROM schema_version", &[])?
+            .and_then(|r| r.get(0))
+    } else {
+        None
+    };
     if let Some(v) = v.filter(|v| *v > SCHEMA_VERSION) {
         return Err(crate::UsageError(format!(
             "--results {shown} was written by a newer ampbench (results schema {v}; this one reads up to {SCHEMA_VERSION})"
         ))
         .into());
     }
+    if v == Some(SCHEMA_VERSION) {
+        // Up to date: no DDL. Even `IF NOT EXISTS` statements lock their
+        // tables (ALTER TABLE takes an exclusive lock, CREATE INDEX a
+        // share lock), which deadlocks against a client of the same run
+        // already writing rows in its own transaction.
+        tx.commit()?;
+        return Ok(c);
+    }
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")?;
     tx.batch_execute(&super::db::pg_schema(SCHEMA))
         .and_then(|_| tx.batch_execute(MIGRATIONS))
         .and_then(|_| tx.batch_execute(INDEXES))
         .with_context(|| format!("--results {shown}: cannot make the results schema"))?;
-    if v != Some(SCHEMA_VERSION) {
-        tx.execute("DELETE FROM schema_version", &[])?;
-        tx.execute(
-            "INSERT INTO schema_version (version) VALUES ($1)",
-            &[&SCHEMA_VERSION],
-        )?;
-    }
+    tx.execute("DELETE FROM schema_version", &[])?;
+    tx.execute(
+        "INSERT INTO schema_version (version) VALUES ($1)",
+        &[&SCHEMA_VERSION],
+    )?;
     tx.commit()?;
     Ok(c)
 }

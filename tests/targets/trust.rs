@@ -3,7 +3,9 @@
 //! meet; a client that stops (SIGSTOP) is given up after
 //! `--client-timeout` and client 0 then keeps the database it may still
 //! use; a results store that goes silent ends the run after
-//! `--store-timeout`, its results so far kept. Two client namespaces, a
+//! `--store-timeout`, its results so far kept; a store already up to
+//! date is opened without DDL, so a client arriving while another writes
+//! waits on no table lock. Two client namespaces, a
 //! MariaDB and a PostgreSQL store, as in `clients`.
 
 use std::process::{Child, Output};
@@ -70,6 +72,7 @@ fn clients_trust_only_what_they_can_check() {
         }
     };
     forged_notes(&w);
+    busy_store(&w);
     stopped_client(&w);
     silent_store(&w);
 }
@@ -219,6 +222,50 @@ fn stopped_client(w: &World) {
     let dbs = fixture::mariadb_root(&w.db[0], "SHOW DATABASES LIKE 'ampbench%'").expect("dbs");
     assert!(dbs.contains(&db), "{dbs}");
     fixture::mariadb_root(&w.db[0], &format!("DROP DATABASE {db}")).expect("drop");
+}
+
+/// A store at this schema is opened without DDL: while another session
+/// holds a row-write lock on `run_clients` and `runs` (as a client of a
+/// run does mid-transaction), a run starts, records and ends. Opening
+/// with `IF NOT EXISTS` statements took the tables' exclusive and share
+/// locks, waited behind it and deadlocked two clients in CI.
+fn busy_store(w: &World) {
+    let hold = 40;
+    std::thread::scope(|scope| {
+        let holder = scope.spawn(|| {
+            w.store_try(&format!(
+                "BEGIN; LOCK TABLE run_clients, runs IN ROW EXCLUSIVE MODE; \
+                 SELECT pg_sleep({hold}); COMMIT;"
+            ))
+        });
+        store_wait(
+            w,
+            "SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+             WHERE c.relname = 'run_clients' AND l.mode = 'RowExclusiveLock' AND l.granted \
+             AND l.pid <> pg_backend_pid()",
+            Duration::from_secs(20),
+        );
+        let c = w
+            .client(
+                0,
+                &args(format!(
+                    "run -w ycsb --steps load -p recordcount=300 --target {} --results {}",
+                    w.target, w.results
+                )),
+                &[],
+            )
+            .spawn()
+            .expect("spawn");
+        let (o, took) = wait_within(c, Duration::from_secs(90));
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(
+            took < Duration::from_secs(hold - 10),
+            "the run waited {took:?} behind another session's lock:\n{t}"
+        );
+        eprintln!("busy store: the run ended in {took:?} beside a held lock");
+        let _ = holder.join();
+    });
 }
 
 /// The store stopped mid-run: the run fails within `--store-timeout`
