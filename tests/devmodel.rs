@@ -194,3 +194,88 @@ fn a_dead_device_model_stops_the_run_in_one_line_and_leaves_nothing() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}\n{out}");
 }
+
+/// Each of the model's servers (`uring`, `fuse-dev`, the reference
+/// `threads`) serves the class probe of the same device: the QD32 reads
+/// meet the budget, QD1 reads the model's time within a quarter, the
+/// storage line names the server, and FUSE's io_uring switch is as it
+/// was before the run.
+#[test]
+fn every_server_serves_the_probe_and_puts_the_switch_back() {
+    let _device = common::device_lock();
+    if let Some(why) = no_device_model() {
+        ampbench::testing::skip("devmodel", &why);
+        return;
+    }
+    let switch = "/sys/module/fuse/parameters/enable_uring";
+    let before = std::fs::read_to_string(switch).ok();
+    for server in ["uring", "fuse-dev", "threads"] {
+        if server == "uring" && before.is_none() {
+            ampbench::testing::skip(
+                "devmodel",
+                &format!("{switch}: this kernel has no FUSE over io_uring"),
+            );
+            continue;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let res = d.path().join("r.db");
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+            .args([
+                "run",
+                "-w",
+                "micro",
+                "-e",
+                "null",
+                "--steps",
+                "fillseq",
+                "-p",
+                "num=1000",
+                "--storage",
+                "custom:units=2,read_us=2000,write_us=2000,iops=600,mbps=100",
+                "--device-size",
+                "1GB",
+                "--warmup",
+                "0",
+                "--duration",
+                "1",
+                "--results",
+                res.to_str().unwrap(),
+                "--dir",
+                d.path().to_str().unwrap(),
+            ])
+            .env("AMPBENCH_DEVICE_LOOP", server)
+            .output()
+            .unwrap();
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.status.success(), "{server}:\n{out}");
+        let eff = run_config(&res, 1)["storage_effective"].clone();
+        let named = eff["model_server"].as_str().unwrap_or_default().to_string();
+        assert!(named.starts_with(&format!("{server}:")), "{server}: {eff}");
+        assert!(
+            out.contains(&format!("the model's server: {server}:")),
+            "{out}"
+        );
+        let m = &eff["measured"];
+        let qd32 = m["read_qd32"]["ops_per_sec"].as_f64().unwrap();
+        assert!(
+            (480.0..=660.0).contains(&qd32),
+            "{server}: QD32 {qd32}/s against 600: {m}"
+        );
+        let err = m["model_qd1_error"].as_f64().unwrap();
+        assert!(err.abs() < 0.25, "{server}: QD1 error {err}: {m}");
+        eprintln!(
+            "{server}: QD32 {qd32:.0}/s, QD1 error {:+.1}%, model CPU {:.1} µs per IO",
+            err * 100.0,
+            m["model_cpu_us_per_io"].as_f64().unwrap_or(f64::NAN)
+        );
+        assert_eq!(
+            std::fs::read_to_string(switch).ok(),
+            before,
+            "{switch} after {server}"
+        );
+    }
+}

@@ -125,6 +125,12 @@ crate::named! {
         /// Δ writes that reached the medium (a write cache's destages
         /// included) / ops.
         DevMediumWPerOp = "dev_medium_w_per_op",
+        /// Δ IOs the device model's server answered more than 20 µs
+        /// after their time (its own delay: a wake-up, the host file) /
+        /// Δ IOs.
+        DevLateShare = "dev_late_share",
+        /// How late those IOs were, mean, µs.
+        DevLateUs = "dev_late_us",
         /// Δ data reads the server counted itself / ops (InnoDB
         /// `Innodb_data_reads`; PostgreSQL `blks_read`, which the OS page
         /// cache may have served): see `probe::server`.
@@ -343,6 +349,15 @@ pub fn compute(
         (
             Metric::DevMediumWPerOp,
             per_op(md(|m| m.medium_writes), not_modelled),
+        ),
+        (Metric::DevLateShare, of_ios(md(|m| m.late), 1.0)),
+        (
+            Metric::DevLateUs,
+            match (md(|m| m.late), md(|m| m.late_ns)) {
+                (Some(n), Some(ns)) if n > 0.0 => Figure::Value(ns / n / 1000.0),
+                (Some(_), _) => Figure::Value(0.0),
+                _ => Figure::NotMeasured(not_modelled.into()),
+            },
         ),
         (Metric::SrvRPerOp, per_op(sd(|s| s.reads), no_server)),
         (

@@ -172,6 +172,8 @@ fn device_model_figures_by_hand() {
         waited: 5,
         medium_writes: 50,
         latency_ns: 1_000_000,
+        late: 2,
+        late_ns: 60_000,
         ..Default::default()
     });
     b.model = Some(ModelCounters {
@@ -180,6 +182,8 @@ fn device_model_figures_by_hand() {
         waited: 505,
         medium_writes: 850,
         latency_ns: 16_001_000_000,
+        late: 102,
+        late_ns: 3_060_000,
         ..Default::default()
     });
     let f = compute(&a, &b, &w, None, 100.0);
@@ -188,6 +192,8 @@ fn device_model_figures_by_hand() {
     assert_eq!(get(&f, "dev_qd"), Some(1.6)); // 16 s of latency in 10 s
     assert_eq!(get(&f, "dev_waited_share"), Some(0.25)); // 500 / 2000
     assert_eq!(get(&f, "dev_medium_w_per_op"), Some(0.8)); // 800 / 1000
+    assert_eq!(get(&f, "dev_late_share"), Some(0.05)); // 100 / 2000
+    assert_eq!(get(&f, "dev_late_us"), Some(30.0)); // 3 ms / 100
 }
 
 #[test]

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const BUCKETS: usize = 8 * 26;
 
 /// What the file holds, to refuse a file of another layout.
-const MAGIC: u64 = 0x616d_7064_6576_0002;
+const MAGIC: u64 = 0x616d_7064_6576_0003;
 
 /// The counters as laid out in the file.
 #[repr(C)]
@@ -61,6 +61,11 @@ pub struct Counters {
     /// Blocks made dirty whose old content could not be kept (a cut
     /// cannot drop their writes).
     pub unkept: AtomicU64,
+    /// IOs answered later than due by more than the server's
+    /// `LATE_NS` (the server's own delay: a wake-up, the host file).
+    pub late: AtomicU64,
+    /// How late those were, summed, ns.
+    pub late_ns: AtomicU64,
     /// Latency histogram: see [`bucket`].
     pub hist: [AtomicU64; BUCKETS],
 }
@@ -177,6 +182,8 @@ impl Mapped {
             medium_writes: c.medium_writes.load(Relaxed),
             latency_ns: c.latency_ns.load(Relaxed),
             errors: c.errors.load(Relaxed),
+            late: c.late.load(Relaxed),
+            late_ns: c.late_ns.load(Relaxed),
             hist: c.hist.iter().map(|h| h.load(Relaxed)).collect(),
         }
     }
@@ -214,6 +221,13 @@ pub struct ModelCounters {
     pub medium_writes: u64,
     /// Summed latency, ns.
     pub latency_ns: u64,
+    /// IOs the server answered late (its own delay), and by how much in
+    /// all, ns.
+    #[serde(default)]
+    pub late: u64,
+    /// See `late`.
+    #[serde(default)]
+    pub late_ns: u64,
 }
 
 impl Mapped {
@@ -230,6 +244,8 @@ impl Mapped {
                 medium_reads: s.medium_reads,
                 medium_writes: s.medium_writes,
                 latency_ns: s.latency_ns,
+                late: s.late,
+                late_ns: s.late_ns,
             },
             super::DiskCounters {
                 reads: s.reads,
@@ -300,6 +316,12 @@ pub struct Snapshot {
     pub latency_ns: u64,
     /// Backing-file errors.
     pub errors: u64,
+    /// IOs answered late by the server (its own delay).
+    #[serde(default)]
+    pub late: u64,
+    /// How late those were in all, ns.
+    #[serde(default)]
+    pub late_ns: u64,
     /// Latency histogram.
     pub hist: Vec<u64>,
 }
@@ -320,6 +342,8 @@ impl Snapshot {
             medium_writes: d(self.medium_writes, earlier.medium_writes),
             latency_ns: d(self.latency_ns, earlier.latency_ns),
             errors: d(self.errors, earlier.errors),
+            late: d(self.late, earlier.late),
+            late_ns: d(self.late_ns, earlier.late_ns),
             hist: self
                 .hist
                 .iter()

@@ -13,6 +13,7 @@ pub mod medium;
 pub mod model;
 pub mod server;
 mod settings;
+mod uring;
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -212,6 +213,9 @@ pub struct Served {
     pub counters: Mapped,
     /// The parameters it serves.
     pub params: Params,
+    /// How the server serves (`uring: …`, `fuse-dev: …`, `threads: …`),
+    /// as it said when ready.
+    pub serving: String,
     closed: bool,
 }
 
@@ -270,8 +274,22 @@ impl Served {
             mount: mount.clone(),
             counters,
             params: *params,
+            serving: String::new(),
             closed: false,
         };
+        // AMPBENCH_DEVICE_LOOP: how the server serves (auto, uring,
+        // fuse-dev, threads); bench/device-model.sh sets it to measure
+        // the servers side by side.
+        let serve = std::env::var("AMPBENCH_DEVICE_LOOP").unwrap_or_else(|_| "auto".into());
+        if !["auto", "uring", "fuse-dev", "threads"].contains(&serve.as_str()) {
+            bail!("AMPBENCH_DEVICE_LOOP={serve}: auto, uring, fuse-dev or threads");
+        }
+        // FUSE over io_uring is a module parameter, off by default: set
+        // for as long as the server takes to register its rings (a
+        // connection that agreed to it keeps it), then put back.
+        let uring_set = (serve != "fuse-dev" && serve != "threads")
+            .then(uring::enable)
+            .flatten();
         let mut cmd = Command::new(std::env::current_exe().context("cannot find ampbench itself")?);
         cmd.arg("device-model")
             .arg("--mount")
@@ -284,6 +302,7 @@ impl Served {
             .args(["--params", &serde_json::to_string(params)?])
             .args(["--seed", &seed.to_string()])
             .args(medium.then_some("--medium"))
+            .args(["--serve", &serve])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -330,9 +349,14 @@ impl Served {
             });
         }
         let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
-        if line.trim() != "ready" {
+        let put_back = uring_set.map(uring::restore);
+        let Some(how) = line.trim().strip_prefix("ready") else {
             let _ = s.close();
             bail!("the device model did not start (see its error above)");
+        };
+        s.serving = how.trim().to_string();
+        if let Some(note) = put_back {
+            s.serving.push_str(&format!("; {note}"));
         }
         Ok(s)
     }

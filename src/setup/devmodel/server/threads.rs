@@ -1,28 +1,16 @@
-//! The device model's server: a FUSE filesystem of one file, the loop
-//! device's backing file, run as a process of its own (`ampbench
-//! device-model`, hidden) outside any memory group of an engine.
-//!
-//! Each IO the loop device sends is done on a real sparse file on the
-//! host (buffered, so its pages live in the host's page cache, charged to
-//! this process and not to the engine's limit), then held until the time
-//! the [`Model`] gives, then answered. The model's clock is
-//! CLOCK_MONOTONIC; a thread sleeps to an absolute time with a timer
-//! slack of 1 ns. Threads serve one IO each, so the device's queue depth
-//! is at most [`THREADS`].
-//!
-//! Nothing on the IO path allocates: each thread's buffer is made when
-//! the thread first serves, the model's state when it is made. The
-//! process is outside the engine's memory group, so the engine's limit
-//! never reclaims from it. It does not lock its memory: the FUSE crate
-//! gives each of the 64 threads a 16 MB request buffer, mostly never
-//! touched, and locking would pin 1 GB.
+//! The reference server: the `fuser` crate's session with a thread per
+//! IO in flight ([`THREADS`]), each sleeping until its IO is due. The
+//! first device model's server, kept so `bench/device-model.sh` can
+//! measure the event loops beside it in one script
+//! (`AMPBENCH_DEVICE_LOOP=threads`); the loops in `devloop` and `uring`
+//! serve by default. Each IO wakes a thread and puts it to sleep until
+//! its due time: two context switches, 45% of its CPU in perf.
 
 use std::ffi::OsStr;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -32,50 +20,12 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
 
-use super::medium::Shadow;
-
-mod power;
-use super::model::{Model, Nanos, Op, Params};
-// The model's clock: CLOCK_MONOTONIC in ns, as the driver's.
-use crate::probe::modelstats::{Mapped, bucket};
-use crate::probe::mono_ns as now;
+use super::{MAX_IO, Nanos, Op, Shared, now};
 
 /// Threads serving IOs: the deepest queue the device takes.
 pub const THREADS: usize = 64;
-/// The largest IO the kernel sends (and each thread's buffer).
-pub const MAX_IO: u32 = 1 << 20;
 /// The one file's inode.
 const FILE_INO: u64 = 2;
-/// prctl(2)'s PR_SET_IO_FLUSHER (Linux 5.6; not in the libc crate for
-/// Linux).
-const PR_SET_IO_FLUSHER: libc::c_int = 57;
-
-/// The hidden command's arguments.
-#[derive(clap::Args, Debug)]
-pub struct ServeArgs {
-    /// Where to mount (an empty directory).
-    #[arg(long)]
-    pub mount: PathBuf,
-    /// The host file holding the data.
-    #[arg(long)]
-    pub backing: PathBuf,
-    /// The served file's name.
-    #[arg(long)]
-    pub name: String,
-    /// The counters file (made by the run).
-    #[arg(long)]
-    pub counters: PathBuf,
-    /// The model's parameters, JSON.
-    #[arg(long)]
-    pub params: String,
-    /// The seed of the model's draws.
-    #[arg(long)]
-    pub seed: u64,
-    /// Keep the medium's content under a volatile write cache, so the run
-    /// can cut the power (`crashcheck --power-cut`).
-    #[arg(long)]
-    pub medium: bool,
-}
 
 /// Sleeps until `at` on the model's clock.
 fn sleep_until(at: Nanos) {
@@ -112,29 +62,8 @@ fn tight_timers() {
     });
 }
 
-/// What the IO threads and the power thread share.
-struct Shared {
-    /// The seed of the model's draws (a class after a switch: derived
-    /// from it and the generation).
-    seed: u64,
-    file: std::fs::File,
-    size: u64,
-    model: Mutex<Model>,
-    /// The medium's kept blocks, when power cuts are played (`--medium`).
-    shadow: Option<Mutex<Shadow>>,
-    /// The power is off: every IO fails.
-    off: AtomicBool,
-    /// Power cuts so far: an IO begun before one is not answered as done
-    /// after it.
-    epoch: AtomicU64,
-    counters: Mapped,
-}
-
 struct Disk {
     s: Arc<Shared>,
-    dir: PathBuf,
-    /// The parameters' generation being served.
-    generation: AtomicU64,
     name: String,
     uid: u32,
     gid: u32,
@@ -173,108 +102,11 @@ impl Disk {
         }
     }
 
-    /// A sweep's next class, if the run has asked for one: its model,
-    /// built before the lock is taken. A file that cannot be read is
-    /// counted as an error (and the run reports it).
-    fn next_class(&self) -> Option<(u64, Model)> {
-        let g = self.counters.get().params_gen.load(Relaxed);
-        if g == self.generation.load(Relaxed) {
-            return None;
-        }
-        self.generation.store(g, Relaxed);
-        let path = self.dir.join(format!("params.{g}.json"));
-        match std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|j| serde_json::from_str::<Params>(&j).ok())
-        {
-            Some(p) => Some((g, Model::new(p, crate::rng::derive_seed(self.seed, &[g])))),
-            None => {
-                self.counters.get().errors.fetch_add(1, Relaxed);
-                None
-            }
-        }
-    }
-
-    /// Runs one IO through the model: when it is due (and the power
-    /// epoch it began in), it is answered. `at_medium` runs under the
-    /// model's lock before the IO is submitted (a write's data, when the
-    /// medium is kept). Fails while the power is off.
-    fn serve(
-        &self,
-        op: Op,
-        offset: u64,
-        len: u64,
-        t: Nanos,
-        at_medium: impl FnOnce(&mut Model) -> std::io::Result<()>,
-    ) -> Result<(Nanos, u64), Errno> {
-        // Switching class (once per sweep step) is the one time the IO
-        // path allocates: the new model is made outside the lock.
-        let next = self.next_class();
-        let c = self.counters.get();
-        let (d, epoch) = {
-            // A poisoned lock means a thread panicked mid-update; the
-            // model's figures are still usable for timing.
-            let mut m = self.model.lock().unwrap_or_else(|e| e.into_inner());
-            if self.off.load(SeqCst) {
-                return Err(Errno::EIO);
-            }
-            if let Some((g, mut fresh)) = next {
-                // The medium's counts carry on.
-                (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
-                if self.shadow.is_some() {
-                    fresh.track_refresh();
-                }
-                *m = fresh;
-                c.params_applied.store(g, Relaxed);
-            }
-            if let Err(e) = at_medium(&mut m) {
-                c.errors.fetch_add(1, Relaxed);
-                return Err(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
-            }
-            let d = m.submit(t, op, offset, len);
-            if let Some(sh) = &self.shadow {
-                sh.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .refresh(&mut m, &self.file, self.size);
-            }
-            // Stored under the lock, so they never go backwards.
-            c.medium_reads.store(m.medium_reads, Relaxed);
-            c.medium_writes.store(m.medium_writes, Relaxed);
-            (d, self.epoch.load(SeqCst))
-        };
-        match op {
-            Op::Read => {
-                c.reads.fetch_add(1, Relaxed);
-                c.read_bytes.fetch_add(len, Relaxed);
-            }
-            Op::Write => {
-                c.writes.fetch_add(1, Relaxed);
-                c.write_bytes.fetch_add(len, Relaxed);
-            }
-            Op::Flush => {
-                c.flushes.fetch_add(1, Relaxed);
-            }
-        }
-        if d.waited {
-            c.waited.fetch_add(1, Relaxed);
-        }
-        if d.cached {
-            c.cached.fetch_add(1, Relaxed);
-        }
-        // The device's latency as the model has it, not less the path's.
-        c.latency_ns.fetch_add(d.own, Relaxed);
-        c.hist[bucket(d.own)].fetch_add(1, Relaxed);
-        Ok((d.at, epoch))
-    }
-
     /// Sleeps until an IO is due; an IO the power cut in between fails.
-    fn due(&self, served: Result<(Nanos, u64), Errno>) -> Result<(), Errno> {
-        let (at, epoch) = served?;
+    fn due(&self, served: Result<(Nanos, u64), i32>) -> Result<(), Errno> {
+        let (at, epoch) = served.map_err(Errno::from_i32)?;
         sleep_until(at);
-        if self.off.load(SeqCst) || self.epoch.load(SeqCst) != epoch {
-            return Err(Errno::EIO);
-        }
-        Ok(())
+        self.s.answer(at, epoch).map_err(Errno::from_i32)
     }
 }
 
@@ -392,7 +224,10 @@ impl Filesystem for Disk {
                 reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
                 return;
             }
-            match self.due(self.serve(Op::Read, offset, buf.len() as u64, t, |_| Ok(()))) {
+            match self.due(
+                self.s
+                    .serve(Op::Read, offset, buf.len() as u64, t, |_| Ok(())),
+            ) {
                 Ok(()) => reply.data(buf),
                 Err(e) => reply.error(e),
             }
@@ -421,7 +256,7 @@ impl Filesystem for Disk {
         let served = match &self.shadow {
             // The medium kept: the old content, the data and the model's
             // record of it change together.
-            Some(sh) => self.serve(Op::Write, offset, len, t, |m| {
+            Some(sh) => self.s.serve(Op::Write, offset, len, t, |m| {
                 m.settle(t);
                 let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
                 sh.refresh(m, &self.file, self.size);
@@ -440,7 +275,7 @@ impl Filesystem for Disk {
                     reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
                     return;
                 }
-                self.serve(Op::Write, offset, len, t, |_| Ok(()))
+                self.s.serve(Op::Write, offset, len, t, |_| Ok(()))
             }
         };
         match self.due(served) {
@@ -471,7 +306,7 @@ impl Filesystem for Disk {
     ) {
         let t = now();
         tight_timers();
-        match self.due(self.serve(Op::Flush, 0, 0, t, |_| Ok(()))) {
+        match self.due(self.s.serve(Op::Flush, 0, 0, t, |_| Ok(()))) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -513,67 +348,11 @@ impl Filesystem for Disk {
     }
 }
 
-/// The hidden command: mounts and serves until unmounted. Prints `ready`
-/// on standard output once the file can be opened.
-pub fn main(a: ServeArgs) -> Result<i32> {
-    let params: Params = serde_json::from_str(&a.params).context("--params")?;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&a.backing)
-        .with_context(|| format!("cannot open {}", a.backing.display()))?;
-    let size = file.metadata()?.len();
-    let counters = Mapped::open(&a.counters)?;
-    // SAFETY: plain calls with constant arguments. The run stops the model
-    // by unmounting (or SIGKILL); a terminal's or a service manager's
-    // SIGINT or SIGTERM to the process group must not take the device
-    // from under a mounted filesystem. PR_SET_IO_FLUSHER: the kernel's
-    // reclaim on this process's allocations must not wait on IO (which
-    // may be waiting on this process), as the prctl man page asks of a
-    // FUSE server behind a loop device.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGTERM, libc::SIG_IGN);
-        libc::signal(libc::SIGHUP, libc::SIG_IGN);
-        libc::prctl(PR_SET_IO_FLUSHER, 1 as libc::c_ulong, 0, 0, 0);
-    }
-    // The medium is kept only under a volatile cache: nothing else loses
-    // writes at a power cut.
-    let shadow = match params.cache {
-        Some(c) if a.medium && !c.battery => Some(Mutex::new(Shadow::new(c.bytes))),
-        _ => None,
-    };
-    let mut model = Model::new(params, a.seed);
-    if shadow.is_some() {
-        model.track_refresh();
-    }
-    let shared = Arc::new(Shared {
-        seed: a.seed,
-        file,
-        size,
-        model: Mutex::new(model),
-        shadow,
-        off: AtomicBool::new(false),
-        epoch: AtomicU64::new(0),
-        counters,
-    });
-    if a.medium {
-        let s = shared.clone();
-        std::thread::Builder::new()
-            .name("power".into())
-            .spawn(move || s.power_loop())
-            .context("cannot start the power thread")?;
-    }
+/// Serves `s` at `mount` until unmounted, a thread per IO.
+pub fn run(s: Arc<Shared>, mount: &Path, name: &str) -> Result<()> {
     let disk = Disk {
-        s: shared,
-        dir: a
-            .counters
-            .parent()
-            .map(|p| p.to_path_buf())
-            .unwrap_or_default(),
-        generation: AtomicU64::new(0),
-        name: a.name.clone(),
+        s,
+        name: name.to_string(),
         // SAFETY: no preconditions.
         uid: unsafe { libc::geteuid() },
         // SAFETY: no preconditions.
@@ -588,11 +367,11 @@ pub fn main(a: ServeArgs) -> Result<i32> {
     ];
     cfg.n_threads = Some(THREADS);
     cfg.clone_fd = true;
-    let session = fuser::Session::new(disk, &a.mount, &cfg)
-        .with_context(|| format!("cannot mount the device model at {}", a.mount.display()))?;
-    println!("ready");
-    use std::io::Write as _;
-    std::io::stdout().flush()?;
+    let session = fuser::Session::new(disk, mount, &cfg)
+        .with_context(|| format!("cannot mount the device model at {}", mount.display()))?;
+    super::say_ready(&format!(
+        "threads: {THREADS} threads, a thread per IO in flight"
+    ))?;
     session.run().context("the device model's session")?;
-    Ok(0)
+    Ok(())
 }
