@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Result, bail};
 
 use super::proto::{self, Agreed, InHeader, Meta, OUT_HEADER, RW_IN, Shape, op};
-use super::timer::{Waker, joins, spin_until};
+use super::timer::{self, Waker, joins, spin_until};
 use super::{MAX_IO, Nanos, Op, QUEUE_DEPTH, Shared, now};
 
 /// A request buffer's size: the largest write with its headers.
@@ -26,6 +26,9 @@ struct Slot {
     unique: u64,
     /// The reply's length (its header included).
     reply: usize,
+    /// Answered at its time, never early (a flush; any IO while power
+    /// cuts are played).
+    strict: bool,
     arrived: Nanos,
     at: Nanos,
     epoch: u64,
@@ -97,12 +100,14 @@ impl Loop {
 
     /// Serves until the filesystem is unmounted.
     pub fn run(self) -> Result<()> {
+        timer::realtime();
         let mut slots: Vec<Slot> = (0..QUEUE_DEPTH)
             .map(|_| Slot {
                 // Zeroed on demand: pages are touched as IOs need them.
                 buf: vec![0; BUF],
                 unique: 0,
                 reply: 0,
+                strict: false,
                 arrived: 0,
                 at: 0,
                 epoch: 0,
@@ -177,9 +182,6 @@ impl Loop {
                     _ => {
                         let m =
                             proto::meta(&self.shape, &h, &slot.buf[arg..n], &mut out, &mut agreed);
-                        if h.opcode == op::INIT {
-                            *self.agreed.lock().unwrap_or_else(|e| e.into_inner()) = Some(agreed);
-                        }
                         match m {
                             Meta::Reply(len) => {
                                 if let Io::Gone = self.write(&out[..len])? {
@@ -189,12 +191,18 @@ impl Loop {
                             Meta::None => {}
                             Meta::Destroy => return Ok(()),
                         }
+                        // Told only once the reply is written: the rings
+                        // register after it (before, the kernel refuses).
+                        if h.opcode == op::INIT {
+                            *self.agreed.lock().unwrap_or_else(|e| e.into_inner()) = Some(agreed);
+                        }
                         continue;
                     }
                 };
                 match held {
                     Ok((reply, at, epoch)) => {
                         (slot.reply, slot.arrived, slot.at, slot.epoch) = (reply, t, at, epoch);
+                        slot.strict = h.opcode == op::FSYNC || self.s.shadow.is_some();
                         free.pop();
                         heap.push(Reverse((at, i)));
                     }
@@ -211,7 +219,12 @@ impl Loop {
             while let Some(&Reverse((at, i))) = heap.peek() {
                 // The first reply of a wake-up on time; the next ones if
                 // near enough (see `timer::joins`).
-                if at > t + waker.slack() && (first || !joins(t, at, slots[i].arrived)) {
+                // Flushes, and every IO while power cuts are played, only
+                // at their time: an early answer would promise what the
+                // medium does not hold yet.
+                let early = !slots[i].strict
+                    && (at <= t + waker.slack() || (!first && joins(t, at, slots[i].arrived)));
+                if at > t && !early {
                     break;
                 }
                 first = false;
@@ -227,7 +240,12 @@ impl Loop {
                 Some(due) => match waker.sleep_until(t, due) {
                     Some(target) => Some(target),
                     None => {
-                        spin_until(due.saturating_sub(waker.slack()));
+                        let strict = heap.peek().is_some_and(|r| slots[r.0.1].strict);
+                        spin_until(if strict {
+                            due
+                        } else {
+                            due.saturating_sub(waker.slack())
+                        });
                         continue;
                     }
                 },

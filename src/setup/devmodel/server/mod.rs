@@ -137,10 +137,16 @@ impl Shared {
     /// counted as an error (and the run reports it).
     fn next_class(&self) -> Option<(u64, Model)> {
         let g = self.counters.get().params_gen.load(Relaxed);
-        if g == self.generation.load(Relaxed) {
+        let had = self.generation.load(Relaxed);
+        // One loop takes a switch up; another at the same moment does not.
+        if g == had
+            || self
+                .generation
+                .compare_exchange(had, g, Relaxed, Relaxed)
+                .is_err()
+        {
             return None;
         }
-        self.generation.store(g, Relaxed);
         let path = self.dir.join(format!("params.{g}.json"));
         match std::fs::read_to_string(&path)
             .ok()

@@ -183,6 +183,13 @@ fn attr(b: &mut [u8], at: usize, s: &Shape, ino: u64) {
     put32(b, at + 80, 4096);
 }
 
+/// The machine's page size (max_pages is counted in pages).
+fn page_size() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as u32 } else { 4096 }
+}
+
 /// Answers a request that is not IO (`h`, its first argument `arg`) in
 /// `out` (at least [`MIN_READ_BUFFER`] bytes); `agreed` is set at
 /// `FUSE_INIT`. Unknown operations get `ENOSYS`, which the kernel
@@ -227,7 +234,7 @@ pub fn meta(s: &Shape, h: &InHeader, arg: &[u8], out: &mut [u8], agreed: &mut Ag
             out[o + 18..o + 20].copy_from_slice(&s.max_background.to_ne_bytes());
             put32(out, o + 20, s.max_io);
             put32(out, o + 24, 1);
-            out[o + 28..o + 30].copy_from_slice(&((s.max_io / 4096) as u16).to_ne_bytes());
+            out[o + 28..o + 30].copy_from_slice(&((s.max_io / page_size()) as u16).to_ne_bytes());
             put32(out, o + 32, (flags >> 32) as u32);
             // Before 7.23 the reply is 24 bytes.
             ok(out, if minor < 23 { 24 } else { 64 })

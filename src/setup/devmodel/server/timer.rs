@@ -14,6 +14,10 @@ const FIRST_GUESS: Nanos = 20_000;
 const LOWEST: Nanos = 2_000;
 /// See [`LOWEST`].
 const HIGHEST: Nanos = 200_000;
+/// The longest spin: a loop in the real-time class never keeps a CPU
+/// from other work for longer; a nearer deadline is slept for (and may
+/// be answered late when wake-ups overshoot by more), ns.
+pub const SPIN_MAX: Nanos = 20_000;
 /// The most a reply is answered early to share a wake-up, ns.
 pub const SLACK_MAX: Nanos = 5_000;
 
@@ -47,7 +51,10 @@ impl Waker {
     /// when it is nearer than the overshoot (spin for it).
     pub fn sleep_until(&self, now: Nanos, due: Nanos) -> Option<Nanos> {
         let lead = self.lead();
-        (due > now + lead).then(|| due - lead)
+        let spin = lead.min(SPIN_MAX);
+        let left = due.saturating_sub(now);
+        // Wake `lead` early, but never sleep less than the longest spin.
+        (left > spin).then(|| due - lead.min(left - spin))
     }
 
     /// A timed sleep meant to end at `target` ended at `now`.
@@ -80,8 +87,8 @@ pub fn spin_until(due: Nanos) {
     }
 }
 
-/// Puts the calling thread (and the threads it starts after) in the
-/// real-time class, FIFO at priority 10, with a timer slack of 1 ns:
+/// Puts the calling thread in the real-time class, FIFO at priority 10
+/// (not passed on to threads it starts), with a timer slack of 1 ns:
 /// the device answers on time whatever the engine's threads are doing.
 /// Bounded: the loops sleep whenever the next deadline is further than a
 /// wake-up costs, and the kernel's real-time throttling holds. What was
@@ -90,8 +97,11 @@ pub fn realtime() -> String {
     // SAFETY: PR_SET_TIMERSLACK takes a value; it cannot fail for 1.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let p = libc::sched_param { sched_priority: 10 };
-    // SAFETY: a valid sched_param for this thread (0).
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } == 0 {
+    // SAFETY: a valid sched_param for this thread (0). Reset on fork: the
+    // kernel's io-wq workers for the ring, cloned from the loop, do not
+    // inherit the class.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &p) } == 0
+    {
         "SCHED_FIFO priority 10".into()
     } else {
         format!(
@@ -137,6 +147,20 @@ mod tests {
             w.woke(0, 10_000_000);
         }
         assert_eq!(w.lead(), HIGHEST);
+    }
+
+    #[test]
+    fn never_spins_longer_than_spin_max() {
+        let mut w = Waker::default();
+        // Wake-ups overshooting by 100 µs: a deadline 50 µs away is slept
+        // for (until 20 µs before it), not spun for.
+        for _ in 0..200 {
+            w.woke(0, 100_000);
+        }
+        assert_eq!(w.sleep_until(0, 50_000), Some(20_000));
+        assert_eq!(w.sleep_until(0, 15_000), None);
+        let t = w.sleep_until(0, 500_000).unwrap();
+        assert!((399_000..=401_000).contains(&t), "{t}");
     }
 
     #[test]

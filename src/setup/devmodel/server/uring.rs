@@ -25,7 +25,7 @@ use anyhow::{Context, Result, bail};
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 
 use super::proto::{self, Agreed, InHeader, Meta, OUT_HEADER, Shape, op};
-use super::timer::{Waker, joins, pin, spin_until};
+use super::timer::{self, Waker, joins, pin, spin_until};
 use super::{MAX_IO, Nanos, Op, QUEUE_DEPTH, Shared, now};
 
 /// `FUSE_IO_URING_CMD_REGISTER`.
@@ -43,14 +43,21 @@ const PAYLOAD: usize = MAX_IO as usize;
 /// A completion's kind, in the top bits of its user data.
 const HOST: u64 = 1 << 32;
 
-/// The CPU queues the kernel makes: one per possible CPU.
+/// The CPU queues the kernel makes: one per possible CPU
+/// (`num_possible_cpus`, a count of the mask `0-3,8-11`).
 fn possible_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/possible")
         .ok()
-        .and_then(|s| {
-            let last = s.trim().rsplit([',', '-']).next()?.parse::<usize>().ok()?;
-            Some(last + 1)
+        .map(|s| {
+            s.trim()
+                .split(',')
+                .filter_map(|r| match r.split_once('-') {
+                    Some((a, b)) => Some(b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?),
+                    None => r.parse::<usize>().ok().map(|_| 1),
+                })
+                .sum::<usize>()
         })
+        .filter(|n| *n > 0)
         .unwrap_or(1)
 }
 
@@ -69,20 +76,50 @@ pub fn start(s: &Arc<Shared>, shape: &Shape, fd: &Arc<OwnedFd>) -> Result<(usize
             .name(format!("uring-{l}"))
             .spawn(move || {
                 let mut registered = Some(tx);
-                let r = Queue::new(s, shape, fd.as_raw_fd(), &mine)
-                    .and_then(|mut queue| queue.run(&mut registered));
-                if let Some(tx) = registered {
-                    let _ = tx.send(r.map(|_| ()));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    Queue::new(s, shape, fd.as_raw_fd(), &mine)
+                        .and_then(|mut queue| queue.run(&mut registered))
+                }));
+                match (registered, r) {
+                    // Not registered yet: the start says why.
+                    (Some(tx), Ok(r)) => {
+                        let _ = tx.send(r.map(|_| ()));
+                    }
+                    (Some(tx), Err(_)) => {
+                        let _ = tx.send(Err(anyhow::anyhow!("a ring's loop panicked")));
+                    }
+                    (None, Ok(Ok(()))) => {}
+                    // A loop that dies with its entries registered would
+                    // leave its CPU's requests with nobody to take them
+                    // (the loop device hung): the whole server goes, its
+                    // /dev/fuse closes, and every IO fails instead.
+                    (None, r) => {
+                        if let Ok(Err(e)) = r {
+                            eprintln!("ampbench device-model: a ring's loop failed: {e:#}");
+                        }
+                        std::process::abort();
+                    }
                 }
             })
             .context("cannot start a ring's loop")?;
     }
     drop(tx);
+    let (mut ok, mut failed) = (0, None);
     for _ in 0..loops {
-        rx.recv_timeout(std::time::Duration::from_secs(10))
-            .context("a ring's loop did not register")??;
+        match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(e)) => failed = Some(e),
+            Err(_) => failed = Some(anyhow::anyhow!("a ring's loop did not register")),
+        }
     }
-    Ok((queues, loops))
+    match failed {
+        None => Ok((queues, loops)),
+        // Nothing registered: the kernel keeps to /dev/fuse.
+        Some(e) if ok == 0 => Err(e),
+        // Some queues have entries and others none: not a state to serve
+        // from.
+        Some(e) => bail!("{ok} of {loops} ring loops registered: {e:#}"),
+    }
 }
 
 /// How many loops serve the queues: `AMPBENCH_DEVICE_RINGS` (1 to the
@@ -120,6 +157,9 @@ struct Ent {
     host: bool,
     /// Its time came while its host IO was still going.
     overdue: bool,
+    /// Answered at its time, never early (a flush; any IO while power
+    /// cuts are played).
+    strict: bool,
     /// What its host IO done in the loop returned.
     inline: i32,
 }
@@ -133,6 +173,8 @@ struct Queue {
     ents: Vec<Ent>,
     heap: BinaryHeap<Reverse<(Nanos, usize)>>,
     out: Vec<u8>,
+    /// Completions taken while registering, for the loop.
+    backlog: Vec<(u64, i32)>,
 }
 
 /// The host file's IO at once if it need not wait (`RWF_NOWAIT`: a read
@@ -217,6 +259,7 @@ impl Queue {
         if let [q] = queues {
             pin(*q);
         }
+        timer::realtime();
         let size = (QUEUE_DEPTH * 4 * queues.len()).next_power_of_two() as u32;
         // Task work (the kernel filling an entry) runs when the loop
         // enters the ring, not by interrupting it.
@@ -260,6 +303,7 @@ impl Queue {
                     len: 0,
                     host: false,
                     overdue: false,
+                    strict: false,
                     inline: 0,
                 }
             })
@@ -274,6 +318,7 @@ impl Queue {
             ents,
             heap: BinaryHeap::with_capacity(QUEUE_DEPTH * queues.len()),
             out: vec![0u8; proto::MIN_READ_BUFFER],
+            backlog: Vec::new(),
         })
     }
 
@@ -298,14 +343,20 @@ impl Queue {
             self.push(with_len(sqe, 2))?;
         }
         self.ring.submit()?;
-        for c in self.ring.completion() {
-            if c.result() < 0 {
-                bail!(
-                    "the kernel refused a ring entry: {}",
-                    std::io::Error::from_raw_os_error(-c.result())
-                );
-            }
+        // A refusal comes at once; a request may already have come into
+        // an entry too (kept for the loop).
+        let done: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        if let Some((_, r)) = done.iter().find(|(_, r)| *r < 0) {
+            bail!(
+                "the kernel refused a ring entry: {}",
+                std::io::Error::from_raw_os_error(-r)
+            );
         }
+        self.backlog = done;
         Ok(())
     }
 
@@ -344,6 +395,7 @@ impl Queue {
         let h = InHeader::parse(&e.hdr[..proto::IN_HEADER]);
         e.unique = h.unique;
         e.arrived = t;
+        e.strict = h.opcode == op::FSYNC || self.s.shadow.is_some();
         e.commit_id = proto::u64_at(&e.hdr[..], ENT + 8);
         e.err = 0;
         e.overdue = false;
@@ -496,6 +548,7 @@ impl Queue {
         let mut gone = 0;
         loop {
             done.clear();
+            done.append(&mut self.backlog);
             done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
             let t = now();
             for &(ud, res) in &done {
@@ -519,7 +572,12 @@ impl Queue {
             while let Some(&Reverse((at, i))) = self.heap.peek() {
                 // The first reply of a wake-up on time; the next ones if
                 // near enough (see `timer::joins`).
-                if at > t + waker.slack() && (first || !joins(t, at, self.ents[i].arrived)) {
+                // Flushes, and every IO while power cuts are played, only
+                // at their time: an early answer would promise what the
+                // medium does not hold yet.
+                let early = !self.ents[i].strict
+                    && (at <= t + waker.slack() || (!first && joins(t, at, self.ents[i].arrived)));
+                if at > t && !early {
                     break;
                 }
                 first = false;
@@ -536,8 +594,18 @@ impl Queue {
             let r = match next.map(|due| (due, waker.sleep_until(t, due))) {
                 None => self.enter(1, None),
                 Some((due, None)) => {
-                    self.enter(0, None)?;
-                    spin_until(due.saturating_sub(waker.slack()));
+                    match self.enter(0, None) {
+                        Err(e) if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {
+                            bail!("io_uring_enter: {e}")
+                        }
+                        _ => {}
+                    }
+                    let strict = self.heap.peek().is_some_and(|r| self.ents[r.0.1].strict);
+                    spin_until(if strict {
+                        due
+                    } else {
+                        due.saturating_sub(waker.slack())
+                    });
                     continue;
                 }
                 Some((_, Some(target))) => {
