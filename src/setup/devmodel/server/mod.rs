@@ -422,7 +422,11 @@ pub fn main(a: ServeArgs) -> Result<i32> {
             Ok((q, l)) => format!(
                 "uring: FUSE over io_uring, {q} CPU queues of {QUEUE_DEPTH} entries, {}, {sched}",
                 if q == l {
-                    "a loop per queue pinned to its CPU".to_string()
+                    if std::env::var("AMPBENCH_DEVICE_PIN").is_ok_and(|v| v == "1") {
+                        "a loop per queue pinned to its CPU".to_string()
+                    } else {
+                        "a loop per queue".to_string()
+                    }
                 } else {
                     format!("{l} loop(s)")
                 }

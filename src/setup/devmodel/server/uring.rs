@@ -256,7 +256,13 @@ fn cmd_req(commit_id: u64, qid: u16) -> [u8; 80] {
 
 impl Queue {
     fn new(s: Arc<Shared>, shape: Shape, fuse: RawFd, queues: &[usize]) -> Result<Queue> {
-        if let [q] = queues {
+        // Pinned only when asked (AMPBENCH_DEVICE_PIN=1): this kernel
+        // does not preempt kernel code (PREEMPT_NONE), so a loop pinned
+        // to a CPU busy in a system call waits for it, even in the
+        // real-time class; unpinned, it runs on whichever CPU is free.
+        if let [q] = queues
+            && std::env::var("AMPBENCH_DEVICE_PIN").is_ok_and(|v| v == "1")
+        {
             pin(*q);
         }
         timer::realtime();
