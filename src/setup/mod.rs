@@ -355,7 +355,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         // The model's CPU per IO as bench/device-model.sh measured it
         // (uring server, slow-ssd's probe, 3 rounds, 2026-11-28): the
         // figure the decision rests on, named as such.
-        const US_PER_IO: f64 = 21.0;
+        const US_PER_IO: f64 = 18.0;
         let cores = machine_cores();
         lines.push(format!(
             "  fast-ssd is not modelled: at the model's {US_PER_IO:.0} µs of CPU per IO (bench/device-model.sh, 2026-11-28), 100k IOPS would take {:.1} cores of this machine's {cores}, where the model may have half of one; this is the machine's own device under a 100k IOPS cap",
