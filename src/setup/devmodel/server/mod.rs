@@ -41,6 +41,7 @@ mod devloop;
 mod mount;
 mod power;
 mod proto;
+mod raw;
 mod threads;
 mod timer;
 mod uring;

@@ -7,10 +7,9 @@
 //! its due time: two context switches, 45% of its CPU in perf.
 
 use std::ffi::OsStr;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -212,24 +211,18 @@ impl Filesystem for Disk {
     ) {
         let t = now();
         tight_timers();
-        let len = (size as u64).min(self.size.saturating_sub(offset)) as usize;
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             if b.len() < MAX_IO as usize {
                 b.resize(MAX_IO as usize, 0);
             }
-            let buf = &mut b[..len.min(MAX_IO as usize)];
-            if let Err(e) = self.file.read_exact_at(buf, offset) {
-                self.counters.get().errors.fetch_add(1, Relaxed);
-                reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
-                return;
-            }
-            match self.due(
-                self.s
-                    .serve(Op::Read, offset, buf.len() as u64, t, |_| Ok(())),
-            ) {
-                Ok(()) => reply.data(buf),
-                Err(e) => reply.error(e),
+            let want = (size as usize).min(MAX_IO as usize);
+            match self.s.read_now(offset, &mut b[..want], t) {
+                Ok((len, at, epoch)) => match self.due(Ok((at, epoch))) {
+                    Ok(()) => reply.data(&b[..len]),
+                    Err(e) => reply.error(e),
+                },
+                Err(e) => reply.error(Errno::from_i32(e)),
             }
         });
     }
@@ -248,37 +241,7 @@ impl Filesystem for Disk {
     ) {
         let t = now();
         tight_timers();
-        if offset.saturating_add(data.len() as u64) > self.size {
-            reply.error(Errno::ENOSPC);
-            return;
-        }
-        let len = data.len() as u64;
-        let served = match &self.shadow {
-            // The medium kept: the old content, the data and the model's
-            // record of it change together.
-            Some(sh) => self.s.serve(Op::Write, offset, len, t, |m| {
-                m.settle(t);
-                let mut sh = sh.lock().unwrap_or_else(|e| e.into_inner());
-                sh.refresh(m, &self.file, self.size);
-                sh.before_write(m, &self.file, self.size, offset, len);
-                let unkept = sh.unkept;
-                self.counters.get().unkept.store(unkept, Relaxed);
-                self.file.write_all_at(data, offset)
-            }),
-            None => {
-                if self.off.load(SeqCst) {
-                    reply.error(Errno::EIO);
-                    return;
-                }
-                if let Err(e) = self.file.write_all_at(data, offset) {
-                    self.counters.get().errors.fetch_add(1, Relaxed);
-                    reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
-                    return;
-                }
-                self.s.serve(Op::Write, offset, len, t, |_| Ok(()))
-            }
-        };
-        match self.due(served) {
+        match self.due(self.s.write_now(offset, data, t)) {
             Ok(()) => reply.written(data.len() as u32),
             Err(e) => reply.error(e),
         }
@@ -322,28 +285,10 @@ impl Filesystem for Disk {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        // Discards (punched holes) and zeroed ranges from the loop device:
-        // done on the host file, not timed.
-        use std::os::fd::AsRawFd;
-        if self.off.load(SeqCst) {
-            reply.error(Errno::EIO);
-            return;
-        }
-        // SAFETY: fallocate on an open descriptor with the kernel's own
-        // mode bits; the result is checked.
-        let r = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                mode | libc::FALLOC_FL_KEEP_SIZE,
-                offset as libc::off_t,
-                length as libc::off_t,
-            )
-        };
-        if r == 0 {
-            reply.ok();
-        } else {
-            let e = std::io::Error::last_os_error();
-            reply.error(Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO)));
+        // Discards (punched holes) and zeroed ranges: not timed.
+        match self.s.fallocate(offset, length, mode) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(Errno::from_i32(e)),
         }
     }
 }

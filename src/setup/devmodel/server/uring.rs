@@ -25,13 +25,12 @@ use anyhow::{Context, Result, bail};
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 
 use super::proto::{self, Agreed, InHeader, Meta, OUT_HEADER, Shape, op};
+use super::raw::{
+    COMMIT_AND_FETCH, REGISTER, cmd_req, nowait, possible_cpus, rings, rw_at, with_len,
+};
 use super::timer::{self, Waker, joins, pin, spin_until};
 use super::{MAX_IO, Nanos, Op, QUEUE_DEPTH, Shared, now};
 
-/// `FUSE_IO_URING_CMD_REGISTER`.
-const REGISTER: u32 = 1;
-/// `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`.
-const COMMIT_AND_FETCH: u32 = 2;
 /// Where the operation's first argument starts in the header.
 const OP_IN: usize = 128;
 /// Where `struct fuse_uring_ent_in_out` starts in the header.
@@ -42,24 +41,6 @@ const HEADER: usize = ENT + 32;
 const PAYLOAD: usize = MAX_IO as usize;
 /// A completion's kind, in the top bits of its user data.
 const HOST: u64 = 1 << 32;
-
-/// The CPU queues the kernel makes: one per possible CPU
-/// (`num_possible_cpus`, a count of the mask `0-3,8-11`).
-fn possible_cpus() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/possible")
-        .ok()
-        .map(|s| {
-            s.trim()
-                .split(',')
-                .filter_map(|r| match r.split_once('-') {
-                    Some((a, b)) => Some(b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?),
-                    None => r.parse::<usize>().ok().map(|_| 1),
-                })
-                .sum::<usize>()
-        })
-        .filter(|n| *n > 0)
-        .unwrap_or(1)
-}
 
 /// Starts the loops over the CPU queues and registers their entries;
 /// the number of queues and of loops. An error (registration refused, io_uring unavailable) leaves
@@ -122,16 +103,6 @@ pub fn start(s: &Arc<Shared>, shape: &Shape, fd: &Arc<OwnedFd>) -> Result<(usize
     }
 }
 
-/// How many loops serve the queues: `AMPBENCH_DEVICE_RINGS` (1 to the
-/// number of queues), else one per queue.
-fn rings(queues: usize) -> usize {
-    std::env::var("AMPBENCH_DEVICE_RINGS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(queues)
-        .clamp(1, queues)
-}
-
 /// One entry: the kernel keeps the buffers' addresses from registration
 /// on, so they are boxed and never move.
 struct Ent {
@@ -177,81 +148,10 @@ struct Queue {
     backlog: Vec<(u64, i32)>,
 }
 
-/// The host file's IO at once if it need not wait (`RWF_NOWAIT`: a read
-/// from the page cache, a write into it): its result, or `None` when it
-/// would block (or the file cannot say), for the ring to do.
-fn nowait(fd: RawFd, write: bool, buf: &mut [u8], off: u64) -> Option<i32> {
-    let iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: one valid iovec over `buf`, on an open descriptor.
-    let r = unsafe {
-        if write {
-            libc::pwritev2(fd, &iov, 1, off as libc::off_t, libc::RWF_NOWAIT)
-        } else {
-            libc::preadv2(fd, &iov, 1, off as libc::off_t, libc::RWF_NOWAIT)
-        }
-    };
-    if r as usize == buf.len() {
-        return Some(r as i32);
-    }
-    // Short, would block, or not supported: the ring does it whole.
-    None
-}
-
-/// A whole buffered write of `buf` at `off`: its length, or an errno.
-fn rw_at(fd: RawFd, buf: &[u8], off: u64) -> Result<usize, i32> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: a valid buffer on an open descriptor.
-        let r = unsafe {
-            libc::pwrite(
-                fd,
-                buf[done..].as_ptr().cast(),
-                buf.len() - done,
-                (off + done as u64) as libc::off_t,
-            )
-        };
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return Err(e.raw_os_error().unwrap_or(libc::EIO));
-        }
-        if r == 0 {
-            return Err(libc::EIO);
-        }
-        done += r as usize;
-    }
-    Ok(done)
-}
-
 /// A write's reply body (`struct fuse_write_out`): the size written.
 fn write_out(e: &mut Ent) {
     e.payload[..8].fill(0);
     e.payload[..4].copy_from_slice(&(e.len as u32).to_ne_bytes());
-}
-
-/// `sqe` with its `len` field set: `UringCmd80` leaves it 0, and
-/// registration takes the number of iovecs there.
-fn with_len(sqe: squeue::Entry128, len: u32) -> squeue::Entry128 {
-    const _: () = assert!(std::mem::size_of::<squeue::Entry128>() == 128);
-    // SAFETY: Entry128 is repr(C): a 64-byte io_uring_sqe (its `len` at
-    // byte 24, a u32) and 64 command bytes; any bytes are a valid value.
-    let mut raw: [u8; 128] = unsafe { std::mem::transmute(sqe) };
-    raw[24..28].copy_from_slice(&len.to_ne_bytes());
-    // SAFETY: as above.
-    unsafe { std::mem::transmute(raw) }
-}
-
-/// The command bytes of a submission: `struct fuse_uring_cmd_req`.
-fn cmd_req(commit_id: u64, qid: u16) -> [u8; 80] {
-    let mut c = [0u8; 80];
-    c[8..16].copy_from_slice(&commit_id.to_ne_bytes());
-    c[16..18].copy_from_slice(&qid.to_ne_bytes());
-    c
 }
 
 impl Queue {
