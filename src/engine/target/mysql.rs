@@ -446,7 +446,16 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     settings.insert(2, (DATABASE_SETTING.into(), place.db.clone()));
     // Connections go to every endpoint in turn: each must serve the
     // database (one cluster, not independent servers).
+    // A database just made reaches the other nodes of a cluster a moment
+    // later (Galera applies it after certification): waited for, 10 s.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for (o, (e, _)) in others.iter_mut().zip(endpoints.all().iter().skip(1)) {
+        while place.created
+            && !has_db(o, &place.db).unwrap_or(false)
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
         if !has_db(o, &place.db).unwrap_or(false) {
             if place.created {
                 let _ = c.query_drop(&format!("DROP DATABASE `{}`", place.db));
