@@ -11,7 +11,9 @@
 # path's measured time taken off. Prints each class and server's mean
 # with its 95% interval over ROUNDS, the CPU ratio to the 15 us target
 # and to the reference server (same rounds, interleaved), and the probe's
-# figures beside the reference's. Needs root (loop device, FUSE).
+# figures beside the reference's, and what one timed sleep costs in CPU
+# on this machine (the floor of a loop that sleeps once per IO, measured
+# by the probe in the same round). Needs root (loop device, FUSE).
 # LOAD=1 runs a CPU hog on every core meanwhile ("under other work").
 # Usage: bench/device-model.sh   (ROUNDS=3, 3 servers: about 6 minutes)
 set -euo pipefail
@@ -49,7 +51,7 @@ for (cfg,) in db.execute("SELECT config FROM runs ORDER BY id"):
         sys.exit(f"{name} {s.get('class')}: no model figures: {m}")
     c = m["model_counters"]
     by.setdefault((s["class"], name), []).append(dict(
-        cpu=m["model_cpu_us_per_io"], err=m["model_qd1_error"], got=m["read_qd1"]["mean_us"],
+        cpu=m["model_cpu_us_per_io"], sleep=m.get("sleep_cpu_us"), err=m["model_qd1_error"], got=m["read_qd1"]["mean_us"],
         want=m["model_qd1_want_us"], path=s.get("model_path_us", float("nan")),
         ios=c["reads"] + c["writes"] + c["flushes"], server=s.get("model_server", name),
         late=c.get("late", 0), late_ns=c.get("late_ns", 0),
@@ -77,6 +79,9 @@ for (c, name), rows in by.items():
     m, lo, hi = ci([x["cpu"] for x in rows])
     print(f"  model CPU per IO {m:.1f} us (95% interval {lo:.1f}-{hi:.1f}); ratio to the 15 us target "
           f"{m/15:.2f} ({lo/15:.2f}-{hi/15:.2f})")
+    if all(x["sleep"] for x in rows):
+        print("  " + show("one timed sleep's CPU here, us", [x["sleep"] for x in rows])
+              + "; " + show("CPU per IO in timed sleeps", [x["cpu"] / x["sleep"] for x in rows], "{:.2f}"))
     print("  " + show("QD1 latency error %", [x["err"] * 100 for x in rows], "{:+.1f}"))
     ref = by.get((c, "threads"))
     if ref and name != "threads":

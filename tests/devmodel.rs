@@ -267,6 +267,12 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
         );
         let err = m["model_qd1_error"].as_f64().unwrap();
         assert!(err.abs() < 0.25, "{server}: QD1 error {err}: {m}");
+        // What one timed sleep costs here is measured beside it.
+        let sleep = m["sleep_cpu_us"].as_f64().unwrap_or(f64::NAN);
+        assert!(
+            sleep > 0.0 && sleep < 1000.0,
+            "{server}: sleep {sleep}: {m}"
+        );
         eprintln!(
             "{server}: QD32 {qd32:.0}/s, QD1 error {:+.1}%, model CPU {:.1} µs per IO",
             err * 100.0,

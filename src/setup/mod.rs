@@ -335,6 +335,10 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             "  device model: {}; the path to it (loop device, filesystem, FUSE) takes {path_us:.0} µs per IO, taken off the model's times",
             p.show()
         ));
+        if let Some(warn) = path_warning(p, path_us) {
+            lines.push(format!("  warning: {warn}"));
+            record["model_path_warning"] = warn.into();
+        }
         if let Some(m) = dev.model.as_ref() {
             record["model_server"] = m.serving.clone().into();
             lines.push(format!("  the model's server: {}", m.serving));
@@ -355,10 +359,10 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         // The model's CPU per IO as bench/device-model.sh measured it
         // (uring server, slow-ssd's probe, 3 rounds, 2026-11-28): the
         // figure the decision rests on, named as such.
-        const US_PER_IO: f64 = 18.0;
+        const US_PER_IO: f64 = 17.0;
         let cores = machine_cores();
         lines.push(format!(
-            "  fast-ssd is not modelled: at the model's {US_PER_IO:.0} µs of CPU per IO (bench/device-model.sh, 2026-11-28), 100k IOPS would take {:.1} cores of this machine's {cores}, where the model may have half of one; this is the machine's own device under a 100k IOPS cap",
+            "  fast-ssd is not modelled: at the model's {US_PER_IO:.0} µs of CPU per IO (bench/device-model.sh, 2026-11-28; about one timed sleep's cost on that machine, the floor of a server that wakes once per IO), 100k IOPS would take {:.1} cores of this machine's {cores}, where the model may have half of one; this is the machine's own device under a 100k IOPS cap",
             100_000.0 * US_PER_IO * 1e-6
         ));
     }
@@ -485,6 +489,26 @@ fn switch_model(
     m.set_params(&p)
 }
 
+/// A QD1 random 4 KiB read's time in the model: a positioning time and
+/// a transfer, or the budget's gap between two IOs when that is longer,
+/// µs.
+fn qd1_read_us(p: &devmodel::Params) -> f64 {
+    (p.read.mean_us + 4096.0 / p.unit_mbps)
+        .max(1e6 / p.iops)
+        .max(4096.0 / p.mbps)
+}
+
+/// Why the model cannot be faithful when the path alone takes more than
+/// half a QD1 read of the model: the path's threads (the loop device's
+/// worker, the caller) are in the normal class, and on a busy machine
+/// their wait for a CPU is more than the device's own time.
+fn path_warning(p: &devmodel::Params, path_us: f64) -> Option<String> {
+    let want = qd1_read_us(p);
+    (!p.is_transparent() && path_us > want / 2.0).then(|| format!(
+        "the path alone takes {path_us:.0} µs, more than half the model's {want:.0} µs per QD1 read: this machine is too busy for the model to be faithful (the path's threads wait for CPU), so latencies are the path's, not the class's"
+    ))
+}
+
 /// The class probe on the device as it is throttled now: a line for the
 /// console and the value recorded (the figures, or why not measured).
 fn probe(dev: &Device, secs: f64, full: bool) -> (String, serde_json::Value) {
@@ -510,6 +534,12 @@ fn probe(dev: &Device, secs: f64, full: bool) -> (String, serde_json::Value) {
                         d.ios()
                     ));
                     value["model_cpu_us_per_io"] = us.into();
+                    // The floor a loop that sleeps once per IO cannot go
+                    // under here (issue 48).
+                    if let Some(w) = devmodel::server::sleep_cost_us(1000) {
+                        line.push_str(&format!(" (one timed sleep costs {w:.1} µs of CPU here)"));
+                        value["sleep_cpu_us"] = w.into();
+                    }
                 }
                 value["model_counters"] = serde_json::to_value(&d).unwrap_or_default();
                 let p = &model.params;
@@ -518,9 +548,7 @@ fn probe(dev: &Device, secs: f64, full: bool) -> (String, serde_json::Value) {
                     // and a 4 KiB transfer, or the budget's gap between
                     // two IOs when that is longer; the path's time is
                     // taken off.
-                    let want = (p.read.mean_us + 4096.0 / p.unit_mbps)
-                        .max(1e6 / p.iops)
-                        .max(4096.0 / p.mbps);
+                    let want = qd1_read_us(p);
                     let got = m.read_qd1.mean_us;
                     let err = got / want - 1.0;
                     line.push_str(&format!(
@@ -546,4 +574,21 @@ pub fn drop_caches() -> Result<(), String> {
     unsafe { libc::sync() };
     std::fs::write("/proc/sys/vm/drop_caches", "3\n")
         .map_err(|e| format!("cannot write /proc/sys/vm/drop_caches: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_longer_than_half_a_qd1_read_is_named() {
+        let p = StorageClass::SlowSsd.model().expect("slow-ssd is modelled");
+        // 250 µs positioning + 4 KiB at the unit's rate: 270 µs or so.
+        let want = qd1_read_us(&p);
+        assert!((260.0..=280.0).contains(&want), "{want}");
+        assert_eq!(path_warning(&p, 50.0), None);
+        let w = path_warning(&p, 4934.0).expect("a warning");
+        assert!(w.contains("4934 µs") && w.contains("too busy"), "{w}");
+        assert_eq!(path_warning(&devmodel::Params::transparent(), 4934.0), None);
+    }
 }

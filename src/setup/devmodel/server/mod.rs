@@ -44,6 +44,7 @@ mod proto;
 mod raw;
 mod threads;
 mod timer;
+pub use timer::sleep_cost_us;
 mod uring;
 use super::model::{Model, Nanos, Op, Params};
 // The model's clock: CLOCK_MONOTONIC in ns, as the driver's.
