@@ -259,6 +259,14 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
             out.contains(&format!("the model's server: {server}:")),
             "{out}"
         );
+        // The loop device in direct IO, no request over one FUSE request.
+        assert_eq!(eff["loop_dio"].as_u64(), Some(1), "{eff}");
+        assert!(
+            eff["loop_max_request_kb"]
+                .as_u64()
+                .is_some_and(|kb| kb <= 1024),
+            "{eff}"
+        );
         let m = &eff["measured"];
         let qd32 = m["read_qd32"]["ops_per_sec"].as_f64().unwrap();
         assert!(

@@ -131,6 +131,14 @@ crate::named! {
         DevLateShare = "dev_late_share",
         /// How late those IOs were, mean, µs.
         DevLateUs = "dev_late_us",
+        /// Δ writes the device's cache absorbed (every block already
+        /// dirty: nothing more to destage) / ops.
+        DevAbsorbedPerOp = "dev_absorbed_per_op",
+        /// Δ reads the device's cache served / ops.
+        DevCacheRPerOp = "dev_cache_r_per_op",
+        /// Mean dirty bytes in the device's write cache over the phase,
+        /// MB (2^20 bytes).
+        DevDirtyMb = "dev_dirty_mb",
         /// Δ data reads the server counted itself / ops (InnoDB
         /// `Innodb_data_reads`; PostgreSQL `blks_read`, which the OS page
         /// cache may have served): see `probe::server`.
@@ -357,6 +365,22 @@ pub fn compute(
                 (Some(n), Some(ns)) if n > 0.0 => Figure::Value(ns / n / 1000.0),
                 (Some(_), _) => Figure::Value(0.0),
                 _ => Figure::NotMeasured(not_modelled.into()),
+            },
+        ),
+        (
+            Metric::DevAbsorbedPerOp,
+            per_op(md(|m| m.absorbed), not_modelled),
+        ),
+        (
+            Metric::DevCacheRPerOp,
+            per_op(md(|m| m.cache_reads), not_modelled),
+        ),
+        (
+            Metric::DevDirtyMb,
+            match md(|m| m.dirty_byte_ms) {
+                None => Figure::NotMeasured(not_modelled.into()),
+                Some(_) if b.t <= a.t => Figure::NotMeasured("phase lasted no time".into()),
+                Some(v) => Figure::Value(v / 1e3 / (b.t - a.t) / (1u64 << 20) as f64),
             },
         ),
         (Metric::SrvRPerOp, per_op(sd(|s| s.reads), no_server)),

@@ -184,6 +184,10 @@ fn device_model_figures_by_hand() {
         latency_ns: 16_001_000_000,
         late: 102,
         late_ns: 3_060_000,
+        absorbed: 300,
+        cache_reads: 40,
+        // 64 MiB held for the whole 10 s.
+        dirty_byte_ms: 64 * (1 << 20) * 10_000,
         ..Default::default()
     });
     let f = compute(&a, &b, &w, None, 100.0);
@@ -194,6 +198,9 @@ fn device_model_figures_by_hand() {
     assert_eq!(get(&f, "dev_medium_w_per_op"), Some(0.8)); // 800 / 1000
     assert_eq!(get(&f, "dev_late_share"), Some(0.05)); // 100 / 2000
     assert_eq!(get(&f, "dev_late_us"), Some(30.0)); // 3 ms / 100
+    assert_eq!(get(&f, "dev_absorbed_per_op"), Some(0.3)); // 300 / 1000
+    assert_eq!(get(&f, "dev_cache_r_per_op"), Some(0.04)); // 40 / 1000
+    assert_eq!(get(&f, "dev_dirty_mb"), Some(64.0));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const BUCKETS: usize = 8 * 26;
 
 /// What the file holds, to refuse a file of another layout.
-const MAGIC: u64 = 0x616d_7064_6576_0003;
+const MAGIC: u64 = 0x616d_7064_6576_0004;
 
 /// The counters as laid out in the file.
 #[repr(C)]
@@ -66,6 +66,12 @@ pub struct Counters {
     pub late: AtomicU64,
     /// How late those were, summed, ns.
     pub late_ns: AtomicU64,
+    /// Writes the cache absorbed: every block already dirty in it.
+    pub absorbed: AtomicU64,
+    /// Reads the cache served: every block dirty in it.
+    pub cache_reads: AtomicU64,
+    /// Dirty bytes in the cache integrated over time, byte·ms.
+    pub dirty_byte_ms: AtomicU64,
     /// Latency histogram: see [`bucket`].
     pub hist: [AtomicU64; BUCKETS],
 }
@@ -184,6 +190,9 @@ impl Mapped {
             errors: c.errors.load(Relaxed),
             late: c.late.load(Relaxed),
             late_ns: c.late_ns.load(Relaxed),
+            absorbed: c.absorbed.load(Relaxed),
+            cache_reads: c.cache_reads.load(Relaxed),
+            dirty_byte_ms: c.dirty_byte_ms.load(Relaxed),
             hist: c.hist.iter().map(|h| h.load(Relaxed)).collect(),
         }
     }
@@ -228,6 +237,16 @@ pub struct ModelCounters {
     /// See `late`.
     #[serde(default)]
     pub late_ns: u64,
+    /// Writes the cache absorbed (every block already dirty).
+    #[serde(default)]
+    pub absorbed: u64,
+    /// Reads the cache served.
+    #[serde(default)]
+    pub cache_reads: u64,
+    /// Dirty bytes integrated over time, byte·ms (over an interval, the
+    /// mean dirty bytes times its length).
+    #[serde(default)]
+    pub dirty_byte_ms: u64,
 }
 
 impl Mapped {
@@ -246,6 +265,9 @@ impl Mapped {
                 latency_ns: s.latency_ns,
                 late: s.late,
                 late_ns: s.late_ns,
+                absorbed: s.absorbed,
+                cache_reads: s.cache_reads,
+                dirty_byte_ms: s.dirty_byte_ms,
             },
             super::DiskCounters {
                 reads: s.reads,
@@ -322,6 +344,15 @@ pub struct Snapshot {
     /// How late those were in all, ns.
     #[serde(default)]
     pub late_ns: u64,
+    /// Writes the cache absorbed.
+    #[serde(default)]
+    pub absorbed: u64,
+    /// Reads the cache served.
+    #[serde(default)]
+    pub cache_reads: u64,
+    /// Dirty bytes integrated over time, byte·ms.
+    #[serde(default)]
+    pub dirty_byte_ms: u64,
     /// Latency histogram.
     pub hist: Vec<u64>,
 }
@@ -344,6 +375,9 @@ impl Snapshot {
             errors: d(self.errors, earlier.errors),
             late: d(self.late, earlier.late),
             late_ns: d(self.late_ns, earlier.late_ns),
+            absorbed: d(self.absorbed, earlier.absorbed),
+            cache_reads: d(self.cache_reads, earlier.cache_reads),
+            dirty_byte_ms: d(self.dirty_byte_ms, earlier.dirty_byte_ms),
             hist: self
                 .hist
                 .iter()

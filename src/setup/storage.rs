@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod modelpath;
 mod power;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -370,6 +371,9 @@ impl Device {
             .ok_or_else(|| anyhow!("bad /sys/block/{name}/dev: {mm}"))?;
         self.major = ma.parse()?;
         self.minor = mi.parse()?;
+        if self.model.is_some() {
+            self.fit_model_path(name, super::devmodel::server::MAX_IO)?;
+        }
         Ok(())
     }
 

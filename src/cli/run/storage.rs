@@ -105,6 +105,12 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
         model_set,
         custom_model,
         io_scale,
+        // A bad --memory is named where the limit is read.
+        memory: s
+            .memory
+            .as_deref()
+            .and_then(|m| crate::units::parse_size(m).ok())
+            .unwrap_or_else(machine_memory),
     };
     if !cfg.model_set.is_empty() && !cfg.modelled() {
         return Err(UsageError(format!(
@@ -217,6 +223,9 @@ pub(crate) fn custom_params(kv: &[(String, String)]) -> Result<Params, String> {
         flush_us: 0.0,
         cache: None,
         path_us: 0.0,
+        queueing: 0.0,
+        spare: 0.0,
+        preconditioned: false,
     };
     devmodel::set_all(&mut p, kv).map_err(|e| e.replace("--device-model", "--storage custom:"))?;
     if !kv.iter().any(|(k, _)| k == "unit_mbps") {
@@ -244,6 +253,19 @@ pub(crate) fn parse_io_scale(s: &str) -> Result<IoScale, UsageError> {
         reference_cores: n,
         cores: crate::setup::machine_cores(),
     })
+}
+
+/// The machine's memory, bytes (0 when /proc/meminfo cannot be read).
+fn machine_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            })
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 #[cfg(test)]

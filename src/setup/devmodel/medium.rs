@@ -167,6 +167,7 @@ mod tests {
                 delay_us: 0.0,
             }),
             path_us: 0.0,
+            ..Params::transparent()
         }
     }
 

@@ -28,8 +28,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
+pub use super::params::{Params, Service, WriteCache};
+use super::physics::{self, Streams};
 use crate::rng::Rng;
 
 /// Nanoseconds on the model's clock.
@@ -42,79 +42,6 @@ pub const BLOCK: u64 = 4096;
 /// threads with 1 MiB each): the cache's maps are made this much larger,
 /// so they never grow on the IO path.
 pub const IN_FLIGHT_BLOCKS: usize = 64 * 256;
-
-/// A service time: lognormal with this mean (µs) and this σ of its log
-/// (0 is a constant).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Service {
-    /// The mean, µs.
-    pub mean_us: f64,
-    /// σ of ln(time); 0.3 spreads the middle half over about ±20%.
-    pub sigma: f64,
-}
-
-impl Service {
-    fn draw(&self, rng: &mut Rng) -> Nanos {
-        if self.sigma <= 0.0 {
-            return (self.mean_us * 1e3) as Nanos;
-        }
-        // mean = exp(μ + σ²/2)
-        let mu = (self.mean_us * 1e3).ln() - self.sigma * self.sigma / 2.0;
-        (mu + self.sigma * rng.normal()).exp() as Nanos
-    }
-}
-
-/// A write cache in front of the medium.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WriteCache {
-    /// Its size in bytes.
-    pub bytes: u64,
-    /// Destage rate: writes per second taken to the medium.
-    pub destage_iops: f64,
-    /// Destage bandwidth, MB/s (10⁶ bytes).
-    pub destage_mbps: f64,
-    /// Battery-backed (a flush does not wait) or volatile (it waits).
-    pub battery: bool,
-    /// The time of a write into the cache, or a read from it, µs.
-    pub hit_us: f64,
-    /// How long a write stays in the cache before it destages, unless a
-    /// flush or a full cache sends it sooner, µs (a drive's DRAM cache
-    /// holding writes to combine them; 0: destage at once).
-    #[serde(default)]
-    pub delay_us: f64,
-}
-
-/// A device's parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Params {
-    /// Parallel units: spindles or flash channels.
-    pub units: u32,
-    /// Bytes per stripe chunk (which unit an offset belongs to).
-    pub stripe: u64,
-    /// A random read's positioning (or flash read) time.
-    pub read: Service,
-    /// A random write's time at the medium.
-    pub write: Service,
-    /// A sequential IO's command overhead, µs.
-    pub seq_us: f64,
-    /// Transfer rate of one unit, MB/s.
-    pub unit_mbps: f64,
-    /// The shared IOPS budget.
-    pub iops: f64,
-    /// The shared bandwidth budget, MB/s.
-    pub mbps: f64,
-    /// A flush's time at the medium, µs (no cache, or a volatile one).
-    pub flush_us: f64,
-    /// The write cache, if any.
-    pub cache: Option<WriteCache>,
-    /// The path's own mean latency, µs: the loop device, the filesystem
-    /// and FUSE between a request and the model, measured with a model
-    /// that adds nothing, and taken off every IO's time (never below
-    /// zero) so a QD1 IO takes the class's time, not the class's plus
-    /// the path's.
-    #[serde(default)]
-    pub path_us: f64,
-}
 
 /// What an IO is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +66,24 @@ pub struct Done {
     pub waited: bool,
     /// Served by the write cache without the medium.
     pub cached: bool,
+    /// A write whose every block was already dirty in the cache: it adds
+    /// nothing to destage.
+    pub absorbed: bool,
+    /// A read the cache served (every block dirty in it).
+    pub cache_read: bool,
+}
+
+impl Done {
+    fn new(at: Nanos, waited: bool, cached: bool) -> Done {
+        Done {
+            at,
+            own: 0,
+            waited,
+            cached,
+            absorbed: false,
+            cache_read: false,
+        }
+    }
 }
 
 /// One write waiting in the cache.
@@ -147,8 +92,12 @@ struct Dirty {
     first: u64,
     blocks: u64,
     len: u64,
-    /// It followed the write before it (destaged at bandwidth only).
-    seq: bool,
+    /// What its destage takes from the IOPS budget, ns (0 when it
+    /// continues a stream or joins dirty blocks: bandwidth only).
+    ci: Nanos,
+    /// It joined dirty blocks beside it: it reaches the medium within
+    /// their IO, not as one of its own.
+    merged: bool,
     /// When it reaches the medium.
     done: Nanos,
     /// When it would, destaged at once (the cache's own pace, no delay).
@@ -168,15 +117,41 @@ struct Cache {
     pushed: u64,
     /// When the last queued write reaches the medium.
     tail: Nanos,
-    /// Where the last queued write ended (a following one is sequential).
-    last_end: u64,
+    /// The write streams it follows (a write continuing one destages at
+    /// bandwidth only).
+    streams: Streams,
+    /// Queued writes that cost a random IO at destage (the depth a
+    /// controller sorts by address).
+    random: usize,
 }
 
+/// The most IOs a unit's queue counts (deeper queues gain nothing more
+/// that the model tells apart, and the list never grows).
+const UNIT_QUEUE: usize = 64;
+
 /// A unit's state.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Unit {
     free_at: Nanos,
     head: u64,
+    /// When the IOs given to it finish: those after an arrival are its
+    /// queue then.
+    ends: Vec<Nanos>,
+}
+
+impl Unit {
+    /// The IOs queued at `t` (the one arriving counted), the finished
+    /// ones forgotten.
+    fn depth(&mut self, t: Nanos) -> usize {
+        self.ends.retain(|&e| e > t);
+        self.ends.len() + 1
+    }
+
+    fn queue(&mut self, end: Nanos) {
+        if self.ends.len() < UNIT_QUEUE {
+            self.ends.push(end);
+        }
+    }
 }
 
 /// The device model.
@@ -190,8 +165,14 @@ pub struct Model {
     last: Nanos,
     /// IOs the medium served: reads, writes (destaged ones included).
     pub medium_reads: u64,
-    /// Writes that reached the medium.
+    /// Write IOs at the medium (destaged ones included; a write merged
+    /// with dirty blocks beside it goes within their IO).
     pub medium_writes: u64,
+    /// Dirty bytes in the cache integrated over time, byte·ns (the
+    /// value at each IO held until the next).
+    pub dirty_byte_ns: u128,
+    /// What garbage collection multiplies a random write by.
+    gc: f64,
     /// Blocks a destage took to the medium that stay in the cache for a
     /// later write (kept only with [`Model::track_refresh`]): the medium
     /// now holds their content as of the destage, so a power cut must
@@ -216,17 +197,18 @@ impl Model {
                 popped: 0,
                 pushed: 0,
                 tail: 0,
-                last_end: u64::MAX,
+                streams: Streams::default(),
+                random: 0,
             }
         });
         Model {
-            units: vec![
-                Unit {
+            units: (0..p.units.max(1))
+                .map(|_| Unit {
                     free_at: 0,
                     head: u64::MAX,
-                };
-                p.units.max(1) as usize
-            ],
+                    ends: Vec::with_capacity(UNIT_QUEUE),
+                })
+                .collect(),
             p,
             iops_tat: 0,
             bw_tat: 0,
@@ -235,6 +217,8 @@ impl Model {
             last: 0,
             medium_reads: 0,
             medium_writes: 0,
+            dirty_byte_ns: 0,
+            gc: p.gc_amp(),
             refresh: Vec::new(),
             track: false,
         }
@@ -272,8 +256,16 @@ impl Model {
     /// it), as an IO arriving at `t` would.
     pub fn settle(&mut self, t: Nanos) {
         let t = t.max(self.last);
-        self.last = t;
+        self.advance(t);
         self.destage_until(t);
+    }
+
+    /// Moves the model's clock to `t`, adding the dirty bytes held since
+    /// the last IO to their integral.
+    fn advance(&mut self, t: Nanos) {
+        let held = u128::from(t.saturating_sub(self.last));
+        self.dirty_byte_ns += u128::from(self.dirty_bytes()) * held;
+        self.last = t;
     }
 
     /// True when block `b` (of [`BLOCK`] bytes) is in the write cache, not
@@ -295,19 +287,16 @@ impl Model {
     }
 
     fn submit_at(&mut self, t: Nanos, op: Op, offset: u64, len: u64) -> Done {
-        self.last = t;
+        self.advance(t);
         self.destage_until(t);
         let hit = |c: &Cache| t.saturating_add(ns(c.p.hit_us * 1e-6));
         match op {
             Op::Read => {
                 if let Some(c) = &self.cache {
                     if len > 0 && c.all_dirty(offset, len) {
-                        return Done {
-                            own: 0,
-                            at: hit(c),
-                            waited: false,
-                            cached: true,
-                        };
+                        let mut d = Done::new(hit(c), false, true);
+                        d.cache_read = true;
+                        return d;
                     }
                 }
                 self.medium(t, Op::Read, offset, len)
@@ -316,18 +305,8 @@ impl Model {
             Op::Flush => {
                 let flush = ns(self.p.flush_us * 1e-6);
                 match &self.cache {
-                    None => Done {
-                        own: 0,
-                        at: t.saturating_add(flush),
-                        waited: false,
-                        cached: false,
-                    },
-                    Some(c) if c.p.battery => Done {
-                        own: 0,
-                        at: hit(c),
-                        waited: false,
-                        cached: true,
-                    },
+                    None => Done::new(t.saturating_add(flush), false, false),
+                    Some(c) if c.p.battery => Done::new(hit(c), false, true),
                     // Waiting for the medium is a flush's work, not a
                     // wait for budget or room. A flush sends every write
                     // it covers at the cache's own pace, not after its
@@ -339,12 +318,7 @@ impl Model {
                                 d.done = d.done.min(d.eager);
                             }
                         }
-                        Done {
-                            own: 0,
-                            at,
-                            waited: false,
-                            cached: false,
-                        }
+                        Done::new(at, false, false)
                     }
                 }
             }
@@ -368,16 +342,24 @@ impl Model {
             let (u, local, _) = piece(c);
             self.units[u].head == local
         });
-        let start = self.charge(t, len, seq);
+        let amp = if op == Op::Write { self.gc } else { 1.0 };
+        let start = self.charge(t, len, seq, amp);
         let mut done = start;
         for c in chunks {
             let (ui, local, plen) = piece(c);
+            let depth = self.units[ui].depth(start);
             let pos = if self.units[ui].head == local {
                 ns(self.p.seq_us * 1e-6)
-            } else if op == Op::Read {
-                self.p.read.draw(&mut self.rng)
             } else {
-                self.p.write.draw(&mut self.rng)
+                // A unit that reorders its queue positions faster at
+                // depth; a flash write at steady state pays its garbage
+                // collection.
+                let (draw, amp) = if op == Op::Read {
+                    (self.p.read.draw(&mut self.rng), 1.0)
+                } else {
+                    (self.p.write.draw(&mut self.rng), self.gc)
+                };
+                (draw as f64 * physics::queue_factor(self.p.queueing, depth) * amp) as Nanos
             };
             let u = &mut self.units[ui];
             let d = start
@@ -386,6 +368,7 @@ impl Model {
                 .saturating_add(ns(plen as f64 / (self.p.unit_mbps * 1e6)));
             u.free_at = d;
             u.head = local + plen;
+            u.queue(d);
             done = done.max(d);
         }
         if op == Op::Read {
@@ -393,19 +376,15 @@ impl Model {
         } else {
             self.medium_writes += 1;
         }
-        Done {
-            own: 0,
-            at: done,
-            waited: start > t,
-            cached: false,
-        }
+        Done::new(done, start > t, false)
     }
 
     /// Takes one IO of `len` bytes from the budget at `t`: when it may
     /// start. The IOPS budget is what positioning costs: a sequential IO
-    /// pays the bandwidth budget only.
-    fn charge(&mut self, t: Nanos, len: u64, seq: bool) -> Nanos {
-        let ci = if seq { 0 } else { ns(1.0 / self.p.iops) };
+    /// pays the bandwidth budget only; a random write at a flash device
+    /// at steady state pays `amp` IOs (garbage collection's).
+    fn charge(&mut self, t: Nanos, len: u64, seq: bool, amp: f64) -> Nanos {
+        let ci = if seq { 0 } else { ns(amp / self.p.iops) };
         let cb = ns(len as f64 / (self.p.mbps * 1e6));
         // A burst of one IO per unit: of 4 KiB for the bandwidth budget.
         let burst = self.units.len() as u64;
@@ -434,6 +413,9 @@ impl Model {
         while let Some(d) = c.ring.front().copied().filter(|d| d.done <= t) {
             c.ring.pop_front();
             c.popped += d.len;
+            if d.ci > 0 {
+                c.random -= 1;
+            }
             for b in d.first..d.first + d.blocks {
                 if let Some(n) = c.blocks.get_mut(&b) {
                     *n -= 1;
@@ -444,10 +426,12 @@ impl Model {
                     }
                 }
             }
-            self.medium_writes += 1;
-            // Charged at its start on the medium; a write that followed
-            // the one before it costs bandwidth only, as at the medium.
-            let ci = if d.seq { 0 } else { ns(1.0 / self.p.iops) };
+            if !d.merged {
+                self.medium_writes += 1;
+            }
+            // Charged at its start on the medium; a write that continued
+            // a stream or joined dirty blocks costs bandwidth only.
+            let ci = d.ci;
             let cb = ns(d.len as f64 / (self.p.mbps * 1e6));
             let at = d.done.saturating_sub(ci.max(cb));
             self.iops_tat = self.iops_tat.max(at).saturating_add(ci);
@@ -461,12 +445,9 @@ impl Model {
         };
         let hit = ns(c.p.hit_us * 1e-6);
         if len > 0 && c.all_dirty(offset, len) {
-            return Done {
-                own: 0,
-                at: t.saturating_add(hit),
-                waited: false,
-                cached: true,
-            };
+            let mut d = Done::new(t.saturating_add(hit), false, true);
+            d.absorbed = true;
+            return d;
         }
         // Room by bytes: the oldest writes leave until this one fits.
         let mut accept = t;
@@ -494,19 +475,37 @@ impl Model {
         let Some(c) = &mut self.cache else {
             return self.medium(t, Op::Write, offset, len);
         };
-        let seq = offset == c.last_end;
+        let (first, end) = (offset / BLOCK, (offset + len).div_ceil(BLOCK));
+        // Destaged with what it continues: a recent stream, or dirty
+        // blocks just before or after it (the controller merges them
+        // into one IO). Otherwise a random IO, cheaper the more random
+        // writes wait (destaged in address order across the units), and
+        // amplified by a flash device's garbage collection.
+        let streamed = c.streams.write(offset, offset + len);
+        let joins =
+            (first > 0 && c.blocks.contains_key(&(first - 1))) || c.blocks.contains_key(&end);
+        let seq = streamed || joins;
         let bw = len as f64 / (c.p.destage_mbps * 1e6);
+        let units = self.p.units.max(1) as usize;
+        let sort = physics::queue_factor(self.p.queueing, (c.random + 1).div_ceil(units));
+        let random = sort * self.gc;
         let cost = if seq {
             ns(bw)
         } else {
-            ns(bw.max(1.0 / c.p.destage_iops))
+            ns(bw.max(random / c.p.destage_iops))
         };
+        let ci = if seq {
+            0
+        } else {
+            ns(random / self.p.iops).max(1)
+        };
+        if !seq {
+            c.random += 1;
+        }
         let eager = c.tail.max(accept).saturating_add(cost);
         c.tail = eager;
         let done = eager.max(t.saturating_add(ns(c.p.delay_us * 1e-6)));
-        c.last_end = offset + len;
         c.pushed += len;
-        let (first, end) = (offset / BLOCK, (offset + len).div_ceil(BLOCK));
         for b in first..end {
             *c.blocks.entry(b).or_insert(0) += 1;
         }
@@ -514,17 +513,13 @@ impl Model {
             first,
             blocks: end - first,
             len,
-            seq,
+            ci,
+            merged: joins,
             done,
             eager,
             cum: c.pushed,
         });
-        Done {
-            own: 0,
-            at: accept.saturating_add(hit),
-            waited: accept > t,
-            cached: true,
-        }
+        Done::new(accept.saturating_add(hit), accept > t, true)
     }
 }
 

@@ -20,8 +20,24 @@ pub const KEYS: &[(&str, &str)] = &[
         "the bandwidth budget shared by reads and writes, MB/s",
     ),
     ("flush_us", "a flush's time at the medium, µs"),
+    (
+        "queueing",
+        "command queueing: a unit's extra random IOs at depth 32, as a share (0.5: 50% more)",
+    ),
+    (
+        "spare",
+        "flash spare area, share of the user capacity (0: not flash)",
+    ),
+    (
+        "preconditioned",
+        "flash at steady state (true) or fresh (false): random writes pay garbage collection",
+    ),
     ("cache", "write cache: off, battery or volatile"),
     ("cache_mb", "write cache size, MB (2^20 bytes)"),
+    (
+        "cache_share",
+        "write cache size as a share of the run's memory limit (of the machine's memory without one)",
+    ),
     ("destage_iops", "writes per second the cache destages"),
     ("destage_mbps", "MB/s the cache destages"),
     ("hit_us", "a write into (or read from) the cache, µs"),
@@ -44,6 +60,8 @@ const KEY_RANGE: &[(&str, f64, f64)] = &[
     ("iops", 1.0, 10_000_000.0),
     ("mbps", 1.0, 100_000.0),
     ("flush_us", 0.0, 10_000_000.0),
+    ("queueing", 0.0, 10.0),
+    ("spare", 0.0, 10.0),
     ("cache_mb", 1.0, 1_048_576.0),
     ("destage_iops", 1.0, 10_000_000.0),
     ("destage_mbps", 1.0, 100_000.0),
@@ -120,6 +138,19 @@ pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
         "iops" => p.iops = pos()?,
         "mbps" => p.mbps = pos()?,
         "flush_us" => p.flush_us = num()?,
+        "queueing" => p.queueing = num()?,
+        "spare" => p.spare = num()?,
+        "preconditioned" => {
+            p.preconditioned = match value {
+                "true" | "yes" | "1" => true,
+                "false" | "no" | "0" => false,
+                _ => {
+                    return Err(format!(
+                        "--device-model preconditioned={value}: expected true or false"
+                    ));
+                }
+            }
+        }
         "cache" => match value {
             "off" => p.cache = None,
             "battery" | "volatile" => {
@@ -132,6 +163,11 @@ pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
                 ));
             }
         },
+        "cache_share" => {
+            return Err(format!(
+                "--device-model cache_share={value}: a share of the run's memory, given with --device-model (not in a custom: device)"
+            ));
+        }
         "cache_mb" => cache(p, key)?.bytes = (pos()? * (1u64 << 20) as f64) as u64,
         "destage_iops" => cache(p, key)?.destage_iops = pos()?,
         "destage_mbps" => cache(p, key)?.destage_mbps = pos()?,

@@ -188,6 +188,7 @@ impl Shared {
             if let Some((g, mut fresh)) = next {
                 // The medium's counts carry on.
                 (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
+                fresh.dirty_byte_ns = m.dirty_byte_ns;
                 if self.shadow.is_some() {
                     fresh.track_refresh();
                 }
@@ -207,6 +208,9 @@ impl Shared {
             // Stored under the lock, so they never go backwards.
             c.medium_reads.store(m.medium_reads, Relaxed);
             c.medium_writes.store(m.medium_writes, Relaxed);
+            let ms = m.dirty_byte_ns / 1_000_000;
+            c.dirty_byte_ms
+                .store(u64::try_from(ms).unwrap_or(u64::MAX), Relaxed);
             (d, self.epoch.load(SeqCst))
         };
         match op {
@@ -227,6 +231,12 @@ impl Shared {
         }
         if d.cached {
             c.cached.fetch_add(1, Relaxed);
+        }
+        if d.absorbed {
+            c.absorbed.fetch_add(1, Relaxed);
+        }
+        if d.cache_read {
+            c.cache_reads.fetch_add(1, Relaxed);
         }
         // The device's latency as the model has it, not less the path's.
         c.latency_ns.fetch_add(d.own, Relaxed);

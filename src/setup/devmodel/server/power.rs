@@ -42,6 +42,7 @@ impl Shared {
                     crate::rng::derive_seed(self.seed, &[u64::MAX, req]),
                 );
                 (fresh.medium_reads, fresh.medium_writes) = (m.medium_reads, m.medium_writes);
+                fresh.dirty_byte_ns = m.dirty_byte_ns;
                 if self.shadow.is_some() {
                     fresh.track_refresh();
                 }
