@@ -28,6 +28,64 @@ pub struct SeedSpec {
     /// The comparisons the post draws between its figures.
     #[serde(default, rename = "claim")]
     pub claims: Vec<Claim>,
+    /// The regime the post measured in, as figures of the run with
+    /// bounds: a claim naming them is judged only when they hold.
+    #[serde(default, rename = "regime", skip_serializing_if = "Vec::is_empty")]
+    pub regimes: Vec<Regime>,
+}
+
+/// One figure of the post's regime: what the post's setup had (a
+/// database many times its memory, a device queue several deep, a
+/// server with CPU to spare) as a bound on a figure of the run.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Regime {
+    /// A short name claims refer to (`disk.queue.innodb`).
+    pub id: String,
+    /// What it checks, in words (`InnoDB's device queue at the disk
+    /// array`).
+    pub text: String,
+    /// The post's own figure, where it gives or implies one (printed
+    /// beside ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post: Option<f64>,
+    /// Where this run's figure comes from.
+    pub ours: Ref,
+    /// Multiply ours by this figure (CPU µs per op times ops per second
+    /// is CPU µs per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<Ref>,
+    /// Multiply ours by this constant (1e-6: µs per second to cores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
+    /// Divide ours by the run's memory limit (bytes over bytes: a
+    /// database-to-memory ratio).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_memory: bool,
+    /// The least ours may be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// The most ours may be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+impl Regime {
+    /// Whether `v` is within the bounds.
+    pub fn within(&self, v: f64) -> bool {
+        self.min.is_none_or(|m| v >= m) && self.max.is_none_or(|m| v <= m)
+    }
+
+    /// The bounds in words: `≥ 4`, `≤ 0.5`, `4 to 8`.
+    pub fn bounds(&self) -> String {
+        let n = |v: f64| format!("{}", (v * 1000.0).round() / 1000.0);
+        match (self.min, self.max) {
+            (Some(a), Some(b)) => format!("{} to {}", n(a), n(b)),
+            (Some(a), None) => format!("≥ {}", n(a)),
+            (None, Some(b)) => format!("≤ {}", n(b)),
+            (None, None) => "any".into(),
+        }
+    }
 }
 
 /// One published figure.
@@ -91,6 +149,11 @@ pub struct Claim {
     /// `above`: the value compared with (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub factor: Option<f64>,
+    /// The regime figures (ids of `[[post.regime]]`) that must hold for
+    /// the verdict to be judged; outside them the verdict is printed as
+    /// not judged, neither a pass nor a failure of the post.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regime: Vec<String>,
 }
 
 /// The shape of a claim.
@@ -167,7 +230,17 @@ impl SeedSpec {
     /// Checks that every claim names known figures, in a number its kind
     /// takes; the error names the claim.
     pub fn check(&self) -> Result<(), String> {
+        for r in &self.regimes {
+            if r.min.is_none() && r.max.is_none() {
+                return Err(format!("seed regime '{}': give min or max", r.id));
+            }
+        }
         for c in &self.claims {
+            for id in &c.regime {
+                if !self.regimes.iter().any(|r| &r.id == id) {
+                    return Err(format!("seed claim '{}': no regime with id '{id}'", c.text));
+                }
+            }
             for id in &c.figures {
                 if !self.figures.iter().any(|f| &f.id == id) {
                     return Err(format!("seed claim '{}': no figure with id '{id}'", c.text));

@@ -68,26 +68,37 @@ fn every_seed_plan_loads_with_the_posts_figures() {
 }
 
 /// Seed 003's figures for a run whose MyRocks/InnoDB ratios are the
-/// given ones (InnoDB at 1000 requests/s on every class).
-fn run_003(ratios: [f64; 3]) -> RunView {
+/// given ones (InnoDB at 1000 requests/s on every class), in the post's
+/// regime (databases 8 and 32 times the 512MB limit, a queue of 6 at
+/// the disk array with half the IOs waiting, 0.1 core) or, with
+/// `regime` false, with no regime figure at all.
+fn run_003(ratios: [f64; 3], regime: bool) -> RunView {
     let mut steps = Vec::new();
+    let mem = 512.0 * 1048576.0;
     for (class, r) in ["fast-ssd", "slow-ssd", "disk-array"].iter().zip(ratios) {
         let step = format!("request@{class}");
-        steps.push(StepView::with_figures(
-            "mariadb-innodb",
-            &step,
-            &[(Metric::OpsPerSec, 1000.0)],
-        ));
-        steps.push(StepView::with_figures(
-            "mariadb-myrocks",
-            &step,
-            &[(Metric::OpsPerSec, 1000.0 * r)],
-        ));
+        for (engine, ops, db) in [
+            ("mariadb-innodb", 1000.0, 32.0 * mem),
+            ("mariadb-myrocks", 1000.0 * r, 8.0 * mem),
+        ] {
+            let mut f = vec![(Metric::OpsPerSec, ops)];
+            if regime {
+                f.extend([
+                    (Metric::DbBytes, db),
+                    (Metric::DevQueueDepth, 6.0),
+                    (Metric::DevWaitedShare, 0.5),
+                    (Metric::CpuUsPerOp, 100.0),
+                ]);
+            }
+            steps.push(StepView::with_figures(engine, &step, &f));
+        }
     }
-    RunView {
+    let mut run = RunView {
         steps,
         ..RunView::empty()
-    }
+    };
+    run.recorded.memory = Some(512 << 20);
+    run
 }
 
 #[test]
@@ -106,13 +117,13 @@ fn verdicts_on_fixed_figures_both_ways() {
             .unwrap()
             .verdict
     };
-    let good = run_003([1.2, 1.9, 4.0]);
+    let good = run_003([1.2, 1.9, 4.0], true);
     assert_eq!(verdict(&good, rises), Verdict::Holds);
     assert_eq!(
         verdict(&good, "MyRocks beats InnoDB on the disk array"),
         Verdict::Holds
     );
-    let bad = run_003([0.9, 0.8, 1.5]);
+    let bad = run_003([0.9, 0.8, 1.5], true);
     assert_eq!(verdict(&bad, rises), Verdict::DoesNotHold);
     assert_eq!(
         verdict(&bad, "MyRocks beats InnoDB on the fast SSD"),
@@ -121,7 +132,7 @@ fn verdicts_on_fixed_figures_both_ways() {
     // The text: the post's figure and ours per row, the verdict per claim.
     let t = seed::render(&post, &good);
     assert!(
-        t.contains("post 1.40 → 2.30 → 5.30; here 1.20 → 1.90 → 4.00: holds"),
+        t.contains("post 1.40 → 2.30 → 5.30; here 1.20 → 1.90 → 4.00: holds, judged in the post's regime (MyRocks' database over the memory limit 8.00 (≥ 4);"),
         "{t}"
     );
     assert!(
@@ -132,9 +143,22 @@ fn verdicts_on_fixed_figures_both_ways() {
         "{t}"
     );
     let t = seed::render(&post, &bad);
-    assert!(t.contains("0.90 → 0.80 → 1.50: does not hold"), "{t}");
+    assert!(
+        t.contains("0.90 → 0.80 → 1.50: does not hold, judged"),
+        "{t}"
+    );
+    // Outside the regime (here: none of its figures measured) a verdict
+    // is printed as not judged, with the direction it would have.
+    let t = seed::render(&post, &run_003([1.2, 1.9, 4.0], false));
+    assert!(
+        t.contains(
+            "1.20 → 1.90 → 4.00: not judged: MyRocks' database over the memory limit not measured;"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("the direction here would be: holds)"), "{t}");
     // A class that did not run is not a verdict.
-    let mut partial = run_003([1.2, 1.9, 4.0]);
+    let mut partial = run_003([1.2, 1.9, 4.0], true);
     partial.steps.retain(|s| !s.step.ends_with("disk-array"));
     assert_eq!(verdict(&partial, rises), Verdict::NotMeasured);
 }

@@ -105,6 +105,11 @@ pub(crate) struct ReportArgs {
     /// `RUN:ENGINE` when runs are merged).
     #[arg(long)]
     base: Option<String>,
+    /// Judge the run against this seed plan's `[post]` (its figures,
+    /// claims and regime) instead of the one the run recorded: a plan
+    /// revised after the run.
+    #[arg(long)]
+    post: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -285,11 +290,23 @@ pub fn main() -> Result<i32> {
                     views.push(read::load(&results, sel)?);
                 }
             }
-            let view = if views.len() == 1 {
+            let mut view = if views.len() == 1 {
                 views.remove(0)
             } else {
                 crate::report::compare::merge(views)
             };
+            if let Some(p) = &a.post {
+                let plan = crate::plan::Settings::load(p)?;
+                let post = plan.post.ok_or_else(|| {
+                    crate::UsageError(format!(
+                        "--post {}: the plan has no [post] table",
+                        p.display()
+                    ))
+                })?;
+                post.check()
+                    .map_err(|e| crate::UsageError(format!("--post {}: {e}", p.display())))?;
+                view.recorded.post = Some(post);
+            }
             let base = crate::report::compare::base_engine(&view, a.base.as_deref())?;
             write!(
                 out,

@@ -104,6 +104,59 @@ pub struct Checked<'a> {
     pub verdict: Verdict,
     /// The post's own figures against the claim (a typing check).
     pub post_verdict: Verdict,
+    /// Whether the run was in the post's regime for this claim.
+    pub regime: RegimeMark,
+}
+
+/// A claim's regime, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RegimeMark {
+    /// The claim names no regime figure.
+    Unstated,
+    /// Every regime figure it names holds: the figures, in words.
+    Judged(Vec<String>),
+    /// One or more are off (or not measured): those, in words.
+    NotJudged(Vec<String>),
+}
+
+/// A regime figure of the run: `ours` times `scale` and `times`,
+/// divided by the memory limit when `per_memory` (None without a limit
+/// or where a figure was not measured).
+pub fn regime_value(run: &RunView, r: &Regime) -> Option<f64> {
+    let mut v = value(run, &r.ours)? * r.scale.unwrap_or(1.0);
+    if let Some(t) = &r.times {
+        v *= value(run, t)?;
+    }
+    if r.per_memory {
+        let m = run.recorded.memory.filter(|m| *m > 0)?;
+        Some(v / m as f64)
+    } else {
+        Some(v)
+    }
+}
+
+/// The claim's regime figures checked against the run.
+fn regime_mark(seed: &SeedSpec, run: &RunView, c: &Claim) -> RegimeMark {
+    if c.regime.is_empty() {
+        return RegimeMark::Unstated;
+    }
+    let (mut ok, mut off) = (Vec::new(), Vec::new());
+    for r in c
+        .regime
+        .iter()
+        .filter_map(|id| seed.regimes.iter().find(|r| &r.id == id))
+    {
+        match regime_value(run, r) {
+            Some(v) if r.within(v) => ok.push(format!("{} {} ({})", r.text, num(v), r.bounds())),
+            Some(v) => off.push(format!("{} {}, not {}", r.text, num(v), r.bounds())),
+            None => off.push(format!("{} not measured", r.text)),
+        }
+    }
+    if off.is_empty() {
+        RegimeMark::Judged(ok)
+    } else {
+        RegimeMark::NotJudged(off)
+    }
 }
 
 /// Every claim of the seed checked against the run.
@@ -122,6 +175,7 @@ pub fn check<'a>(seed: &'a SeedSpec, run: &RunView) -> Vec<Checked<'a>> {
                 claim: c,
                 verdict: c.kind.verdict(&ours, c.factor),
                 post_verdict: c.kind.verdict(&post, c.factor),
+                regime: regime_mark(seed, run, c),
                 post,
                 ours,
             }
@@ -185,6 +239,25 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
             here
         );
     }
+    if !seed.regimes.is_empty() {
+        let _ = writeln!(o, "the post's regime, here");
+        for r in &seed.regimes {
+            let here = regime_value(run, r);
+            let _ = writeln!(
+                o,
+                "  {}: post {}; here {} (in the regime: {}): {}",
+                r.text,
+                r.post.map_or("-".into(), num),
+                here.map_or("-".into(), num),
+                r.bounds(),
+                match here {
+                    Some(v) if r.within(v) => "in",
+                    Some(_) => "off",
+                    None => "not measured",
+                }
+            );
+        }
+    }
     let _ = writeln!(o, "the post's comparisons, here");
     for c in check(seed, run) {
         let sep = match c.claim.kind {
@@ -198,9 +271,22 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
             }
             t
         };
+        let verdict = match &c.regime {
+            RegimeMark::Unstated => c.verdict.words().to_string(),
+            RegimeMark::Judged(f) => format!(
+                "{}, judged in the post's regime ({})",
+                c.verdict.words(),
+                f.join("; ")
+            ),
+            RegimeMark::NotJudged(f) => format!(
+                "not judged: {} (outside the post's regime, the direction here would be: {})",
+                f.join("; "),
+                c.verdict.words()
+            ),
+        };
         let _ = writeln!(
             o,
-            "  {}: post {}; here {}: {}",
+            "  {}: post {}; here {}: {verdict}",
             c.claim.text,
             arrow(
                 c.post
@@ -209,7 +295,6 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
                     .collect()
             ),
             arrow(c.ours.iter().map(|v| v.map_or("-".into(), num)).collect()),
-            c.verdict.words()
         );
     }
     o
@@ -245,6 +330,126 @@ mod tests {
         }
         let e = scale(None, &mut kv(&[("scale", "2")])).unwrap_err();
         assert!(e.0.contains("only a seed plan"), "{}", e.0);
+    }
+
+    /// Issue 49: a claim naming regime figures is judged only when they
+    /// hold; otherwise it says which figure is off, and by how much.
+    #[test]
+    fn a_claim_is_judged_only_in_the_posts_regime() {
+        let toml = r#"
+            file = "003.txt"
+            title = "t"
+            setup = "s"
+            [[figure]]
+            id = "a"
+            table = "T"
+            row = "r"
+            column = "A"
+            value = 2.0
+            ours = { engine = "a", step = "request", figure = "ops_per_sec" }
+            [[figure]]
+            id = "b"
+            table = "T"
+            row = "r"
+            column = "B"
+            value = 1.0
+            ours = { engine = "b", step = "request", figure = "ops_per_sec" }
+            [[regime]]
+            id = "q"
+            text = "A's device queue"
+            ours = { engine = "a", step = "request", figure = "dev_qd" }
+            min = 4.0
+            [[regime]]
+            id = "db"
+            text = "A's database over memory"
+            post = 8.0
+            ours = { engine = "a", step = "request", figure = "db_bytes" }
+            per_memory = true
+            min = 4.0
+            [[regime]]
+            id = "cpu"
+            text = "A's CPU, cores"
+            ours = { engine = "a", step = "request", figure = "cpu_us_per_op" }
+            times = { engine = "a", step = "request", figure = "ops_per_sec" }
+            scale = 1e-6
+            max = 1.0
+            [[claim]]
+            text = "A beats B"
+            kind = "more"
+            figures = ["a", "b"]
+            regime = ["q", "db", "cpu"]
+        "#;
+        let seed: SeedSpec = toml::from_str(toml).unwrap();
+        seed.check().unwrap();
+        let run = |qd: f64| {
+            let mut r = RunView {
+                steps: vec![
+                    StepView::with_figures(
+                        "a",
+                        "request",
+                        &[
+                            (Metric::OpsPerSec, 1000.0),
+                            (Metric::DevQueueDepth, qd),
+                            (Metric::DbBytes, 6.0 * 512.0 * 1048576.0),
+                            (Metric::CpuUsPerOp, 800.0),
+                        ],
+                    ),
+                    StepView::with_figures("b", "request", &[(Metric::OpsPerSec, 500.0)]),
+                ],
+                ..RunView::empty()
+            };
+            r.recorded.memory = Some(512 << 20);
+            r
+        };
+        // Queue 6, database 6x memory, 0.8 cores: judged.
+        let c = check(&seed, &run(6.0));
+        assert_eq!(c[0].verdict, Verdict::Holds);
+        let RegimeMark::Judged(f) = &c[0].regime else {
+            panic!("{:?}", c[0].regime)
+        };
+        assert_eq!(f[1], "A's database over memory 6.00 (≥ 4)");
+        assert_eq!(f[2], "A's CPU, cores 0.80 (≤ 1)");
+        let text = render(&seed, &run(6.0));
+        assert!(
+            text.contains("holds, judged in the post's regime"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "A's database over memory: post 8.00; here 6.00 (in the regime: ≥ 4): in"
+            ),
+            "{text}"
+        );
+        // A queue of 2: not judged, whatever the direction.
+        let c = check(&seed, &run(2.0));
+        assert_eq!(
+            c[0].regime,
+            RegimeMark::NotJudged(vec!["A's device queue 2.00, not ≥ 4".into()])
+        );
+        let text = render(&seed, &run(2.0));
+        assert!(
+            text.contains("A beats B: post 2.00 vs 1.00; here 1000 vs 500: not judged: A's device queue 2.00, not ≥ 4 (outside the post's regime, the direction here would be: holds)"),
+            "{text}"
+        );
+        // A regime id that does not exist, or a regime without bounds.
+        let bad = toml.replace(r#"regime = ["q", "db", "cpu"]"#, r#"regime = ["nope"]"#);
+        let e = toml::from_str::<SeedSpec>(&bad)
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert!(e.contains("no regime with id 'nope'"), "{e}");
+        let bad = toml.replace(
+            "min = 4.0
+            [[regime]]
+            id = \"db\"",
+            "[[regime]]
+            id = \"db\"",
+        );
+        let e = toml::from_str::<SeedSpec>(&bad)
+            .unwrap()
+            .check()
+            .unwrap_err();
+        assert!(e.contains("give min or max"), "{e}");
     }
 
     #[test]

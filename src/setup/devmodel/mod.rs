@@ -42,9 +42,10 @@ pub fn class_params(class: super::storage::StorageClass) -> Option<Params> {
         // about 1,250/s; the array's budget is 1,000 IOPS (seed 003:
         // "approximately 1k for the disk array") and 1,000 MB/s (ten disks
         // at 150 MB/s, less the controller's share). The cache: 512 MB,
-        // destaging 600 random writes/s (ten disks, mirrored writes
-        // sorted by the controller), so a synced write is acknowledged
-        // from it (seed 001's 4,649 synced overwrites/s on its array).
+        // destaging 400 random writes/s in arrival order and 600/s sorted
+        // by address with 32 or more waiting per disk (the sort is the
+        // model's `queueing`), so a synced write is acknowledged from it
+        // (seed 001's 4,649 synced overwrites/s on its array).
         C::DiskArray => Some(Params {
             units: 10,
             stripe: 256 << 10,
@@ -63,7 +64,7 @@ pub fn class_params(class: super::storage::StorageClass) -> Option<Params> {
             flush_us: 200.0,
             cache: Some(WriteCache {
                 bytes: 512 << 20,
-                destage_iops: 600.0,
+                destage_iops: 400.0,
                 destage_mbps: 800.0,
                 battery: true,
                 hit_us: 30.0,
@@ -166,7 +167,7 @@ impl Params {
         } == Params::transparent()
     }
 
-    /// `10 units, random read 7.5 ms / write 8.5 ms, 1000 IOPS and 1000 MB/s shared, 512 MB battery-backed cache destaging 600/s`.
+    /// `10 units, random read 7.5 ms / write 8.5 ms, 1000 IOPS and 1000 MB/s shared, 512 MB battery-backed cache destaging 400/s`.
     pub fn show(&self) -> String {
         if self.is_transparent() {
             return "not modelled here: served without delay through the model's FUSE path from the host's page cache (not the machine's disk)".into();

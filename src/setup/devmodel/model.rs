@@ -148,9 +148,12 @@ impl Unit {
     }
 
     fn queue(&mut self, end: Nanos) {
-        if self.ends.len() < UNIT_QUEUE {
-            self.ends.push(end);
+        // Ends come in order (a unit serves one IO after another): when
+        // full, the first to finish makes room.
+        if self.ends.len() == UNIT_QUEUE {
+            self.ends.remove(0);
         }
+        self.ends.push(end);
     }
 }
 
@@ -477,27 +480,28 @@ impl Model {
         };
         let (first, end) = (offset / BLOCK, (offset + len).div_ceil(BLOCK));
         // Destaged with what it continues: a recent stream, or dirty
-        // blocks just before or after it (the controller merges them
-        // into one IO). Otherwise a random IO, cheaper the more random
-        // writes wait (destaged in address order across the units), and
-        // amplified by a flash device's garbage collection.
+        // blocks just before, under or after it (the controller merges
+        // them into one IO). Otherwise a random IO: destaged faster the
+        // more random writes wait (in address order across the units;
+        // the depth is taken when the write arrives, so a burst into an
+        // empty cache gains from its later writes only), taking one IO
+        // from the budget (the budget is the array's at depth already),
+        // and amplified by a flash device's garbage collection.
         let streamed = c.streams.write(offset, offset + len);
-        let joins =
-            (first > 0 && c.blocks.contains_key(&(first - 1))) || c.blocks.contains_key(&end);
+        let joins = (first.saturating_sub(1)..=end).any(|b| c.blocks.contains_key(&b));
         let seq = streamed || joins;
         let bw = len as f64 / (c.p.destage_mbps * 1e6);
         let units = self.p.units.max(1) as usize;
         let sort = physics::queue_factor(self.p.queueing, (c.random + 1).div_ceil(units));
-        let random = sort * self.gc;
         let cost = if seq {
             ns(bw)
         } else {
-            ns(bw.max(random / c.p.destage_iops))
+            ns(bw.max(sort * self.gc / c.p.destage_iops))
         };
         let ci = if seq {
             0
         } else {
-            ns(random / self.p.iops).max(1)
+            ns(self.gc / self.p.iops).max(1)
         };
         if !seq {
             c.random += 1;

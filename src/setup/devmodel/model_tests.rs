@@ -331,18 +331,20 @@ fn merged_destage_is_cheaper_than_arrival_order() {
 
 #[test]
 fn a_controller_sorting_its_cache_destages_faster_when_more_waits() {
-    // 1,000 scattered writes on 10 units: 100 per unit waiting, and the
-    // destage positions faster among them (queueing 0.5, a disk choosing
-    // among 32 at most: 1 / 1.5 = 0.67 of the time while 32 or more
-    // wait).
+    // 1,000 scattered writes on 10 units, the budget no limit: each
+    // write's destage is timed by the random writes already waiting when
+    // it arrived (queueing 0.5, a disk choosing among 32 at most: 1 / 1.5
+    // = 0.67 of the time once 32 or more wait per unit, 320 here).
     let scattered: Vec<u64> = (0..1000).map(|i| i * (1 << 22)).collect();
     let mut p = disks(Some(cache(64 << 20, true)));
+    p.iops = 1e6;
     let fifo = destaged_by(p, &scattered);
     p.queueing = 0.5;
     let sorted = destaged_by(p, &scattered);
     let ratio = sorted as f64 / fifo as f64;
-    // The queue shrinks as it drains, so the mean gain is smaller than
-    // at the start: between 0.67 and 0.80 of the arrival-order time.
+    // The first writes of the burst found fewer waiting, so the mean gain
+    // is smaller than the full one: between 0.67 and 0.80 of the
+    // arrival-order time.
     assert!((0.66..0.8).contains(&ratio), "{sorted} / {fifo} = {ratio}");
 }
 
@@ -427,4 +429,59 @@ fn the_cache_counts_what_it_absorbed_served_and_held() {
     assert!(!m.submit(3000, Op::Read, 0, 12288).cache_read);
     // 8 KiB dirty from 0 to 3 µs (destaging takes 2 ms): 8192 x 3000.
     assert_eq!(m.dirty_byte_ns, 8192 * 3000);
+}
+
+#[test]
+fn garbage_collection_spares_reads_and_sequential_writes_at_depth() {
+    // The drive of the steady-state test, preconditioned: random reads
+    // at QD32 keep the 10,000/s budget, and 64 KiB sequential writes at
+    // QD32 (one stream, 32 in flight) keep their rate, as on a fresh
+    // drive.
+    let mut p = disks(None);
+    (p.units, p.stripe, p.iops, p.mbps) = (4, 64 << 10, 10_000.0, 400.0);
+    p.read = Service {
+        mean_us: 100.0,
+        sigma: 0.3,
+    };
+    (p.spare, p.preconditioned) = (0.28, true);
+    let mut m = Model::new(p, 9);
+    let (done, _) = closed_loop(&mut m, 32, 10, |_, r| (Op::Read, random_4k(r), 4096));
+    let reads = done.iter().sum::<u64>() as f64 / 10.0;
+    assert!((reads / 10_000.0 - 1.0).abs() < 0.03, "{reads}/s");
+    let seq_mbps = |p: Params| {
+        let mut m = Model::new(p, 9);
+        let mut next = 0u64;
+        let (done, _) = closed_loop(&mut m, 32, 10, move |_, _| {
+            // One stream, 32 of its writes in flight.
+            next += 65536;
+            (Op::Write, next, 65536)
+        });
+        done.iter().sum::<u64>() as f64 * 65536.0 / 10.0 / 1e6
+    };
+    let steady = seq_mbps(p);
+    p.preconditioned = false;
+    let fresh = seq_mbps(p);
+    assert!(
+        (steady / fresh - 1.0).abs() < 0.02,
+        "steady {steady} fresh {fresh} MB/s"
+    );
+}
+
+#[test]
+fn a_merged_write_is_no_write_io_of_its_own() {
+    // Ten adjacent 4 KiB writes, in an order where none follows the one
+    // before: the first is a random IO, the nine others join it.
+    let mut m = Model::new(disks(Some(cache(64 << 20, true))), 10);
+    for i in [0u64, 2, 4, 6, 8, 1, 3, 5, 7, 9] {
+        m.submit(0, Op::Write, (1 << 30) + i * 4096, 4096);
+    }
+    // Five writes with a free block between them are each random.
+    for i in [0u64, 2, 4, 6, 8] {
+        m.submit(0, Op::Write, (2 << 30) + i * 4096, 4096);
+    }
+    m.settle(100 * SEC);
+    assert_eq!(m.dirty_bytes(), 0);
+    // 0, 2 .. 8 of the first run: 0 random, 2 joins nothing (1 is free),
+    // so 2, 4, 6, 8 are random too; 1, 3, 5, 7, 9 join: 5 + 5 IOs.
+    assert_eq!(m.medium_writes, 10);
 }

@@ -139,7 +139,17 @@ pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
         "mbps" => p.mbps = pos()?,
         "flush_us" => p.flush_us = num()?,
         "queueing" => p.queueing = num()?,
-        "spare" => p.spare = num()?,
+        "spare" => {
+            // Below 1% the write amplification's formula loses its
+            // precision (and no drive keeps less).
+            let v = num()?;
+            if v > 0.0 && v < 0.01 {
+                return Err(format!(
+                    "--device-model spare={value}: expected 0 (not flash) or from 0.01 to 10"
+                ));
+            }
+            p.spare = v;
+        }
         "preconditioned" => {
             p.preconditioned = match value {
                 "true" | "yes" | "1" => true,
