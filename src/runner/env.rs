@@ -16,6 +16,20 @@ use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
 use crate::workload::{Step, StepCtx};
 
+/// The machine's memory (`MemTotal`), bytes; 0 when /proc/meminfo
+/// cannot be read.
+pub fn mem_total_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            })
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// Machine facts recorded with every run.
 pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
@@ -26,13 +40,7 @@ pub fn machine_facts(dir: &std::path::Path) -> serde_json::Value {
                 .map(|s| s.trim_start_matches([' ', '\t', ':']).to_string())
         })
         .unwrap_or_default();
-    let mem_kb = read("/proc/meminfo")
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("MemTotal:")
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .unwrap_or(0);
+    let mem_kb = mem_total_bytes() / 1024;
     let device = match crate::probe::device::device_for(dir) {
         Ok(d) => serde_json::json!({"name": d.name, "major": d.major, "minor": d.minor}),
         Err(why) => serde_json::json!({"none": why}),

@@ -22,6 +22,7 @@ use steps::run_steps;
 pub mod sweep;
 
 pub use crate::names::{CALLS_PER_SEC, EXPLAIN_NOTE, MODEL_NOTE, SLICE_PREFIX, SLICES};
+pub use env::mem_total_bytes;
 use env::{
     EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, throttle_to,
 };

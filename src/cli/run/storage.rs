@@ -110,7 +110,7 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .memory
             .as_deref()
             .and_then(|m| crate::units::parse_size(m).ok())
-            .unwrap_or_else(machine_memory),
+            .unwrap_or_else(crate::runner::mem_total_bytes),
     };
     if !cfg.model_set.is_empty() && !cfg.modelled() {
         return Err(UsageError(format!(
@@ -253,19 +253,6 @@ pub(crate) fn parse_io_scale(s: &str) -> Result<IoScale, UsageError> {
         reference_cores: n,
         cores: crate::setup::machine_cores(),
     })
-}
-
-/// The machine's memory, bytes (0 when /proc/meminfo cannot be read).
-fn machine_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines().find_map(|l| {
-                l.strip_prefix("MemTotal:")
-                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-            })
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 #[cfg(test)]

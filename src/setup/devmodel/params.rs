@@ -106,3 +106,119 @@ impl Params {
         }
     }
 }
+
+impl Params {
+    /// A device that adds nothing: a class the model does not serve, in a
+    /// sweep with classes it does.
+    pub fn transparent() -> Params {
+        let zero = Service {
+            mean_us: 0.0,
+            sigma: 0.0,
+        };
+        Params {
+            units: 64,
+            stripe: 64 << 10,
+            read: zero,
+            write: zero,
+            seq_us: 0.0,
+            unit_mbps: 1e9,
+            iops: 1e12,
+            mbps: 1e9,
+            flush_us: 0.0,
+            cache: None,
+            path_us: 0.0,
+            queueing: 0.0,
+            spare: 0.0,
+            preconditioned: false,
+        }
+    }
+
+    /// The budgets (IOPS, MB/s, the cache's destage rates) times `f`, the
+    /// latencies as they are (`--io-scale`).
+    pub fn scaled(&self, f: f64) -> Params {
+        let mut p = *self;
+        p.iops *= f;
+        p.mbps *= f;
+        if let Some(c) = p.cache.as_mut() {
+            c.destage_iops *= f;
+            c.destage_mbps *= f;
+        }
+        p
+    }
+
+    /// True for [`Params::transparent`].
+    pub fn is_transparent(&self) -> bool {
+        Params {
+            path_us: 0.0,
+            ..*self
+        } == Params::transparent()
+    }
+
+    /// `10 units, random read 7.5 ms / write 8.5 ms, 1000 IOPS and 1000 MB/s shared, 512 MB battery-backed cache destaging 400/s`.
+    pub fn show(&self) -> String {
+        if self.is_transparent() {
+            return "not modelled here: served without delay through the model's FUSE path from the host's page cache (not the machine's disk)".into();
+        }
+        // Up to 4 significant digits, no trailing zeros: 7.5 ms, 83.33 IOPS.
+        let n = |v: f64| {
+            let digits = (3 - v.abs().max(1e-9).log10().floor() as i32).clamp(0, 6) as usize;
+            let s = format!("{v:.digits$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        };
+        let t = |us: f64| {
+            if us >= 1000.0 {
+                format!("{} ms", n(us / 1000.0))
+            } else {
+                format!("{} µs", n(us))
+            }
+        };
+        let cache = match &self.cache {
+            None => "no write cache".to_string(),
+            Some(c) => format!(
+                "{} MB {} write cache destaging {}/s{}",
+                c.bytes >> 20,
+                if c.battery {
+                    "battery-backed"
+                } else {
+                    "volatile"
+                },
+                n(c.destage_iops),
+                if c.delay_us > 0.0 {
+                    format!(" after holding a write {}", t(c.delay_us))
+                } else {
+                    String::new()
+                }
+            ),
+        };
+        let mut extra = String::new();
+        if self.queueing > 0.0 {
+            extra.push_str(&format!(
+                "; {}% more random IOs per unit at depth 32 (command queueing, sorted destage)",
+                n(self.queueing * 100.0)
+            ));
+        }
+        if self.spare > 0.0 {
+            extra.push_str(&if self.preconditioned {
+                format!(
+                    "; at steady state, {}% spare: a random write costs {} at the flash (garbage collection)",
+                    n(self.spare * 100.0),
+                    n(self.gc_amp())
+                )
+            } else {
+                format!("; fresh flash ({}% spare, no garbage collection yet)", n(self.spare * 100.0))
+            });
+        }
+        format!(
+            "{} units, random read {} / write {}, {} IOPS and {} MB/s shared by reads and writes, {cache}{extra}",
+            self.units,
+            t(self.read.mean_us),
+            t(self.write.mean_us),
+            n(self.iops),
+            n(self.mbps)
+        )
+    }
+}
