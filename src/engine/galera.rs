@@ -268,6 +268,13 @@ impl SqlEngine for Galera {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.nodes.len();
         self.nodes[i].connect()
     }
+    /// A DDL statement returns once the node it was sent to applied it;
+    /// the others apply it in the same order but later, so a loader on
+    /// node 2 could find no table yet (ERROR 1146, seen in CI). The
+    /// schema is ready once every node has applied it.
+    fn schema_made(&self) -> Result<()> {
+        self.applied_everywhere(Duration::from_secs(120))
+    }
     fn server(&self) -> Option<&crate::engine::server::Server> {
         // crashcheck restarts one server; a cluster is not one.
         None
