@@ -208,6 +208,8 @@ pub struct Settings {
     pub io_scale: Option<String>,
     /// Memory limit for the engine's process.
     pub memory: Option<String>,
+    /// A named set of engine settings over the IO-bound profile.
+    pub preset: Option<String>,
     /// `cache`, `io`, or both as a list (one run each).
     pub bound: Option<Bounds>,
     /// Drop the page cache before every step but the first.
@@ -271,6 +273,7 @@ impl Default for Settings {
             device_model: Vec::new(),
             io_scale: None,
             memory: None,
+            preset: None,
             bound: None,
             drop_caches: false,
             sweep: Vec::new(),

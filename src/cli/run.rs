@@ -235,8 +235,9 @@ pub(crate) struct RunArgs {
     /// slow-ssd), repeatable or comma-separated: e.g. `cache=off`,
     /// `iops=2000`, `read_us=5000`. Keys: units, stripe_kb, read_us,
     /// read_sigma, write_us, write_sigma, seq_us, unit_mbps, iops, mbps,
-    /// flush_us, cache (off|battery|volatile), cache_mb, destage_iops,
-    /// destage_mbps, hit_us
+    /// flush_us, queueing, spare, preconditioned, cache
+    /// (off|battery|volatile), cache_mb, cache_share, destage_iops,
+    /// destage_mbps, hit_us, delay_us (docs/storage.md says what each is)
     #[arg(long = "device-model", value_name = "KEY=VALUE", value_delimiter = ',')]
     device_model: Vec<String>,
     /// Bandwidth cap in MB/s READ[,WRITE] on the dedicated device (as --iops).
@@ -247,6 +248,12 @@ pub(crate) struct RunArgs {
     /// settings and, without --cache, a quarter of it as cache.
     #[arg(long)]
     memory: Option<String>,
+    /// A named set of engine settings, over the IO-bound profile and
+    /// under --set: `era-2015` runs InnoDB with its pool at 5/8 of the
+    /// memory limit and MyRocks and RocksDB reading through the page
+    /// cache, as the seed posts ran them (docs/seeds.md).
+    #[arg(long)]
+    preset: Option<String>,
     /// Drop the page cache before every step but the first.
     #[arg(long)]
     drop_caches: bool,
@@ -346,6 +353,7 @@ impl RunArgs {
             mbps,
             io_scale,
             memory,
+            preset,
             target,
             target_db,
             host_metrics,
@@ -585,7 +593,12 @@ impl RunArgs {
         if s.reuse && s.repeat < 2 {
             return Err(UsageError("--reuse needs --repeat N with N ≥ 2".into()).into());
         }
+        if let Some(p) = &s.preset {
+            crate::engine::presets::find(p)?;
+        }
+        let preset = s.preset.clone();
         let base = RunConfig {
+            preset,
             post: s.post.clone(),
             post_scale,
             workload,

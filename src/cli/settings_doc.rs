@@ -53,6 +53,7 @@ const DERIVED: &[(&str, &str, &str)] = &[
     ("mbps", r#""200""#, "the class's caps"),
     ("io_scale", r#""cores=24""#, "the nominal budgets"),
     ("memory", r#""256MB""#, "unlimited"),
+    ("preset", r#""era-2015""#, "none: today's settings"),
     (
         "target",
         r#""postgres://bench@10.0.0.5/postgres?sslmode=verify-full""#,
@@ -160,6 +161,7 @@ pub const FLAG_IDS: &[&str] = &[
     "device_model",
     "io_scale",
     "memory",
+    "preset",
     "bound",
     "drop_caches",
     "sweep",
@@ -418,11 +420,20 @@ const POST: &str = "\n# A seed plan's post (plans/seeds/ has one per seed post):
 # value = 5.3                                 # absent: the post shows it only in a graph\n\
 # ours = { engine = \"mariadb-myrocks\", step = \"request@disk-array\", figure = \"ops_per_sec\", over = { engine = \"mariadb-innodb\", step = \"request@disk-array\", figure = \"ops_per_sec\" } }\n\
 # (ours also takes slice = N: the step's Nth --slice; step = \"all\": the engine's\n\
-#  whole run added up, for cf_total_mb, cf_ingest_mb, cf_write_amp, cf.NAME.write_amp)\n\
+#  whole run added up, for cf_total_mb, cf_ingest_mb, cf_write_amp, cf.NAME.write_amp;\n\
+#  one step's too, and its extras such as lsm_levels)\n\
+# [[post.regime]]                             # the post's regime: a claim naming it is judged only inside its bounds\n\
+# id = \"db.innodb\"\n\
+# text = \"InnoDB's database over the memory limit\"\n\
+# post = 32.0\n\
+# ours = { engine = \"mariadb-innodb\", step = \"request@disk-array\", figure = \"db_bytes\" }\n\
+# per_memory = true                           # over the run's memory limit (also: times = { … }, scale = X)\n\
+# min = 4.0                                   # and/or max\n\
 # [[post.claim]]\n\
 # text = \"MyRocks/InnoDB rises as storage slows\"\n\
 # kind = \"rises\"                             # rises | falls | less | more (factor x the second) | least | most (the first against every other) | below | above (factor)\n\
-# figures = [\"fast.ratio\", \"slow.ratio\", \"disk.ratio\"]\n";
+# figures = [\"fast.ratio\", \"slow.ratio\", \"disk.ratio\"]\n\
+# regime = [\"db.innodb\"]                     # absent: judged in any regime\n";
 
 /// The table of docs/settings.md (`ampbench template --markdown`): every
 /// key, its flag, its default and its flag's help.

@@ -230,3 +230,42 @@ fn the_recorded_config_reads_back_typed() {
     assert!(r.post.is_some());
     assert_eq!(r.post_scale, seeded.post_scale);
 }
+
+/// Seed 003's preset gives InnoDB 5/8 of the limit and MyRocks buffered
+/// reads over the IO-bound profile, and `--set` still wins over it.
+#[test]
+fn a_preset_goes_between_the_profile_and_set() {
+    let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plans/seeds/003-myrocks-vs-innodb-storage.toml");
+    let p = plan.to_str().unwrap();
+    let get = |s: &[(String, String)], k: &str| {
+        s.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let innodb = crate::engine::EngineKind::parse("mariadb-innodb").unwrap();
+    let myrocks = crate::engine::EngineKind::parse("mariadb-myrocks").unwrap();
+    let cfg = &configs(&[p])[0];
+    assert_eq!(cfg.preset.as_deref(), Some("era-2015"));
+    let i = cfg.engine_settings(innodb);
+    assert_eq!(get(&i, "innodb_buffer_pool_size"), "320M");
+    assert_eq!(get(&i, "innodb_flush_method"), "O_DIRECT");
+    let m = cfg.engine_settings(myrocks);
+    assert_eq!(get(&m, "rocksdb_use_direct_reads"), "OFF");
+    assert_eq!(
+        get(&m, "rocksdb_use_direct_io_for_flush_and_compaction"),
+        "ON"
+    );
+    let cfg = &configs(&[p, "--set", "mariadb-innodb.innodb_buffer_pool_size=400M"])[0];
+    assert_eq!(
+        get(&cfg.engine_settings(innodb), "innodb_buffer_pool_size"),
+        "400M"
+    );
+    // Without the preset, today's profile: direct reads.
+    let cfg = &configs(&["-e", "mariadb-myrocks", "--memory", "512MB", "--yes"])[0];
+    assert_eq!(
+        get(&cfg.engine_settings(myrocks), "rocksdb_use_direct_reads"),
+        "ON"
+    );
+}

@@ -25,6 +25,7 @@ pub mod kv;
 mod mariadb_options;
 pub mod mywire;
 pub mod options;
+pub mod presets;
 pub mod registry;
 pub mod rocks_family;
 pub mod scan;

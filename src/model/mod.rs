@@ -22,6 +22,7 @@
 //! the seed's cache assumption: everything but the B-Tree's leaves, or the
 //! LSM's largest level's data blocks, is cached.
 
+pub mod shape;
 pub mod step;
 
 use anyhow::Result;

@@ -14,12 +14,19 @@ pub use crate::seedspec::*;
 
 /// A figure of an engine's whole run (`step = "all"`): a workload figure
 /// (an extra, such as `cf.NAME.flush_mb`) added up over every step, or
-/// one made from the column families' writes: `cf_total_mb` (flush and
-/// compaction MB of every family), `cf_ingest_mb` (flush MB),
-/// `cf_write_amp` (total / ingest) and `cf.NAME.write_amp` (one family's).
+/// one made from the column families' writes (`cf_total_mb`, `cf_ingest_mb`,
+/// `cf_write_amp`, `cf.NAME.write_amp`).
 /// Throughputs and per-operation figures do not add, so they are None.
 pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
     let steps: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
+    families(&steps, figure)
+}
+
+/// A figure added up over `steps`: `cf_total_mb` (flush and compaction
+/// MB of every family), `cf_ingest_mb` (flush MB), `cf_write_amp` (total
+/// / ingest), `cf.NAME.write_amp` (one family's), or any other extra
+/// summed; None when no step has it, or for a [`Metric`].
+fn families(steps: &[&StepView], figure: &str) -> Option<f64> {
     // None when no step has the figure at all.
     let sum = |keep: &dyn Fn(&str) -> bool| {
         steps
@@ -34,8 +41,8 @@ pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
         "cf_total_mb" => sum(&|k| cf(k, ".flush_mb") || cf(k, ".compaction_mb")),
         "cf_ingest_mb" => sum(&|k| cf(k, ".flush_mb")),
         "cf_write_amp" => ratio(
-            whole_run(run, engine, "cf_total_mb"),
-            whole_run(run, engine, "cf_ingest_mb"),
+            families(steps, "cf_total_mb"),
+            families(steps, "cf_ingest_mb"),
         ),
         f => match f
             .strip_suffix(".write_amp")
@@ -77,7 +84,8 @@ fn step_value(run: &RunView, r: &Ref) -> Option<f64> {
             .extras
             .iter()
             .find(|(k, _)| k == &r.figure)
-            .map(|(_, v)| *v),
+            .map(|(_, v)| *v)
+            .or_else(|| families(&[s], &r.figure)),
         (Err(_), Some(_)) => None,
     }
 }

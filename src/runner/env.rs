@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Run, RunConfig};
 use crate::driver::Arrival;
-use crate::engine::{EngineKind, EngineOptions};
+use crate::engine::{EngineKind, EngineOptions, presets};
 use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
 use crate::workload::{Step, StepCtx};
@@ -83,8 +83,8 @@ pub(super) fn engine_cgroup(
     Ok(Some(cg))
 }
 
-/// `--set` options over the engine's IO-bound profile (with `--memory`),
-/// then a sweep's `setting`.
+/// `--set` options over the `--preset`'s settings over the engine's
+/// IO-bound profile (with `--memory`), then a sweep's `setting`.
 pub(super) fn engine_options(
     cfg: &RunConfig,
     kind: EngineKind,
@@ -92,6 +92,10 @@ pub(super) fn engine_options(
 ) -> EngineOptions {
     let mut o = cfg.sets.get(&kind).cloned().unwrap_or_default();
     o.allow_unsafe = cfg.allow_unsafe_settings;
+    // The name was checked when the configuration was made.
+    if let Some(p) = cfg.preset.as_deref().and_then(|n| presets::find(n).ok()) {
+        o.pairs = o.merged_over(&(p.settings)(kind, cfg.memory));
+    }
     if let Some(memory) = cfg.memory {
         o.pairs = o.merged_over(&(kind.def().io_bound)(memory));
     }

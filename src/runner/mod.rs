@@ -134,6 +134,9 @@ pub struct RunConfig {
     /// The engine process's memory limit in bytes (page cache included):
     /// the IO-bound configuration. None: unlimited (cached).
     pub memory: Option<u64>,
+    /// The named engine settings over the IO-bound profile (`--preset`,
+    /// a name [`crate::engine::presets::find`] knows).
+    pub preset: Option<String>,
     /// Which corner ran: `io` when a memory limit applied, else `cache`.
     pub bound: crate::names::Bound,
     /// With `--bound io` and no `--memory`: the logical bytes the load
@@ -175,6 +178,12 @@ impl RunConfig {
                 Transport::Tcp
             },
         )
+    }
+
+    /// The settings engine `kind` is given over its defaults: the
+    /// IO-bound profile, the `--preset`'s, then `--set`'s.
+    pub fn engine_settings(&self, kind: EngineKind) -> Vec<(String, String)> {
+        env::engine_options(self, kind, &[]).pairs
     }
 }
 
@@ -315,6 +324,16 @@ fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{l}")?;
     }
     writeln!(out, "{}", memory_line(cfg))?;
+    if let Some(seed) = cfg.post.as_ref().filter(|p| !p.regimes.is_empty()) {
+        writeln!(
+            out,
+            "the post's regime (a verdict is judged only where this run reaches it; checked at the end):"
+        )?;
+        for g in &seed.regimes {
+            let post = g.post.map_or(String::new(), |v| format!("post {v}, "));
+            writeln!(out, "  {}: {post}judged at {}", g.text, g.bounds())?;
+        }
+    }
     if let Some(load) = r.added {
         let all: Vec<&str> = r.steps.iter().map(|s| s.name()).collect();
         writeln!(
