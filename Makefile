@@ -46,9 +46,8 @@ bench: build
 	./bench/loopback.sh
 	./bench/io-harness.sh
 	./bench/device-model.sh
-	./bench/seed-003-storage.sh
+	./bench/seeds.sh
 	./bench/seed-001-insert.sh
-	./bench/seed-004-compaction-pri.sh
 	./bench/soak.sh
 
 # Fuzzing is apart from bench (an hour at its default of 10 minutes a

@@ -1,45 +1,48 @@
 #!/usr/bin/env bash
 # The seed post "Compaction priority in RocksDB" (../shared/seeds/004_*.txt)
-# at this machine's scale: LinkBench on MyRocks and embedded RocksDB with
-# compaction_pri swept over its four values, each on a fresh database,
-# and the bytes written per column family: total (flush + compaction),
-# ingest (flush) and write-amp = total / ingest, per setting.
+# at this machine's scale: plans/seeds/004-compaction-pri.toml, LinkBench
+# on MyRocks with compaction_pri swept over its four values, each on a
+# fresh database, and the bytes written per column family: total (flush +
+# compaction), ingest (flush) and write-amp = total / ingest, per setting.
 #
-# The post ran 3 days at maxid1=1B. Here the memtables and level sizes
-# are scaled down (4 MB memtables, 16 MB L1 base, 4 MB files) so that
-# every column family compacts past L1 within minutes; the script says
-# after which step each one had data in two levels or more below L0.
-# Sums are over the whole engine run (load, index, requests), as the
-# post's were over its whole run. About 30 minutes with the defaults;
-# not run by CI.
+# The plan scales the levels down by 128 (1 MB memtables, 4 MB L1, 1 MB
+# files) so maxid1 = 300k has the post's depth, 3 levels below L0; the
+# script says after which step each family had data in two levels or
+# more below L0. Sums are over the whole engine run (load, index,
+# requests), as the post's were over its whole run. About an hour with
+# the plan's settings; not run by CI. ENGINES=…,rocksdb adds embedded
+# RocksDB with the same sweep and shape.
 #
-#   MAXID1=100001 DURATION=120 THREADS=4 ENGINES=mariadb-myrocks,rocksdb bench/seed-004-compaction-pri.sh
+#   MAXID1=300001 DURATION=720 THREADS=4 bench/seed-004-compaction-pri.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/ampbench}
-MAXID1=${MAXID1:-100001}
-DURATION=${DURATION:-120}
-THREADS=${THREADS:-4}
-ENGINES=${ENGINES:-mariadb-myrocks,rocksdb}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 RES="$OUT/seed-004.db"
 PRI=kByCompensatedSize,kOldestLargestSeqFirst,kOldestSmallestSeqFirst,kMinOverlappingRatio
 [ -x "$BIN" ] || cargo build --release -q
 ARGS=()
-IFS=, read -r -a ENGS <<< "$ENGINES"
-for e in "${ENGS[@]}"; do
-  ARGS+=(--sweep "$e.compaction_pri=$PRI")
-  for kv in write_buffer_size=4194304 max_bytes_for_level_base=16777216 target_file_size_base=4194304; do
-    ARGS+=(--set "$e.$kv")
+[ -n "${MAXID1:-}" ] && ARGS+=(-p "maxid1=$MAXID1")
+[ -n "${DURATION:-}" ] && ARGS+=(--duration "$DURATION")
+[ -n "${THREADS:-}" ] && ARGS+=(--threads "$THREADS")
+if [ -n "${ENGINES:-}" ]; then
+  ARGS+=(-e "$ENGINES")
+  IFS=, read -r -a ENGS <<< "$ENGINES"
+  for e in "${ENGS[@]}"; do
+    [ "$e" = mariadb-myrocks ] && continue
+    ARGS+=(--sweep "$e.compaction_pri=$PRI")
+    for kv in write_buffer_size=1048576 max_bytes_for_level_base=4194304 target_file_size_base=1048576; do
+      ARGS+=(--set "$e.$kv")
+    done
   done
-done
-echo "seed 004: LinkBench maxid1=$MAXID1, $THREADS requesters, ${DURATION}s of requests, compaction_pri swept on $ENGINES; results $RES"
+fi
+echo "seed 004: plans/seeds/004-compaction-pri.toml ${ARGS[*]:-}; results $RES"
 start=$(date +%s)
-"$BIN" run -w linkbench -e "$ENGINES" -p "maxid1=$MAXID1" -p check=false "${ARGS[@]}" --yes \
-  --threads "$THREADS" --duration "$DURATION" --warmup 5 --interval 10 \
+"$BIN" run plans/seeds/004-compaction-pri.toml "${ARGS[@]}" --yes \
   --results "$RES" > "$OUT/run.txt" || { tail -40 "$OUT/run.txt"; exit 1; }
 echo "ran in $(( $(date +%s) - start ))s; the run's output: $OUT/run.txt"
+sed -n '/^seed post /,/^results: /p' "$OUT/run.txt" | grep -v '^results: '
 python3 - "$RES" <<'EOF'
 import re, sqlite3, sys
 from collections import defaultdict

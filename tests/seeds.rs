@@ -241,8 +241,9 @@ fn a_seed_plan_runs_and_reports_beside_the_post() {
 /// setting's column families, flush and compaction MB, over a load and a
 /// request step. `total` gives each setting's compaction MB per step (the
 /// flushes are 10 MB per family and step everywhere). The request step
-/// ends with a tree `levels` deep below L0, 90% in its last level, and a
-/// 40 MB database: the requests flushed 20 MB, half of it again.
+/// ends with link_pk's tree `levels` deep below L0, 90% in its last
+/// level, and a 40 MB database: the requests flushed 20 MB, half of it
+/// again.
 fn run_004(total: [(&str, f64); 4], levels: f64) -> RunView {
     let mut steps = Vec::new();
     for (setting, comp) in total {
@@ -254,8 +255,9 @@ fn run_004(total: [(&str, f64); 4], levels: f64) -> RunView {
                 &[(Metric::OpsPerSec, 100.0), (Metric::DbBytes, 40e6)],
             );
             if step == "request" {
-                s.extras.push(("lsm_levels".into(), levels));
-                s.extras.push(("lsm_last_share".into(), 0.9));
+                s.extras.push(("lsm.cf_link_pk.levels".into(), levels));
+                s.extras.push(("lsm.cf_link_pk.gaps".into(), 0.0));
+                s.extras.push(("lsm.cf_link_pk.last_share".into(), 0.9));
             }
             for cf in ["cf_link_pk", "cf_node_pk"] {
                 s.extras.push((format!("cf.{cf}.flush_mb"), 10.0));
@@ -293,7 +295,7 @@ fn whole_run_figures_add_up_every_step() {
             ("kOldestSmallestSeqFirst", 40.0),
             ("kMinOverlappingRatio", 45.0),
         ],
-        3.0,
+        4.0,
     );
     assert_eq!(verdicts(&good), vec![Verdict::Holds; 3]);
     // By hand: kOldestLargestSeqFirst writes 2 steps × (20 MB of flushes
@@ -322,12 +324,12 @@ fn whole_run_figures_add_up_every_step() {
     assert_eq!(r("cf_total_mb", "kNoSuchSetting"), None);
     let t = seed::render(&post, &good);
     assert!(
-        t.contains("post 1.34 (against 1.00); here 1.57 (against 1.00): holds, judged in the post's regime (kByCompensatedSize: levels below L0 of the largest family 3.00 (≥ 3)"),
+        t.contains("post 1.34 (against 1.00); here 1.57 (against 1.00): holds, judged in the post's regime (kByCompensatedSize: link_pk's levels below L0 (the post's worked out) 4.00 (≥ 3)"),
         "{t}"
     );
     // 20 MB flushed by the requests over the 40 MB database.
     assert!(
-        t.contains("kMinOverlappingRatio: MB the requests flushed over the database's MB: post 1.00; here 0.50 (in the regime: ≥ 0.4): in"),
+        t.contains("kMinOverlappingRatio: MB the requests flushed over the database's MB (the post's worked out): post 1.00; here 0.50 (in the regime: ≥ 0.4): in"),
         "{t}"
     );
     // Two levels deep: the same figures, not judged.
@@ -342,7 +344,7 @@ fn whole_run_figures_add_up_every_step() {
     );
     let t = seed::render(&post, &shallow);
     assert!(
-        t.contains("here 1.57 (against 1.00): not judged: kByCompensatedSize: levels below L0 of the largest family 2.00, not ≥ 3"),
+        t.contains("here 1.57 (against 1.00): not judged: kByCompensatedSize: link_pk's levels below L0 (the post's worked out) 2.00, not ≥ 3"),
         "{t}"
     );
     // The other way round: every direction fails.
@@ -353,7 +355,7 @@ fn whole_run_figures_add_up_every_step() {
             ("kOldestSmallestSeqFirst", 74.0),
             ("kMinOverlappingRatio", 45.0),
         ],
-        3.0,
+        4.0,
     );
     assert_eq!(verdicts(&bad), vec![Verdict::DoesNotHold; 3]);
 }

@@ -219,9 +219,50 @@ impl Galera {
         })
     }
 
+    /// Waits until every node has applied what any node had committed when
+    /// called (each one's `wsrep_last_committed` at least the highest
+    /// seen first), at most `limit`: writes that go on meanwhile do not
+    /// hold it up.
+    fn caught_up(&self, limit: Duration) -> Result<()> {
+        let t = Instant::now();
+        let mut conns = self
+            .nodes
+            .iter()
+            .map(|n| n.admin())
+            .collect::<Result<Vec<_>>>()?;
+        let committed = |c: &mut mysql::Conn| -> Result<u64> {
+            let rows: Vec<(String, String)> =
+                c.query("SHOW STATUS LIKE 'wsrep_last_committed'")?;
+            rows.first()
+                .and_then(|(_, v)| v.parse().ok())
+                .ok_or_else(|| anyhow!("mariadb-galera: no wsrep_last_committed"))
+        };
+        let mut target = 0;
+        for c in &mut conns {
+            target = target.max(committed(c)?);
+        }
+        loop {
+            let seen = conns
+                .iter_mut()
+                .map(committed)
+                .collect::<Result<Vec<u64>>>()?;
+            if seen.iter().all(|s| *s >= target) {
+                return Ok(());
+            }
+            if t.elapsed() > limit {
+                bail!(
+                    "mariadb-galera: the nodes did not apply write set {target} within {} s (last committed: {seen:?})",
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits until every node has applied every write set the cluster
     /// committed (the same `wsrep_last_committed` on all, nothing in
-    /// their receive queues), at most `limit`.
+    /// their receive queues), at most `limit`: for a consistency check,
+    /// when nothing else writes.
     fn applied_everywhere(&self, limit: Duration) -> Result<()> {
         let t = Instant::now();
         let mut conns = self
@@ -271,9 +312,12 @@ impl SqlEngine for Galera {
     /// A DDL statement returns once the node it was sent to applied it;
     /// the others apply it in the same order but later, so a loader on
     /// node 2 could find no table yet (ERROR 1146, seen in CI). The
-    /// schema is ready once every node has applied it.
+    /// schema is ready once every node has caught up with it.
     fn schema_made(&self) -> Result<()> {
-        self.applied_everywhere(Duration::from_secs(120))
+        self.caught_up(Duration::from_secs(120))
+    }
+    fn before_step(&self) -> Result<()> {
+        self.caught_up(Duration::from_secs(120))
     }
     fn server(&self) -> Option<&crate::engine::server::Server> {
         // crashcheck restarts one server; a cluster is not one.

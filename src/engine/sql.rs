@@ -159,6 +159,12 @@ pub trait SqlEngine: Engine {
     fn schema_made(&self) -> Result<()> {
         Ok(())
     }
+    /// Called before each step: a cluster waits until every node has
+    /// applied what the others committed (the previous step's DDL, such
+    /// as the index LinkBench's requests force).
+    fn before_step(&self) -> Result<()> {
+        Ok(())
+    }
     /// The server's process, which `crashcheck` kills and starts again;
     /// None for an external target (`--target`), which ampbench did not
     /// start.

@@ -181,8 +181,10 @@ impl RunConfig {
     }
 
     /// The settings engine `kind` is given over its defaults: the
-    /// IO-bound profile, the `--preset`'s, then `--set`'s.
-    pub fn engine_settings(&self, kind: EngineKind) -> Vec<(String, String)> {
+    /// IO-bound profile, the `--preset`'s, then `--set`'s (a sweep's
+    /// setting goes after them).
+    #[cfg(test)]
+    pub(crate) fn engine_settings(&self, kind: EngineKind) -> Vec<(String, String)> {
         env::engine_options(self, kind, &[]).pairs
     }
 }

@@ -2,8 +2,8 @@
 //! `pred_write_amp`, `pred_space_amp`; a `model` and an `explain` note),
 //! and, for RocksDB and MyRocks, the step's writes per column family
 //! (extras `cf.NAME.flush_mb`, `cf.NAME.compaction_mb`, `cf.NAME.w_amp`)
-//! and the tree's shape at the step's end (`lsm_levels`, `lsm_fanout`,
-//! `lsm_last_share`: [`crate::model::shape`]).
+//! and each family's tree at the step's end (`lsm.NAME.levels`, `.gaps`,
+//! `.fanout`, `.last_share`: [`crate::model::shape`]).
 
 use crate::engine::EngineStats;
 use crate::metrics::{Figure, Metric};
@@ -124,12 +124,15 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
     if !now.is_empty() {
         *cf_before = now;
     }
-    // The tree's shape at the step's end (a regime figure of seed 004).
-    if let Some(sh) = crate::model::shape::lsm_shape(values) {
-        extras.push(("lsm_levels".into(), f64::from(sh.levels)));
-        extras.push(("lsm_last_share".into(), sh.last_share));
-        if let Some(f) = sh.fanout {
-            extras.push(("lsm_fanout".into(), f));
+    // Each family's tree at the step's end (regime figures of seed 004).
+    for sh in crate::model::shape::lsm_shapes(values) {
+        lines.push(sh.line());
+        let f = &sh.family;
+        extras.push((format!("lsm.{f}.levels"), f64::from(sh.levels)));
+        extras.push((format!("lsm.{f}.gaps"), f64::from(sh.gaps)));
+        extras.push((format!("lsm.{f}.last_share"), sh.last_share));
+        if let Some(x) = sh.fanout {
+            extras.push((format!("lsm.{f}.fanout"), x));
         }
     }
     Said {

@@ -32,6 +32,15 @@ pub(super) fn run_step(
         c.reset_peak();
     }
     let ctx = step_ctx(r.cfg, si, at.threads, at.pass)?;
+    // A cluster's nodes first apply what the last step wrote (an index
+    // the next step's queries name).
+    if let crate::engine::EngineRef::Sql(s) = eng.face() {
+        if let Err(e) = s.before_step() {
+            writeln!(out, "  {step}: FAILED: {e:#}")?;
+            r.status = Status::Failed;
+            return Ok(After::Failed);
+        }
+    }
     let planned = match workload.plan(step, eng.face(), &ctx) {
         Ok(p) => p,
         Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
