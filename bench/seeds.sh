@@ -5,7 +5,7 @@
 # post's regime, or not judged with the figure that is off), and how
 # long it ran. docs/seeds.md keeps each plan's table with its date.
 #
-# Long: 003 about 30 minutes, 004 about an hour, the others minutes;
+# Long: 003 about 30 minutes, 004 about 90 minutes, the others minutes;
 # not run by CI. SEEDS picks plans by number; EXTRA goes to every run.
 #
 #   SEEDS="003 004" bench/seeds.sh

@@ -541,6 +541,19 @@ impl External {
     }
 }
 
+impl External {
+    /// With several endpoints, one read on each through its view, whose
+    /// connection waits on a Galera node until the node has applied what
+    /// the cluster committed (`wsrep_sync_wait`): the schema, or the last
+    /// step's index, is then on every node before workers use them.
+    fn caught_up(&self) -> Result<()> {
+        for v in &self.views {
+            v.connect()?.query("SELECT 1", &[])?;
+        }
+        Ok(())
+    }
+}
+
 impl SqlEngine for External {
     fn dialect(&self) -> Dialect {
         Dialect::MySql
@@ -548,7 +561,10 @@ impl SqlEngine for External {
     fn schema_made(&self) -> Result<()> {
         let found = list_tables(&mut self.admin()?, &self.place.db)?;
         self.place.schema_made(found);
-        Ok(())
+        self.caught_up()
+    }
+    fn before_step(&self) -> Result<()> {
+        self.caught_up()
     }
     fn table_options(&self) -> &str {
         &self.table_options
