@@ -131,11 +131,16 @@ fn storage_sweep_runs_later_steps_at_every_class() {
     }
     let cfg = run_config(&res, 1);
     let m = &cfg["storage_effective"]["measured"];
-    let qd1 = |c: &str| m[c]["read_qd1"]["ops_per_sec"].as_f64().unwrap_or(0.0);
-    assert!(qd1("custom") > 100.0 && qd1("custom") < 330.0, "{m}");
-    // Unthrottled: well over the 300 IOPS cap, even with other test
-    // binaries reading and writing the same disk beside it.
-    assert!(qd1("dedicated") > 600.0, "{m}");
+    let rate = |c: &str, qd: &str| m[c][qd]["ops_per_sec"].as_f64().unwrap_or(0.0);
+    assert!(
+        rate("custom", "read_qd1") > 100.0 && rate("custom", "read_qd1") < 330.0,
+        "{m}"
+    );
+    assert!(rate("custom", "read_qd32") < 330.0, "{m}");
+    // Unthrottled: well over the 300 IOPS cap at depth. Not at QD1: with
+    // other test binaries writing the same host disk, a lone direct read
+    // through the loop device took 3.8 ms in CI (266/s), uncapped.
+    assert!(rate("dedicated", "read_qd32") > 1000.0, "{m}");
     let left = common::stray_throttle_rules(common::storage_pid(&out));
     assert!(left.is_empty(), "throttle left: {left:?}");
 }

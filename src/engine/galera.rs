@@ -231,8 +231,7 @@ impl Galera {
             .map(|n| n.admin())
             .collect::<Result<Vec<_>>>()?;
         let committed = |c: &mut mysql::Conn| -> Result<u64> {
-            let rows: Vec<(String, String)> =
-                c.query("SHOW STATUS LIKE 'wsrep_last_committed'")?;
+            let rows: Vec<(String, String)> = c.query("SHOW STATUS LIKE 'wsrep_last_committed'")?;
             rows.first()
                 .and_then(|(_, v)| v.parse().ok())
                 .ok_or_else(|| anyhow!("mariadb-galera: no wsrep_last_committed"))

@@ -90,6 +90,17 @@ fn step_value(run: &RunView, r: &Ref) -> Option<f64> {
     }
 }
 
+/// `v`, outside `r`'s bounds, with the digits that show it is: 0.396
+/// against a bound of 0.4 prints as 0.396, not 0.40.
+fn num_off(v: f64, r: &Regime) -> String {
+    let shown = num(v);
+    let close = [r.min, r.max]
+        .into_iter()
+        .flatten()
+        .any(|b| num(b) == shown || shown.parse::<f64>().is_ok_and(|x| r.within(x)));
+    if close { format!("{v:.4}") } else { shown }
+}
+
 fn num(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
@@ -156,7 +167,7 @@ fn regime_mark(seed: &SeedSpec, run: &RunView, c: &Claim) -> RegimeMark {
     {
         match regime_value(run, r) {
             Some(v) if r.within(v) => ok.push(format!("{} {} ({})", r.text, num(v), r.bounds())),
-            Some(v) => off.push(format!("{} {}, not {}", r.text, num(v), r.bounds())),
+            Some(v) => off.push(format!("{} {}, not {}", r.text, num_off(v, r), r.bounds())),
             None => off.push(format!("{} not measured", r.text)),
         }
     }
@@ -256,7 +267,11 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
                 "  {}: post {}; here {} (in the regime: {}): {}",
                 r.text,
                 r.post.map_or("-".into(), num),
-                here.map_or("-".into(), num),
+                here.map_or("-".into(), |v| if r.within(v) {
+                    num(v)
+                } else {
+                    num_off(v, r)
+                }),
                 r.bounds(),
                 match here {
                     Some(v) if r.within(v) => "in",
@@ -311,6 +326,17 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_just_off_its_bound_shows_the_digits_that_say_so() {
+        let r: Regime = toml::from_str(
+            "id = \"x\"\ntext = \"t\"\nours = { engine = \"e\", step = \"s\", figure = \"f\" }\nmin = 0.4",
+        )
+        .unwrap();
+        assert_eq!(num_off(0.3962, &r), "0.3962");
+        assert_eq!(num_off(0.2, &r), "0.20");
+        assert_eq!(num(0.3962), "0.40");
+    }
 
     #[test]
     fn scale_multiplies_the_named_sizes_and_names_bad_input() {
