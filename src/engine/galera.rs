@@ -219,17 +219,18 @@ impl Galera {
         })
     }
 
+    /// A root connection to each node.
+    fn admins(&self) -> Result<Vec<mysql::Conn>> {
+        self.nodes.iter().map(|n| n.admin()).collect()
+    }
+
     /// Waits until every node has applied what any node had committed when
     /// called (each one's `wsrep_last_committed` at least the highest
     /// seen first), at most `limit`: writes that go on meanwhile do not
     /// hold it up.
     fn caught_up(&self, limit: Duration) -> Result<()> {
         let t = Instant::now();
-        let mut conns = self
-            .nodes
-            .iter()
-            .map(|n| n.admin())
-            .collect::<Result<Vec<_>>>()?;
+        let mut conns = self.admins()?;
         let committed = |c: &mut mysql::Conn| -> Result<u64> {
             let rows: Vec<(String, String)> = c.query("SHOW STATUS LIKE 'wsrep_last_committed'")?;
             rows.first()
@@ -264,11 +265,7 @@ impl Galera {
     /// when nothing else writes.
     fn applied_everywhere(&self, limit: Duration) -> Result<()> {
         let t = Instant::now();
-        let mut conns = self
-            .nodes
-            .iter()
-            .map(|n| n.admin())
-            .collect::<Result<Vec<_>>>()?;
+        let mut conns = self.admins()?;
         loop {
             let mut seen = Vec::new();
             for c in &mut conns {

@@ -220,12 +220,8 @@ pub(crate) fn custom_params(kv: &[(String, String)]) -> Result<Params, String> {
         unit_mbps: 0.0,
         iops: 1.0,
         mbps: 1.0,
-        flush_us: 0.0,
-        cache: None,
-        path_us: 0.0,
-        queueing: 0.0,
-        spare: 0.0,
-        preconditioned: false,
+        // No flush time, cache, queueing or flash physics unless given.
+        ..Params::transparent()
     };
     devmodel::set_all(&mut p, kv).map_err(|e| e.replace("--device-model", "--storage custom:"))?;
     if !kv.iter().any(|(k, _)| k == "unit_mbps") {
