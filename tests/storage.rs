@@ -196,9 +196,11 @@ fn memory_limit_makes_point_reads_reach_the_device() {
         .unwrap();
     // The model's 250 µs reads give about 4,000/s at QD1 alone; while
     // other tests run beside it (make test runs two binaries at once) the
-    // FUSE round trips wait for a core: 842/s was seen. Over 500/s is
-    // still a flash device (a disk is about 120/s), under 11,000/s capped.
-    assert!(qd1 > 500.0 && qd1 < 11_000.0, "slow-ssd QD1 reads {qd1}/s");
+    // FUSE round trips wait for a core: 842/s was seen, and 358/s in CI
+    // (the device model's CPU per IO, issue 48). Over 250/s is still a
+    // flash device (a disk is about 120/s, disk-array's 7.5 ms 133/s),
+    // under 11,000/s capped.
+    assert!(qd1 > 250.0 && qd1 < 11_000.0, "slow-ssd QD1 reads {qd1}/s");
     assert_eq!(cfg["memory"], 96 << 20);
 }
 
