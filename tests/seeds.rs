@@ -202,9 +202,17 @@ fn a_seed_plan_runs_and_reports_beside_the_post() {
     );
     // docs = 400000 × 0.01.
     assert!(out.contains("docs=4000 "), "{out}");
+    // A verdict line ends with its verdict, or goes on with the regime
+    // it was judged in, or says it was not judged (the plan's
+    // [[post.regime]]: cached, and syncs answered by the array's cache).
     let verdicts = |t: &str| {
         t.lines()
-            .filter(|l| l.ends_with(": holds") || l.ends_with(": does not hold"))
+            .filter(|l| {
+                [": holds", ": does not hold"]
+                    .iter()
+                    .any(|v| l.ends_with(v) || l.contains(&format!("{v}, judged in")))
+                    || l.contains(": not judged: ")
+            })
             .count()
     };
     // load, owa.1, pq.1 and pq.n were run: ten claims have a verdict
@@ -213,6 +221,14 @@ fn a_seed_plan_runs_and_reports_beside_the_post() {
     // rest say what was not measured.
     assert_eq!(verdicts(&out), 10, "{out}");
     assert!(out.contains(": not measured"), "{out}");
+    // The point queries of a cached database read nothing from either
+    // device, so their comparisons are judged in the post's regime.
+    assert!(
+        out.lines().any(|l| l.starts_with(
+            "  the B-Tree is faster on point queries at 1 thread (disk array): post"
+        ) && l.contains(", judged in the post's regime (RocksDB's device reads per point query (disk array) 0")),
+        "{out}"
+    );
     let text = ok(&["report", "--results", r.to_str().unwrap()]);
     assert_eq!(verdicts(&text), 10, "{text}");
     let html = ok(&[

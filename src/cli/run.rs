@@ -250,8 +250,8 @@ pub(crate) struct RunArgs {
     memory: Option<String>,
     /// A named set of engine settings, over the IO-bound profile and
     /// under --set: `era-2015` runs InnoDB with its pool at 5/8 of the
-    /// memory limit and MyRocks and RocksDB reading through the page
-    /// cache, as the seed posts ran them (docs/seeds.md).
+    /// memory limit and MyRocks, RocksDB and WiredTiger reading through
+    /// the page cache, as the seed posts ran them (docs/seeds.md).
     #[arg(long)]
     preset: Option<String>,
     /// Drop the page cache before every step but the first.

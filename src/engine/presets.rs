@@ -31,7 +31,7 @@ pub struct Preset {
 /// Every preset.
 pub const PRESETS: &[Preset] = &[Preset {
     name: "era-2015",
-    about: "the seed posts' IO-bound settings: InnoDB's pool at 5/8 of the memory limit, MyRocks and RocksDB reading through the page cache",
+    about: "the seed posts' IO-bound settings: InnoDB's pool at 5/8 of the memory limit, MyRocks, RocksDB and WiredTiger reading through the page cache",
     settings: era_2015,
 }];
 
@@ -71,6 +71,9 @@ fn era_2015(kind: EngineKind, memory: Option<u64>) -> Vec<(String, String)> {
         )],
         "mariadb-myrocks" => vec![pair("rocksdb_use_direct_reads", "OFF".into())],
         "rocksdb" => vec![pair("use_direct_reads", "false".into())],
+        // MongoDB's WiredTiger never used direct IO: the page cache held
+        // its compressed blocks beside its own cache.
+        "wiredtiger" => vec![pair("direct_io", "[]".into())],
         _ => Vec::new(),
     }
 }
@@ -112,6 +115,11 @@ mod tests {
         assert_eq!(
             (p.settings)(myrocks, Some(512 << 20)),
             vec![("rocksdb_use_direct_reads".to_string(), "OFF".to_string())]
+        );
+        let wt = EngineKind::parse("wiredtiger").unwrap();
+        assert_eq!(
+            (p.settings)(wt, Some(512 << 20)),
+            vec![("direct_io".to_string(), "[]".to_string())]
         );
         let lmdb = EngineKind::parse("lmdb").unwrap();
         assert!((p.settings)(lmdb, Some(512 << 20)).is_empty());

@@ -295,12 +295,23 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
             t
         };
         let verdict = match &c.regime {
+            // Nothing to judge: the regime would only add noise.
+            _ if c.verdict == Verdict::NotMeasured => c.verdict.words().to_string(),
             RegimeMark::Unstated => c.verdict.words().to_string(),
             RegimeMark::Judged(f) => format!(
                 "{}, judged in the post's regime ({})",
                 c.verdict.words(),
                 f.join("; ")
             ),
+            // Every figure that stops it was not measured: the run may
+            // well be in the regime, it cannot say.
+            RegimeMark::NotJudged(f) if f.iter().all(|f| f.ends_with(" not measured")) => {
+                format!(
+                    "not judged: {} (the post's regime is not known here; the direction here would be: {})",
+                    f.join("; "),
+                    c.verdict.words()
+                )
+            }
             RegimeMark::NotJudged(f) => format!(
                 "not judged: {} (outside the post's regime, the direction here would be: {})",
                 f.join("; "),
@@ -463,6 +474,25 @@ mod tests {
         let text = render(&seed, &run(2.0));
         assert!(
             text.contains("A beats B: post 2.00 vs 1.00; here 1000 vs 500: not judged: A's device queue 2.00, not ≥ 4 (outside the post's regime, the direction here would be: holds)"),
+            "{text}"
+        );
+        // No regime figure measured: not judged, and not said to be
+        // outside the regime; no figure of the claim: not measured only.
+        let bare = |engines: &[&str]| RunView {
+            steps: engines
+                .iter()
+                .map(|e| StepView::with_figures(e, "request", &[(Metric::OpsPerSec, 1000.0)]))
+                .collect(),
+            ..RunView::empty()
+        };
+        let text = render(&seed, &bare(&["a", "b"]));
+        assert!(
+            text.contains("A beats B: post 2.00 vs 1.00; here 1000 vs 1000: not judged: A's device queue not measured; A's database over memory not measured; A's CPU, cores not measured (the post's regime is not known here; the direction here would be: does not hold)"),
+            "{text}"
+        );
+        let text = render(&seed, &bare(&["a"]));
+        assert!(
+            text.contains("A beats B: post 2.00 vs 1.00; here 1000 vs -: not measured\n"),
             "{text}"
         );
         // A regime id that does not exist, or a regime without bounds.
