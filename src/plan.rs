@@ -131,6 +131,10 @@ pub struct Settings {
     /// Warm-up: seconds, or a string with a unit (`"30s"`).
     #[serde(deserialize_with = "secs")]
     pub warmup: f64,
+    /// Warm up each timed step until its throughput stops rising, for at
+    /// most this long: seconds, or a string with a unit (`"10m"`).
+    #[serde(deserialize_with = "opt_secs")]
+    pub warmup_steady: Option<f64>,
     /// Measured time per timed step: seconds, or `"30m"`, `"6h"`.
     #[serde(deserialize_with = "secs")]
     pub duration: f64,
@@ -241,6 +245,7 @@ impl Default for Settings {
             duration: 3.0,
             interval: None,
             slice: None,
+            warmup_steady: None,
             rate: None,
             arrival: Arrival::Poisson,
             seed: crate::rng::DEFAULT_SEED,

@@ -285,6 +285,11 @@ fn bad_input_is_one_line_exit_2() {
         // Issue 31: numbers that passed the checks and panicked later.
         (vec!["run", "--duration", "1e20"], "--duration 1e20"),
         (vec!["run", "--warmup", "1e20"], "--warmup 1e20"),
+        (vec!["run", "--warmup-steady", "0"], "--warmup-steady 0"),
+        (
+            vec!["run", "--warmup", "10", "--warmup-steady", "5"],
+            "--warmup-steady 5",
+        ),
         (vec!["run", "--interval", "1e20"], "--interval 1e20"),
         (vec!["run", "--interval", "1e-300"], "--interval"),
         (vec!["run", "--rate", "1e-300"], "--rate"),

@@ -90,6 +90,13 @@ pub(crate) struct RunArgs {
     /// (500ms, 90s, 30m, 6h).
     #[arg(long, value_parser = crate::units::parse_secs)]
     warmup: Option<f64>,
+    /// Warm each timed step up until its throughput stops rising, for at
+    /// most this long (seconds, or with a unit: 10m): unrecorded slices
+    /// of --interval (5 s at least) until one is within 3% of the slice
+    /// two before it, after --warmup at least; the measured phase then
+    /// starts at once. Each step records its slices' rates.
+    #[arg(long, value_parser = crate::units::parse_secs)]
+    warmup_steady: Option<f64>,
     /// Measured time of each timed step: seconds, or with a unit (90s,
     /// 30m, 6h).
     #[arg(long, value_parser = crate::units::parse_secs)]
@@ -344,6 +351,7 @@ impl RunArgs {
         );
         some!(
             steps,
+            warmup_steady,
             interval,
             slice,
             rate,
@@ -511,6 +519,16 @@ impl RunArgs {
             ))
             .into());
         }
+        if let Some(m) = s.warmup_steady {
+            if !(m > 0.0 && m <= MAX_SECS) || m < s.warmup {
+                return Err(UsageError(format!(
+                    "--warmup-steady {}: must be more than 0, at least --warmup ({}) and at most {MAX_SECS} seconds",
+                    shown(m),
+                    shown(s.warmup)
+                ))
+                .into());
+            }
+        }
         let mut params = s.param_pairs();
         params.extend(crate::workload::params::parse_pairs(&self.param)?);
         if let Some(p) = &s.post {
@@ -611,6 +629,7 @@ impl RunArgs {
             threads,
             thread_levels: if levels.len() > 1 { levels } else { Vec::new() },
             warmup: s.warmup,
+            warmup_steady: s.warmup_steady,
             duration,
             interval,
             slice,

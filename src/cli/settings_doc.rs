@@ -27,6 +27,7 @@ const DERIVED: &[(&str, &str, &str)] = &[
         "10 s, or a sixth of slice when that is shorter",
     ),
     ("slice", r#""1h""#, "no slices"),
+    ("warmup_steady", r#""10m""#, "off: the warm-up is --warmup"),
     ("rate", "20000.0", "closed loop"),
     (
         "cache",
@@ -126,6 +127,7 @@ pub const FLAG_IDS: &[&str] = &[
     "steps",
     "threads",
     "warmup",
+    "warmup_steady",
     "duration",
     "interval",
     "slice",

@@ -46,6 +46,7 @@ const PLAN_KEYS: &[&str] = &[
     "threads",
     "thread_levels",
     "warmup",
+    "warmup_steady",
     "duration",
     "interval",
     "rate",

@@ -18,6 +18,7 @@ use side::{engine_lines, open_engine};
 mod meeting;
 mod step;
 mod steps;
+mod warm;
 use steps::run_steps;
 pub mod sweep;
 
@@ -77,6 +78,10 @@ pub struct RunConfig {
     pub thread_levels: Vec<usize>,
     /// Warm-up seconds per timed step.
     pub warmup: f64,
+    /// `--warmup-steady`: warm each timed step up until its throughput
+    /// stops rising, for at most this many seconds (`warmup` the least).
+    #[serde(default)]
+    pub warmup_steady: Option<f64>,
     /// Measured seconds per timed step.
     pub duration: f64,
     /// Seconds between probe samples.

@@ -44,6 +44,25 @@ impl Sink<'_> {
     }
 }
 
+/// Why a step must fail now: the device model died, or the OOM killer
+/// killed a process of the engine's group (`oom`: the group, its kills
+/// at the step's start and the limit) since the step began.
+pub(super) fn health(
+    model: Option<&mut crate::setup::devmodel::Served>,
+    oom: Option<(&MemCgroup, u64, u64)>,
+) -> Option<String> {
+    if let Some(why) = model.and_then(|m| m.failure()) {
+        return Some(why);
+    }
+    let (cg, before, limit) = oom?;
+    (oom_kills(cg)? > before).then(|| {
+        format!(
+            "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
+            crate::units::format_size(limit)
+        )
+    })
+}
+
 impl StepSink for Sink<'_> {
     fn interval(&mut self, r: &IntervalRecord) -> Result<()> {
         let w = WorkDone {
@@ -81,16 +100,7 @@ impl StepSink for Sink<'_> {
         self.results.add_latencies(self.step, idx as i64, l)
     }
     fn health(&mut self) -> Option<String> {
-        if let Some(why) = self.model.as_mut().and_then(|m| m.failure()) {
-            return Some(why);
-        }
-        let (cg, before, limit) = self.oom?;
-        (oom_kills(cg)? > before).then(|| {
-            format!(
-                "the out-of-memory killer killed a process of the engine at the --memory limit of {}; give more --memory or a smaller --cache",
-                crate::units::format_size(limit)
-            )
-        })
+        health(self.model.as_deref_mut(), self.oom)
     }
     fn progress(&mut self, ops: u64, secs: f64) {
         let rate = if secs > 0.0 { ops as f64 / secs } else { 0.0 };

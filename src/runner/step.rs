@@ -13,6 +13,7 @@ use crate::metrics::{self, Metric, WorkDone};
 use crate::names::Status;
 use crate::names::{CALLS_PER_SEC, SLICE_PREFIX, SLICES};
 use crate::probe::Probe;
+use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::oom_kills;
 use crate::workload::{Step, Workload};
 
@@ -31,7 +32,7 @@ pub(super) fn run_step(
     if let Some(c) = mem.cg.as_ref() {
         c.reset_peak();
     }
-    let ctx = step_ctx(r.cfg, si, at.threads, at.pass)?;
+    let mut ctx = step_ctx(r.cfg, si, at.threads, at.pass)?;
     // A cluster's nodes first apply what the last step wrote (an index
     // the next step's queries name).
     if let crate::engine::EngineRef::Sql(s) = eng.face() {
@@ -39,6 +40,39 @@ pub(super) fn run_step(
             writeln!(out, "  {step}: FAILED: {e:#}")?;
             r.status = Status::Failed;
             return Ok(After::Failed);
+        }
+    }
+    // --warmup-steady: warmed up before the step begins (and before
+    // several clients meet to start it), so its measured phase needs no
+    // more.
+    let mut warmed = None;
+    if let Some(max) = r.cfg.warmup_steady {
+        let oom = oom_of(mem, r.cfg.memory);
+        let mut health = || {
+            let model = r.storage.device.as_mut().and_then(|d| d.model.as_mut());
+            super::sink::health(model, oom)
+        };
+        match super::warm::warm_up(
+            step,
+            eng,
+            workload,
+            probe,
+            &ctx,
+            (r.cfg.warmup, max),
+            &mut health,
+        ) {
+            Ok(Some(w)) => {
+                writeln!(out, "{}", w.line(&at.label(step)))?;
+                ctx.warmup = std::time::Duration::ZERO;
+                warmed = Some(w);
+            }
+            Ok(None) => {}
+            Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
+            Err(e) => {
+                writeln!(out, "  {}: FAILED: {e:#}", at.label(step))?;
+                r.status = Status::Failed;
+                return Ok(After::Failed);
+            }
         }
     }
     let planned = match workload.plan(step, eng.face(), &ctx) {
@@ -56,6 +90,7 @@ pub(super) fn run_step(
         "threads": planned.spec.threads,
         "ops": planned.spec.op_names,
         "warmup_s": planned.spec.warmup.as_secs_f64(),
+        "warmup_steady": warmed,
         "stop": planned.spec.stop,
         "arrival": planned.spec.arrival,
         "background": planned.spec.background,
@@ -117,6 +152,13 @@ pub(super) fn run_step(
     })
 }
 
+/// The engine's memory group, its OOM kills so far and the limit: what
+/// a step's health check compares against.
+fn oom_of(mem: &EngineMem, memory: Option<u64>) -> Option<(&MemCgroup, u64, u64)> {
+    let c = mem.cg.as_ref()?;
+    Some((c, oom_kills(c)?, memory?))
+}
+
 /// A step once begun in the results file: what its phases (drive, record,
 /// say) share.
 struct StepRun<'a> {
@@ -147,10 +189,9 @@ impl StepRun<'_> {
     /// limit, a hung server, a full device).
     fn drive(&self, r: &mut Run<'_>, planned: crate::workload::Planned<'_>) -> driver::StepOutcome {
         let cfg = r.cfg;
-        let cg = self.mem.cg.as_ref();
         let no_device = self.probe.device().as_ref().err().cloned();
         let mut sink = Sink {
-            oom: cg.and_then(|c| Some((c, oom_kills(c)?, cfg.memory?))),
+            oom: oom_of(self.mem, cfg.memory),
             results: &mut r.results,
             step: self.id,
             workload: self.workload,

@@ -1,0 +1,94 @@
+//! `--warmup-steady`: a timed step warms up in unrecorded slices until
+//! its throughput stops rising, prints and records those slices, and
+//! then measures without more warm-up; a load is not warmed.
+
+mod common;
+
+use common::ok;
+
+#[test]
+fn a_timed_step_warms_up_until_steady_and_records_its_slices() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let out = ok(&[
+        "run",
+        "-w",
+        "ycsb",
+        "-e",
+        "lmdb",
+        "--steps",
+        "load,c",
+        "-p",
+        "recordcount=20000",
+        "--warmup-steady",
+        "30",
+        "--interval",
+        "1",
+        "--duration",
+        "1",
+        "--storage",
+        "native",
+        "--dir",
+        d.path().to_str().unwrap(),
+        "--results",
+        res.to_str().unwrap(),
+    ]);
+    // Slices of 5 s (the least; --interval is 1 s), three at least.
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  c: warmed up "))
+        .unwrap_or_else(|| panic!("no warm-up line: {out}"));
+    assert!(line.contains("(ops/s over 5 s slices: "), "{line}");
+    assert!(
+        !out.contains("load: warmed up"),
+        "a load is not warmed: {out}"
+    );
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let spec = |step: &str| -> serde_json::Value {
+        let s: String = c
+            .query_row("SELECT spec FROM steps WHERE step = ?1", [step], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        serde_json::from_str(&s).unwrap()
+    };
+    assert!(spec("load")["warmup_steady"].is_null());
+    let c_spec = spec("c");
+    let w = &c_spec["warmup_steady"];
+    assert_eq!(c_spec["warmup_s"], 0.0, "no more warm-up: {c_spec}");
+    assert_eq!(w["slice_s"], 5.0, "{w}");
+    let rates: Vec<f64> = w["rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_f64().unwrap())
+        .collect();
+    let secs = w["secs"].as_f64().unwrap();
+    assert!(rates.len() >= 3 && rates.iter().all(|r| *r > 0.0), "{w}");
+    // Each slice ran its 5 s (the last may be cut at the 30 s limit).
+    assert!((14.9..=30.5).contains(&secs), "{w}");
+    let n = rates.len();
+    if w["steady"] == true {
+        // The rule, by hand: the last slice within 3% of the one two
+        // before it, and not the slice before that.
+        assert!(rates[n - 1] <= rates[n - 3] * 1.03, "{w}");
+        assert!(n == 3 || rates[n - 2] > rates[n - 4] * 1.03, "{w}");
+        assert!(
+            line.contains("until the throughput stopped rising"),
+            "{line}"
+        );
+    } else {
+        assert!(secs >= 29.5, "stopped early without being steady: {w}");
+        assert!(line.contains("NOT steady"), "{line}");
+    }
+    // The measured step ran and was recorded as usual.
+    let ops: f64 = c
+        .query_row(
+            "SELECT f.value FROM figures f JOIN steps s ON s.id = f.step_id
+             WHERE s.step = 'c' AND f.name = 'ops_per_sec' AND f.interval_idx = -1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(ops > 0.0);
+}
