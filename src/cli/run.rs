@@ -10,6 +10,7 @@ use crate::UsageError;
 use crate::engine::{EngineKind, options};
 use crate::plan::{Arrival, Settings};
 use crate::runner::RunConfig;
+use crate::setup::StorageConfig;
 use crate::setup::storage::Fs;
 use crate::units::MAX_SECS;
 use crate::workload::WorkloadKind;
@@ -671,6 +672,16 @@ impl RunArgs {
                 memory_from_data: c.memory_from_data,
                 cache_bytes: c.cache_bytes,
                 cache_from_memory: c.cache_from_memory,
+                // A device cache given as a share of memory: of the limit
+                // --bound io worked out from the data when no --memory
+                // was given (else --memory's, else the machine's).
+                storage: match c.memory_from_data.and(c.memory) {
+                    Some(m) => StorageConfig {
+                        memory: m,
+                        ..base.storage.clone()
+                    },
+                    None => base.storage.clone(),
+                },
                 ..base.clone()
             })
             .collect())

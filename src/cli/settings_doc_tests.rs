@@ -269,3 +269,41 @@ fn a_preset_goes_between_the_profile_and_set() {
         "ON"
     );
 }
+
+/// A device cache given as a share of memory is a share of the limit
+/// `--bound io` works out from the data when no `--memory` is given (it
+/// was the machine's memory), and of `--memory` when it is.
+#[test]
+fn a_cache_share_is_of_the_corners_memory() {
+    use crate::setup::storage::StorageClass;
+    let bytes = |c: &RunConfig| {
+        c.storage
+            .model_of(StorageClass::DiskArray)
+            .unwrap()
+            .unwrap()
+            .cache
+            .unwrap()
+            .bytes
+    };
+    let args = [
+        "-w",
+        "ycsb",
+        "-p",
+        "recordcount=400000",
+        "--bound",
+        "io",
+        "--storage",
+        "disk-array",
+        "--device-model",
+        "cache_share=0.5",
+    ];
+    let c = &configs(&args)[0];
+    let m = c.memory.unwrap();
+    assert!(c.memory_from_data.is_some());
+    assert_eq!(c.storage.memory, m);
+    assert_eq!(bytes(c), m / 2);
+    let mut given = args.to_vec();
+    given.extend(["--memory", "256MB"]);
+    let c = &configs(&given)[0];
+    assert_eq!(bytes(c), 128 << 20);
+}

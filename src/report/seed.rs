@@ -18,8 +18,28 @@ pub use crate::seedspec::*;
 /// `cf_write_amp`, `cf.NAME.write_amp`).
 /// Throughputs and per-operation figures do not add, so they are None.
 pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
-    let steps: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
-    families(&steps, figure)
+    // Under --repeat, each repetition's run is added up on its own and
+    // the repetitions averaged (summing them all would count the work
+    // once per repetition).
+    let mut reps: Vec<i64> = run.steps.iter().map(|s| s.rep).collect();
+    reps.sort_unstable();
+    reps.dedup();
+    mean(reps.into_iter().map(|rep| {
+        let steps: Vec<&StepView> = run
+            .steps
+            .iter()
+            .filter(|s| s.engine == engine && s.rep == rep)
+            .collect();
+        families(&steps, figure)
+    }))
+}
+
+/// The mean of the values present; None when none is.
+fn mean(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let (n, sum) = vals
+        .flatten()
+        .fold((0u32, 0.0), |(n, sum), v| (n + 1, sum + v));
+    (n > 0).then(|| sum / f64::from(n))
 }
 
 /// A figure added up over `steps`: `cf_total_mb` (flush and compaction
@@ -71,12 +91,19 @@ pub fn value(run: &RunView, r: &Ref) -> Option<f64> {
     }
 }
 
-/// `r`'s figure in its step (or slice), without `over`.
+/// `r`'s figure in its step (or slice), without `over`: under --repeat,
+/// the mean over the repetitions that have it.
 fn step_value(run: &RunView, r: &Ref) -> Option<f64> {
-    let s = run
-        .steps
-        .iter()
-        .find(|s| s.engine == r.engine && s.step == r.step)?;
+    mean(
+        run.steps
+            .iter()
+            .filter(|s| s.engine == r.engine && s.step == r.step)
+            .map(|s| one_step_value(s, r)),
+    )
+}
+
+/// `r`'s figure in one step (or its slice).
+fn one_step_value(s: &StepView, r: &Ref) -> Option<f64> {
     match (Metric::parse(&r.figure), r.slice) {
         (Ok(m), None) => s.fig(m),
         (Ok(m), Some(i)) => s.slices.get(i.checked_sub(1)?)?.fig(m),
@@ -337,6 +364,36 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under --repeat a figure is the mean over the repetitions, and a
+    /// whole-run figure is added up per repetition, then averaged.
+    #[test]
+    fn repetitions_are_averaged_not_the_first_taken() {
+        let step = |rep: i64, ops: f64, flush: f64| {
+            let mut s = StepView::with_figures("a", "request", &[(Metric::OpsPerSec, ops)]);
+            s.rep = rep;
+            s.extras.push(("cf.default.flush_mb".into(), flush));
+            s
+        };
+        let run = RunView {
+            steps: vec![step(0, 100.0, 10.0), step(1, 300.0, 30.0)],
+            ..RunView::empty()
+        };
+        let r = Ref {
+            engine: "a".into(),
+            step: "request".into(),
+            figure: "ops_per_sec".into(),
+            slice: None,
+            over: None,
+        };
+        assert_eq!(value(&run, &r), Some(200.0));
+        // 10 and 30 MB flushed by the two repetitions: 20 per run, not 40.
+        assert_eq!(whole_run(&run, "a", "cf_ingest_mb"), Some(20.0));
+        // A repetition without the figure does not pull the mean down.
+        let mut run = run;
+        run.steps[1].figures.clear();
+        assert_eq!(value(&run, &r), Some(100.0));
+    }
 
     #[test]
     fn a_figure_just_off_its_bound_shows_the_digits_that_say_so() {
