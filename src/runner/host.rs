@@ -424,7 +424,7 @@ pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
         .collect();
-    let (steps, added) = super::steps_run(cfg);
+    let (steps, added) = super::begin::steps_run(cfg);
     let params =
         crate::workload::Params::new(cfg.workload.name(), cfg.workload.params(), &cfg.params)?;
     let mut r = Run {
