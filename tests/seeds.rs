@@ -340,7 +340,7 @@ fn whole_run_figures_add_up_every_step() {
     assert_eq!(r("cf_total_mb", "kNoSuchSetting"), None);
     let t = seed::render(&post, &good);
     assert!(
-        t.contains("post 1.34 (against 1.00); here 1.57 (against 1.00): holds, judged in the post's regime (kByCompensatedSize: link_pk's levels below L0 (the post's worked out) 4.00 (≥ 3)"),
+        t.contains("post 1.34 (against 1.00); here 1.57 (against 1.00): holds, judged in the post's regime (kOldestLargestSeqFirst: link_pk's levels below L0 (the post's worked out) 4.00 (≥ 3)"),
         "{t}"
     );
     // 20 MB flushed by the requests over the 40 MB database.
@@ -360,9 +360,28 @@ fn whole_run_figures_add_up_every_step() {
     );
     let t = seed::render(&post, &shallow);
     assert!(
-        t.contains("here 1.57 (against 1.00): not judged: kByCompensatedSize: link_pk's levels below L0 (the post's worked out) 2.00, not ≥ 3"),
+        t.contains("here 1.57 (against 1.00): not judged: kOldestLargestSeqFirst: link_pk's levels below L0 (the post's worked out) 2.00, not ≥ 3"),
         "{t}"
     );
+    // One setting shallow: the claims comparing two others are still
+    // judged; "writes the least", which compares all four, is not.
+    let mut one_off = good.clone();
+    for s in one_off
+        .steps
+        .iter_mut()
+        .filter(|s| s.engine.contains("kByCompensatedSize") && s.step == "request")
+    {
+        for (k, v) in s.extras.iter_mut() {
+            if k == "lsm.cf_link_pk.levels" {
+                *v = 2.0;
+            }
+        }
+    }
+    let marks: Vec<bool> = seed::check(&post, &one_off)
+        .into_iter()
+        .map(|c| matches!(c.regime, seed::RegimeMark::Judged(_)))
+        .collect();
+    assert_eq!(marks, vec![true, false, true]);
     // The other way round: every direction fails.
     let bad = run_004(
         [
