@@ -353,6 +353,11 @@ pub fn merge(views: Vec<RunView>) -> RunView {
             )
         })
         .collect();
+    let memories = views
+        .iter()
+        .zip(&labels)
+        .filter_map(|(v, l)| Some((l.clone(), v.recorded.memory?)))
+        .collect();
     let mut views = views.into_iter().zip(labels);
     let Some((mut out, first)) = views.next() else {
         // An empty list never reaches here (the CLI asks for one run at
@@ -388,6 +393,7 @@ pub fn merge(views: Vec<RunView>) -> RunView {
         .unwrap_or(Status::Done);
     out.merged_from = ids.iter().filter_map(|i| i.parse().ok()).collect();
     out.corners = notes;
+    out.memories = memories;
     out.command = format!("runs {}", ids.join(","));
     out
 }

@@ -174,7 +174,14 @@ pub fn regime_value(run: &RunView, r: &Regime) -> Option<f64> {
         v *= value(run, t)?;
     }
     if r.per_memory {
-        let m = run.recorded.memory.filter(|m| *m > 0)?;
+        // Merged runs (`--bound cache,io`): the memory of the run the
+        // label names (`io:rocksdb`), not the first run's.
+        let merged = r
+            .ours
+            .engine
+            .split_once(':')
+            .and_then(|(l, _)| run.memories.get(l).copied());
+        let m = merged.or(run.recorded.memory).filter(|m| *m > 0)?;
         Some(v / m as f64)
     } else {
         Some(v)
@@ -364,6 +371,45 @@ pub fn render(seed: &SeedSpec, run: &RunView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In merged runs a figure over memory divides by the memory of the
+    /// run its label names, not the first run's (a cached corner has none).
+    #[test]
+    fn a_merged_runs_figure_over_memory_is_its_own_runs() {
+        let mut cache = RunView {
+            steps: vec![StepView::with_figures(
+                "rocksdb",
+                "request",
+                &[(Metric::DbBytes, 1e9)],
+            )],
+            ..RunView::empty()
+        };
+        cache.recorded.bound = Some(crate::names::Bound::Cache);
+        let mut io = cache.clone();
+        io.id = 2;
+        io.recorded.bound = Some(crate::names::Bound::Io);
+        io.recorded.memory = Some(250_000_000);
+        let run = crate::report::compare::merge(vec![cache, io]);
+        let r: Regime = toml::from_str(
+            r#"
+            id = "db"
+            text = "db over memory"
+            ours = { engine = "io:rocksdb", step = "request", figure = "db_bytes" }
+            per_memory = true
+            min = 2.0
+        "#,
+        )
+        .unwrap();
+        assert_eq!(regime_value(&run, &r), Some(4.0));
+        let cached = Regime {
+            ours: Ref {
+                engine: "cache:rocksdb".into(),
+                ..r.ours.clone()
+            },
+            ..r
+        };
+        assert_eq!(regime_value(&run, &cached), None, "no limit: no ratio");
+    }
 
     /// Under --repeat a figure is the mean over the repetitions, and a
     /// whole-run figure is added up per repetition, then averaged.

@@ -216,6 +216,10 @@ pub struct RunView {
     /// cache, storage).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corners: Vec<String>,
+    /// For merged runs: each label's memory limit, bytes (a label whose
+    /// run had none is absent): what a figure over memory divides by.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub memories: BTreeMap<String, u64>,
     /// A run of several clients (`--clients`): each client's rows; the
     /// steps are then the clients' merged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,6 +245,7 @@ impl RunView {
             steps: Vec::new(),
             merged_from: Vec::new(),
             corners: Vec::new(),
+            memories: BTreeMap::new(),
             clients: None,
         }
     }
@@ -353,6 +358,7 @@ pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
                     steps: Vec::new(),
                     merged_from: Vec::new(),
                     corners: Vec::new(),
+            memories: BTreeMap::new(),
                     clients: None,
                 })
             },
