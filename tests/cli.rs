@@ -287,6 +287,10 @@ fn bad_input_is_one_line_exit_2() {
         (vec!["run", "--warmup", "1e20"], "--warmup 1e20"),
         (vec!["run", "--warmup-steady", "0"], "--warmup-steady 0"),
         (
+            vec!["run", "--warmup-steady", "60", "--rate", "100"],
+            "not with --rate",
+        ),
+        (
             vec!["run", "--warmup", "10", "--warmup-steady", "5"],
             "--warmup-steady 5",
         ),

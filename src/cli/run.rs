@@ -521,6 +521,16 @@ impl RunArgs {
             .into());
         }
         if let Some(m) = s.warmup_steady {
+            // A fixed rate holds the throughput flat from the start, and
+            // several clients would each judge their own: refused rather
+            // than judged wrong.
+            if s.rate.is_some() || s.clients > 1 {
+                return Err(UsageError(format!(
+                    "--warmup-steady {}: judged by throughput, so not with --rate or --clients (use --warmup)",
+                    shown(m)
+                ))
+                .into());
+            }
             if !(m > 0.0 && m <= MAX_SECS) || m < s.warmup {
                 return Err(UsageError(format!(
                     "--warmup-steady {}: must be more than 0, at least --warmup ({}) and at most {MAX_SECS} seconds",

@@ -65,6 +65,25 @@ pub(super) fn run_step(
                 writeln!(out, "{}", w.line(&at.label(step)))?;
                 ctx.warmup = std::time::Duration::ZERO;
                 warmed = Some(w);
+                // The step's own figures start here: the workload's
+                // totals (LinkBench's client costs, misses, retries) are
+                // taken and dropped, the engine's column-family counters
+                // and the memory peak start again.
+                let _ = workload.finish(step, eng.face());
+                if let Ok(st) = eng.stats() {
+                    let now: Vec<(String, f64)> = st
+                        .values
+                        .iter()
+                        .filter(|(k, _)| k.starts_with("cf."))
+                        .cloned()
+                        .collect();
+                    if !now.is_empty() {
+                        r.cf_before = now;
+                    }
+                }
+                if let Some(c) = mem.cg.as_ref() {
+                    c.reset_peak();
+                }
             }
             Ok(None) => {}
             Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
