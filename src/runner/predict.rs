@@ -41,6 +41,16 @@ pub(super) struct Said {
     pub checks: Vec<ModelCheck>,
 }
 
+/// The engine's cumulative column-family counters (`cf.…`) among its
+/// statistics: what a step's column-family MB are counted from.
+pub(super) fn cf_counters(values: &[(String, f64)]) -> Vec<(String, f64)> {
+    values
+        .iter()
+        .filter(|(k, _)| k.starts_with("cf."))
+        .cloned()
+        .collect()
+}
+
 /// The model's extras, note lines and checks for a step; `cf_before`
 /// holds the engine's cumulative column-family writes at the previous
 /// step's end and is updated.
@@ -94,11 +104,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
     }
     // Column-family writes in this step: the cumulative counts now less
     // those at the previous step's end.
-    let now: Vec<(String, f64)> = values
-        .iter()
-        .filter(|(k, _)| k.starts_with("cf."))
-        .cloned()
-        .collect();
+    let now = cf_counters(values);
     let get = |v: &[(String, f64)], k: &str| v.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
     let mem = crate::engine::rocks_family::log::MEMTABLE_STAT;
     let cfs: std::collections::BTreeSet<&str> = now

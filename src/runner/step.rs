@@ -71,12 +71,7 @@ pub(super) fn run_step(
                 // and the memory peak start again.
                 let _ = workload.finish(step, eng.face());
                 if let Ok(st) = eng.stats() {
-                    let now: Vec<(String, f64)> = st
-                        .values
-                        .iter()
-                        .filter(|(k, _)| k.starts_with("cf."))
-                        .cloned()
-                        .collect();
+                    let now = predict::cf_counters(&st.values);
                     if !now.is_empty() {
                         r.cf_before = now;
                     }
