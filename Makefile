@@ -49,6 +49,7 @@ bench: build
 	./bench/seeds.sh
 	./bench/seed-001-insert.sh
 	./bench/soak.sh
+	./bench/report-store.sh
 
 # Fuzzing is apart from bench (an hour at its default of 10 minutes a
 # target): make fuzz, or bench/fuzz.sh SECONDS [TARGET…].

@@ -127,8 +127,8 @@ pub fn distribution(data: &[u8]) -> Option<String> {
 pub fn results(data: &[u8]) -> Option<String> {
     let p = scratch("results.db", data)?;
     let out = (|| -> anyhow::Result<()> {
-        let r = crate::results::Results::open_existing(&p.as_path().into())?;
-        let view = crate::results::read::load(&r, crate::results::read::RunSel::Latest)?;
+        let mut r = crate::results::Results::open_existing(&p.as_path().into())?;
+        let view = crate::results::read::load(&mut r, crate::results::read::RunSel::Latest)?;
         let _ = crate::report::render(&view, crate::report::Format::Text, None, &r)?;
         let _ = crate::report::render(&view, crate::report::Format::Json, None, &r)?;
         Ok(())

@@ -294,6 +294,10 @@ fn bad_input_is_one_line_exit_2() {
             vec!["run", "--warmup", "10", "--warmup-steady", "5"],
             "--warmup-steady 5",
         ),
+        (
+            vec!["run", "--interval", "20", "--warmup-steady", "40"],
+            "at least three slices",
+        ),
         (vec!["run", "--interval", "1e20"], "--interval 1e20"),
         (vec!["run", "--interval", "1e-300"], "--interval"),
         (vec!["run", "--rate", "1e-300"], "--rate"),

@@ -65,7 +65,7 @@ fn a_timed_step_warms_up_until_steady_and_records_its_slices() {
         .collect();
     let secs = w["secs"].as_f64().unwrap();
     assert!(rates.len() >= 3 && rates.iter().all(|r| *r > 0.0), "{w}");
-    // Each slice ran its 5 s (the last may be cut at the 30 s limit).
+    // Whole slices of 5 s only, within the 30 s limit.
     assert!((14.9..=30.5).contains(&secs), "{w}");
     let n = rates.len();
     if w["steady"] == true {
@@ -91,4 +91,78 @@ fn a_timed_step_warms_up_until_steady_and_records_its_slices() {
         )
         .unwrap();
     assert!(ops > 0.0);
+}
+
+/// Ctrl-C during a warm-up ends it, says so (not "NOT steady"), and the
+/// step is recorded as interrupted, with the run's exit code 1.
+#[test]
+fn ctrl_c_during_a_warm_up_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let child = std::process::Command::new(common::BIN)
+        .args([
+            "run",
+            "-w",
+            "ycsb",
+            "-e",
+            "lmdb",
+            "--steps",
+            "load,c",
+            "-p",
+            "recordcount=20000",
+            "--warmup-steady",
+            "600",
+            "--interval",
+            "1",
+            "--duration",
+            "1",
+            "--storage",
+            "native",
+            "--dir",
+        ])
+        .arg(d.path())
+        .arg("--results")
+        .arg(&res)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the load to end (the results file says so), then into the
+    // warm-up's second slice.
+    let t0 = std::time::Instant::now();
+    let loaded = || -> bool {
+        let Ok(c) = rusqlite::Connection::open(&res) else {
+            return false;
+        };
+        c.query_row("SELECT status FROM steps WHERE step = 'load'", [], |r| {
+            r.get::<_, String>(0)
+        })
+        .is_ok_and(|s| s == "done")
+    };
+    while !loaded() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "the load never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(7));
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  c: warmed up "))
+        .unwrap_or_else(|| panic!("no warm-up line: {out}"));
+    assert!(line.contains("interrupted (Ctrl-C)"), "{line}");
+    assert!(!line.contains("NOT steady"), "{line}");
+    let c = rusqlite::Connection::open(&res).unwrap();
+    let status: String = c
+        .query_row("SELECT status FROM steps WHERE step = 'c'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(status, "interrupted", "{out}");
 }

@@ -218,13 +218,14 @@ pub fn main() -> Result<i32> {
                 }
                 let first = views.first().map(|v: &crate::results::RunView| v.id);
                 let id = runner::run(cfg, &command, first, &mut out)?;
-                let results = Results::open_existing(&cfg.results)?;
-                views.push(read::load(&results, read::RunSel::Id(id))?);
+                let mut results = Results::open_existing(&cfg.results)?;
+                views.push(read::load(&mut results, read::RunSel::Id(id))?);
                 if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                     break;
                 }
             }
-            let ids: Vec<String> = views.iter().map(|v| v.id.to_string()).collect();
+            let run_ids: Vec<i64> = views.iter().map(|v| v.id).collect();
+            let ids: Vec<String> = run_ids.iter().map(i64::to_string).collect();
             let done = views.iter().all(|v| v.status == crate::names::Status::Done);
             // Nothing ran (every engine failed to open, its line printed
             // above): no tables of empty cells, only where the run is.
@@ -242,7 +243,9 @@ pub fn main() -> Result<i32> {
                 .first()
                 .map(|c| c.results.clone())
                 .unwrap_or_else(|| crate::results::Location::File("ampbench.db".into()));
-            let results = Results::open_existing(&results)?;
+            let mut results = Results::open_existing(&results)?;
+            // The report reads the runs' steps (their histograms) from it.
+            results.read_runs(&run_ids)?;
             // The short report unless -v; the full one is `ampbench report`.
             let verbose = cfgs.first().is_some_and(|c| c.verbose);
             let format = if verbose {
@@ -277,17 +280,17 @@ pub fn main() -> Result<i32> {
                 .split(',')
                 .map(|r| read::RunSel::parse(r.trim()))
                 .collect::<Result<Vec<_>, _>>()?;
-            let results =
+            let mut results =
                 Results::open_existing(&run::results_at(&a.results, crate::plan::STORE_TIMEOUT)?)?;
             let mut views = Vec::new();
             for sel in sels {
                 // `latest` is the last `ampbench run`: all its corners.
                 if sel == read::RunSel::Latest {
-                    for id in read::latest_ids(&results)? {
-                        views.push(read::load(&results, read::RunSel::Id(id))?);
+                    for id in read::latest_ids(&mut results)? {
+                        views.push(read::load(&mut results, read::RunSel::Id(id))?);
                     }
                 } else {
-                    views.push(read::load(&results, sel)?);
+                    views.push(read::load(&mut results, sel)?);
                 }
             }
             let mut view = if views.len() == 1 {

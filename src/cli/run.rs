@@ -95,7 +95,8 @@ pub(crate) struct RunArgs {
     /// most this long (seconds, or with a unit: 10m): unrecorded slices
     /// of --interval (5 s at least) until one is within 3% of the slice
     /// two before it, after --warmup at least; the measured phase then
-    /// starts at once. Each step records its slices' rates.
+    /// starts at once. Three whole slices at least. Each step records its
+    /// slices' rates.
     #[arg(long, value_parser = crate::units::parse_secs)]
     warmup_steady: Option<f64>,
     /// Measured time of each timed step: seconds, or with a unit (90s,
@@ -536,6 +537,15 @@ impl RunArgs {
                     "--warmup-steady {}: must be more than 0, at least --warmup ({}) and at most {MAX_SECS} seconds",
                     shown(m),
                     shown(s.warmup)
+                ))
+                .into());
+            }
+            let least = crate::runner::shortest_warmup_steady(interval);
+            if m < least {
+                return Err(UsageError(format!(
+                    "--warmup-steady {}: at least three slices of --interval ({}, 5 s at least) to judge, {least} s",
+                    shown(m),
+                    shown(interval)
                 ))
                 .into());
             }

@@ -8,6 +8,7 @@
 use std::fmt::Write;
 
 use crate::metrics::Metric;
+use crate::names::Status;
 use crate::results::{RunView, StepView};
 
 pub use crate::seedspec::*;
@@ -18,22 +19,23 @@ pub use crate::seedspec::*;
 /// `cf_write_amp`, `cf.NAME.write_amp`).
 /// Throughputs and per-operation figures do not add, so they are None.
 pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
-    // Under --repeat, each repetition's run is added up on its own and
-    // the repetitions averaged (summing them all would count the work
-    // once per repetition).
-    let mut reps: Vec<i64> = run.steps.iter().map(|s| s.rep).collect();
+    let mine: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
+    let mut reps: Vec<i64> = mine.iter().map(|s| s.rep).collect();
     reps.sort_unstable();
     reps.dedup();
-    mean(reps.into_iter().map(|rep| {
-        let steps: Vec<&StepView> = run
-            .steps
-            .iter()
-            .filter(|s| s.engine == engine && s.rep == rep)
-            .collect();
-        families(&steps, figure)
-    }))
+    let of =
+        |rep: i64| -> Vec<&StepView> { mine.iter().copied().filter(|s| s.rep == rep).collect() };
+    let names = |rep: i64| -> Vec<&str> { of(rep).iter().map(|s| s.step.as_str()).collect() };
+    // Under --repeat, each repetition's run is added up on its own and
+    // the repetitions averaged (summing them all would count the work
+    // once per repetition). Under --repeat --reuse the later repetitions
+    // run on the first's database without its load, so no repetition is
+    // a whole run: the figure is then the history's, every step added.
+    if reps.iter().any(|&rep| names(rep) != names(reps[0])) {
+        return families(&mine, figure);
+    }
+    mean(reps.into_iter().map(|rep| families(&of(rep), figure)))
 }
-
 /// The mean of the values present; None when none is.
 fn mean(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let (n, sum) = vals
@@ -94,12 +96,20 @@ pub fn value(run: &RunView, r: &Ref) -> Option<f64> {
 /// `r`'s figure in its step (or slice), without `over`: under --repeat,
 /// the mean over the repetitions that have it.
 fn step_value(run: &RunView, r: &Ref) -> Option<f64> {
-    mean(
-        run.steps
-            .iter()
-            .filter(|s| s.engine == r.engine && s.step == r.step)
-            .map(|s| one_step_value(s, r)),
-    )
+    let steps: Vec<&StepView> = run
+        .steps
+        .iter()
+        .filter(|s| s.engine == r.engine && s.step == r.step)
+        .collect();
+    // A repetition that failed or was cut short is not averaged with
+    // those that ended; alone, its figures are still what was measured.
+    let done: Vec<&StepView> = steps
+        .iter()
+        .copied()
+        .filter(|s| s.status == Status::Done)
+        .collect();
+    let from = if done.is_empty() { steps } else { done };
+    mean(from.into_iter().map(|s| one_step_value(s, r)))
 }
 
 /// `r`'s figure in one step (or its slice).
@@ -435,10 +445,20 @@ mod tests {
         assert_eq!(value(&run, &r), Some(200.0));
         // 10 and 30 MB flushed by the two repetitions: 20 per run, not 40.
         assert_eq!(whole_run(&run, "a", "cf_ingest_mb"), Some(20.0));
+        // A repetition that failed is not averaged with one that ended.
+        let mut failed = run.clone();
+        failed.steps[1].status = Status::Failed;
+        assert_eq!(value(&failed, &r), Some(100.0));
         // A repetition without the figure does not pull the mean down.
         let mut run = run;
         run.steps[1].figures.clear();
         assert_eq!(value(&run, &r), Some(100.0));
+        // --repeat --reuse: the second repetition has no load, so the
+        // whole run is the history (load 50 MB + 10 + 30), not a mean.
+        let mut load = step(0, 0.0, 50.0);
+        load.step = "load".into();
+        run.steps.insert(0, load);
+        assert_eq!(whole_run(&run, "a", "cf_ingest_mb"), Some(90.0));
     }
 
     #[test]

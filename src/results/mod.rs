@@ -84,8 +84,11 @@ CREATE TABLE IF NOT EXISTS step_notes (
 ";
 
 /// What the schema adds after its migrations (they add the columns these
-/// index).
-const INDEXES: &str = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_name ON runs (name);";
+/// index). The tables whose primary key starts with `step_id` need none.
+const INDEXES: &str = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_name ON runs (name);
+CREATE INDEX IF NOT EXISTS steps_by_run ON steps (run_id);
+CREATE INDEX IF NOT EXISTS samples_by_step ON samples (step_id);
+CREATE INDEX IF NOT EXISTS engine_stats_by_step ON engine_stats (step_id);";
 
 /// One closed slice, ready to record.
 #[derive(Clone, Debug)]
@@ -137,9 +140,11 @@ pub struct RunRecord {
 /// The open results store: a SQLite file or a PostgreSQL database.
 pub struct Results {
     db: Db,
-    /// For PostgreSQL: the store copied into memory for the reader, made
-    /// at the first read.
+    /// For PostgreSQL: the runs a reader asked for, copied into memory
+    /// ([`Results::read_runs`]); the store itself is never read whole.
     snapshot: std::cell::OnceCell<Connection>,
+    /// The runs copied into `snapshot` so far.
+    copied: std::collections::BTreeSet<i64>,
     at: Location,
     /// The client of the run this process is (`--client`, 0 alone): the
     /// steps it records and ends are its own.
@@ -171,8 +176,10 @@ pub(crate) fn now() -> String {
 /// as a consistency check, counted in), 5 the clients of one run
 /// (`runs.name`, `runs.clients`, `steps.client`, `steps.t0_store`, the
 /// `run_clients` and `barriers` tables), 6 each client's heartbeat
-/// (`run_clients.beat`, on the store's clock).
-pub const SCHEMA_VERSION: i64 = 6;
+/// (`run_clients.beat`, on the store's clock), 7 the indexes that find a
+/// run's steps and a step's samples and engine statistics (a report reads
+/// one run of a large PostgreSQL store without scanning the others').
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -268,6 +275,7 @@ impl Results {
         Ok(Results {
             db,
             snapshot: std::cell::OnceCell::new(),
+            copied: std::collections::BTreeSet::new(),
             at: at.clone(),
             client: 0,
         })
@@ -284,9 +292,7 @@ impl Results {
                 .into());
             }
         }
-        let mut r = Results::open(at)?;
-        r.prepare_read()?;
-        Ok(r)
+        Results::open(at)
     }
 
     /// Makes this process client `k` of its run: the steps it records and
@@ -595,35 +601,59 @@ impl Results {
     }
 
     /// The connection reports read: the file's, or for PostgreSQL the
-    /// store copied into memory at the first read.
+    /// runs [`read_runs`](Results::read_runs) copied into memory.
     pub(crate) fn conn(&self) -> &Connection {
         match &self.db {
             Db::Sqlite(c) => c,
             Db::Postgres(_) => self.snapshot.get_or_init(|| {
-                // An in-memory database is always available; a store that
-                // cannot be read was made a failed read in `snapshot`.
-                Connection::open_in_memory().expect("an in-memory SQLite database")
+                // An in-memory database is always available, and the
+                // schema's statements are this file's own.
+                let c = Connection::open_in_memory().expect("an in-memory SQLite database");
+                let _ = c
+                    .execute_batch(SCHEMA)
+                    .and_then(|_| c.execute_batch(INDEXES));
+                c
             }),
         }
     }
 
-    /// For PostgreSQL: copies the store into memory for the reader (done
-    /// once, before the first read: `load` and `latest_ids` call it).
-    pub fn prepare_read(&mut self) -> Result<()> {
-        if let Db::Postgres(_) = self.db {
-            if self.snapshot.get().is_none() {
-                let mut mem = Db::Sqlite(Connection::open_in_memory()?);
-                if let Db::Sqlite(c) = &mut mem {
-                    c.execute_batch(SCHEMA)?;
-                    c.execute_batch(INDEXES)?;
-                }
-                db::copy(&mut self.db, &mut mem, &[])
-                    .context("reading the PostgreSQL results store")?;
-                if let Db::Sqlite(c) = mem {
-                    let _ = self.snapshot.set(c);
-                }
-            }
+    /// Runs a read-only query on the store itself (not the reader's
+    /// copy): which runs there are, before any is read.
+    pub(crate) fn query(&mut self, sql: &str, args: &[Val]) -> Result<Vec<Vec<Val>>> {
+        self.db.tx(|t| t.query(sql, args))
+    }
+
+    /// For PostgreSQL: copies the runs `ids` (those not copied before)
+    /// into memory for the reader, each with its clients, steps and
+    /// everything under them. Nothing else of the store is read, so a
+    /// report's time and memory go with the runs it shows, not with the
+    /// store's size. A SQLite file is read in place.
+    pub fn read_runs(&mut self, ids: &[i64]) -> Result<()> {
+        if !matches!(self.db, Db::Postgres(_)) {
+            return Ok(());
         }
+        let want: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|i| !self.copied.contains(i))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if want.is_empty() {
+            return Ok(());
+        }
+        self.conn();
+        let Some(c) = self.snapshot.take() else {
+            anyhow::bail!("the reader's copy of the results store was not made");
+        };
+        let mut mem = Db::Sqlite(c);
+        let copied =
+            db::copy(&mut self.db, &mut mem, &want).context("reading the PostgreSQL results store");
+        if let Db::Sqlite(c) = mem {
+            let _ = self.snapshot.set(c);
+        }
+        copied?;
+        self.copied.extend(want);
         Ok(())
     }
 }

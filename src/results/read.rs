@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
+use super::db::Val;
 use super::{Results, WHOLE_STEP};
 use crate::metrics::{self, LatencySummary, Metric, WorkDone};
 use crate::names::Status;
@@ -306,36 +307,44 @@ fn sample(r: &Results, step: i64, idx: i64, at: &str) -> Result<Option<Sample>> 
 /// The runs `--run latest` names: the newest run together with the other
 /// runs of its `ampbench run` (one per corner of `bound = ["cache",
 /// "io"]`), in id order.
-pub fn latest_ids(r: &Results) -> Result<Vec<i64>> {
-    let c = r.conn();
-    let (id, inv): (Option<i64>, Option<i64>) = c
-        .query_row(
-            "SELECT id, invocation FROM runs ORDER BY id DESC LIMIT 1",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .optional()?
-        .unwrap_or((None, None));
-    let id = id.ok_or_else(|| crate::UsageError("the results file has no runs".into()))?;
-    let first = inv.unwrap_or(id);
-    let ids = c
-        .prepare("SELECT id FROM runs WHERE id = ?1 OR invocation = ?1 ORDER BY id")?
-        .query_map(params![first], |row| row.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
+pub fn latest_ids(r: &mut Results) -> Result<Vec<i64>> {
+    // Asked of the store itself: a PostgreSQL store is copied only run
+    // by run, as they are read.
+    let last = r.query(
+        "SELECT id, invocation FROM runs ORDER BY id DESC LIMIT 1",
+        &[],
+    )?;
+    let row = last.first();
+    let id = row
+        .and_then(|r| r.first())
+        .and_then(Val::int)
+        .ok_or_else(|| crate::UsageError("the results file has no runs".into()))?;
+    let first = row.and_then(|r| r.get(1)).and_then(Val::int).unwrap_or(id);
+    let ids = r
+        .query(
+            "SELECT id FROM runs WHERE id = ?1 OR invocation = ?1 ORDER BY id",
+            &[Val::Int(first)],
+        )?
+        .iter()
+        .filter_map(|r| r.first().and_then(Val::int))
+        .collect();
     Ok(ids)
 }
 
 /// Reads a run with all its steps.
-pub fn load(r: &Results, sel: RunSel) -> Result<RunView> {
-    let c = r.conn();
+pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
     let id: i64 = match sel {
-        RunSel::Latest => c
-            .query_row("SELECT max(id) FROM runs", [], |row| {
-                row.get::<_, Option<i64>>(0)
-            })?
+        RunSel::Latest => r
+            .query("SELECT max(id) FROM runs", &[])?
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Val::int)
             .ok_or_else(|| crate::UsageError("the results file has no runs".into()))?,
         RunSel::Id(i) => i,
     };
+    r.read_runs(&[id])?;
+    let r: &Results = r;
+    let c = r.conn();
     let mut run = c
         .query_row(
             "SELECT id, started, ended, status, command, workload, engines, seed, config, versions, machine FROM runs WHERE id = ?1",

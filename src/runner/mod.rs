@@ -21,6 +21,7 @@ mod step;
 mod steps;
 mod warm;
 use steps::run_steps;
+pub(crate) use warm::shortest as shortest_warmup_steady;
 pub mod sweep;
 
 pub use crate::names::{CALLS_PER_SEC, EXPLAIN_NOTE, MODEL_NOTE, SLICE_PREFIX, SLICES};

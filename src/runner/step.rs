@@ -66,10 +66,10 @@ pub(super) fn run_step(
                 ctx.warmup = std::time::Duration::ZERO;
                 warmed = Some(w);
                 // The step's own figures start here: the workload's
-                // totals (LinkBench's client costs, misses, retries) are
-                // taken and dropped, the engine's column-family counters
-                // and the memory peak start again.
-                let _ = workload.finish(step, eng.face());
+                // totals (LinkBench's client costs, rows, multiget) are
+                // dropped, the engine's column-family counters and the
+                // memory peak start again.
+                workload.discard(step);
                 if let Ok(st) = eng.stats() {
                     let now = predict::cf_counters(&st.values);
                     if !now.is_empty() {
@@ -83,7 +83,20 @@ pub(super) fn run_step(
             Ok(None) => {}
             Err(e) if e.chain().any(|c| c.is::<crate::UsageError>()) => return Err(e),
             Err(e) => {
-                writeln!(out, "  {}: FAILED: {e:#}", at.label(step))?;
+                // Said as a measured step's failure is (the memory limit,
+                // a hung server, a full device), and recorded as the
+                // step's, so the results say where the run stopped.
+                let mut why = format!("{e:#}");
+                explain(eng, health(), &mut why);
+                let label = at.label(step);
+                let spec = step_spec(r, eng, &ctx, (step, at), None, None);
+                let id = r
+                    .results
+                    .begin_step(r.id, (r.ordinal, r.rep), &r.label, &label, &spec)?;
+                r.ordinal += 1;
+                r.results
+                    .end_step(id, Status::Failed, Some(&why), 0.0, None)?;
+                writeln!(out, "  {label}: FAILED: {why}")?;
                 r.status = Status::Failed;
                 return Ok(After::Failed);
             }
@@ -98,22 +111,14 @@ pub(super) fn run_step(
             return Ok(After::Failed);
         }
     };
-    let spec_json = serde_json::json!({
-        "engine_version": eng.version(),
-        "settings": eng.settings(),
-        "threads": planned.spec.threads,
-        "ops": planned.spec.op_names,
-        "warmup_s": planned.spec.warmup.as_secs_f64(),
-        "warmup_steady": warmed,
-        "stop": planned.spec.stop,
-        "arrival": planned.spec.arrival,
-        "background": planned.spec.background,
-        "seed": ctx.seed,
-        "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
-        "allocator": eng.pid().map(|p| r.cfg.allocator.describe(p)),
-        "identity": at.identity(step),
-        "about": step.about(),
-    });
+    let spec_json = step_spec(
+        r,
+        eng,
+        &ctx,
+        (step, at),
+        Some(&planned.spec),
+        warmed.as_ref(),
+    );
     // A sweep's steps are named by their level: `pq.n@8`, `request@disk-array`.
     let label = at.label(step);
     let id = r
@@ -164,6 +169,57 @@ pub(super) fn run_step(
         }
         _ => After::Next,
     })
+}
+
+/// What a step records of itself (its `spec` in the results file): the
+/// engine, its settings, the seed, class and identity, and what the
+/// driver was given (None when the step failed before it was planned).
+fn step_spec(
+    r: &Run<'_>,
+    eng: &dyn Engine,
+    ctx: &crate::workload::StepCtx,
+    (step, at): (Step, Level),
+    planned: Option<&driver::StepSpec>,
+    warmed: Option<&super::warm::Warmed>,
+) -> serde_json::Value {
+    let mut spec = serde_json::json!({
+        "engine_version": eng.version(),
+        "settings": eng.settings(),
+        "warmup_steady": warmed,
+        "seed": ctx.seed,
+        "storage_class": at.class.map_or(r.cfg.storage.class, |c| c).name(),
+        "allocator": eng.pid().map(|p| r.cfg.allocator.describe(p)),
+        "identity": at.identity(step),
+        "about": step.about(),
+    });
+    if let (Some(p), Some(m)) = (planned, spec.as_object_mut()) {
+        for (k, v) in [
+            ("threads", serde_json::json!(p.threads)),
+            ("ops", serde_json::json!(p.op_names)),
+            ("warmup_s", serde_json::json!(p.warmup.as_secs_f64())),
+            ("stop", serde_json::json!(p.stop)),
+            ("arrival", serde_json::json!(p.arrival)),
+            ("background", serde_json::json!(p.background)),
+        ] {
+            m.insert(k.into(), v);
+        }
+    }
+    spec
+}
+
+/// Says why a step failed where the cause is known: the engine's health
+/// (killed at its memory limit, a dead device model) when the error does
+/// not say it already, a hung server, a full device.
+fn explain(eng: &dyn Engine, health: Option<String>, e: &mut String) {
+    if let Some(why) = health.filter(|w| !e.contains(w.as_str())) {
+        *e = format!("{why} ({e})");
+    }
+    if let Some(why) = eng.face().sql().and_then(|s| s.hung()) {
+        *e = format!("{why} ({e})");
+    }
+    if let Some(full) = crate::setup::storage::full_note(eng.dir()) {
+        *e = format!("{full} ({e})");
+    }
 }
 
 /// The engine's memory group, its OOM kills so far and the limit: what
@@ -230,15 +286,7 @@ impl StepRun<'_> {
         // connection, and a full device as whatever the engine makes of
         // ENOSPC: say why.
         if let Some(e) = o.error.as_mut() {
-            if let Some(why) = sink.health().filter(|w| !e.contains(w.as_str())) {
-                *e = format!("{why} ({e})");
-            }
-            if let Some(why) = self.eng.face().sql().and_then(|s| s.hung()) {
-                *e = format!("{why} ({e})");
-            }
-            if let Some(full) = crate::setup::storage::full_note(self.eng.dir()) {
-                *e = format!("{full} ({e})");
-            }
+            explain(self.eng, sink.health(), e);
         }
         o
     }

@@ -20,6 +20,8 @@ use crate::workload::{Step, StepCtx, Workload};
 
 /// The shortest slice: shorter ones are too noisy to compare.
 const MIN_SLICE_S: f64 = 5.0;
+/// The fewest slices that can be judged steady.
+const MIN_SLICES: usize = 3;
 /// Steady: a slice at most this much above the slice two before it.
 const RISE: f64 = 0.03;
 /// The tag of the warm-up slices' streams under the step's seed.
@@ -37,6 +39,8 @@ pub(super) struct Warmed {
     /// True when the rate stopped rising; false when the maximum (or
     /// Ctrl-C) ended the warm-up first.
     pub steady: bool,
+    /// True when Ctrl-C ended the warm-up.
+    pub interrupted: bool,
 }
 
 impl Warmed {
@@ -48,6 +52,8 @@ impl Warmed {
             self.secs,
             if self.steady {
                 "until the throughput stopped rising"
+            } else if self.interrupted {
+                "interrupted (Ctrl-C) before the throughput was steady"
             } else {
                 "NOT steady at the --warmup-steady limit: the measured phase starts while it still rises"
             },
@@ -62,12 +68,22 @@ impl Warmed {
 /// on a rise that merely pauses), after `min_s` of warm-up.
 pub(super) fn steady(rates: &[f64], slice_s: f64, min_s: f64) -> bool {
     let n = rates.len();
-    n >= 3 && n as f64 * slice_s >= min_s && rates[n - 1] <= rates[n - 3] * (1.0 + RISE)
+    n >= MIN_SLICES && n as f64 * slice_s >= min_s && rates[n - 1] <= rates[n - 3] * (1.0 + RISE)
 }
 
 /// The length of a slice: the interval, 5 s at least.
 pub(super) fn slice_len(ctx: &StepCtx) -> f64 {
-    ctx.interval.as_secs_f64().max(MIN_SLICE_S)
+    slice_of(ctx.interval.as_secs_f64())
+}
+
+fn slice_of(interval_s: f64) -> f64 {
+    interval_s.max(MIN_SLICE_S)
+}
+
+/// The shortest `--warmup-steady` that can be judged at `interval_s`:
+/// three whole slices.
+pub(crate) fn shortest(interval_s: f64) -> f64 {
+    MIN_SLICES as f64 * slice_of(interval_s)
 }
 
 /// Warms `step` up until [`steady`] or `max_s`; None for a step that is
@@ -92,12 +108,19 @@ pub(super) fn warm_up(
         rates: Vec::new(),
         secs: 0.0,
         steady: false,
+        interrupted: false,
     };
-    while w.secs < max_s && !INTERRUPTED.load(Ordering::SeqCst) {
+    // Whole slices only: a last slice cut short by the limit would be
+    // compared with whole ones.
+    while (w.rates.len() + 1) as f64 * slice_s <= max_s * (1.0 + 1e-9) {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            w.interrupted = true;
+            break;
+        }
         let k = w.rates.len() as u64;
         let c = StepCtx {
             warmup: Duration::ZERO,
-            duration: Duration::from_secs_f64(slice_s.min(max_s - w.secs)),
+            duration: Duration::from_secs_f64(slice_s),
             seed: derive_seed(ctx.seed, &[WARM_STREAM, k]),
             ..*ctx
         };
@@ -115,6 +138,10 @@ pub(super) fn warm_up(
         );
         if let Some(e) = o.error {
             anyhow::bail!("in the warm-up's slice {}: {e}", k + 1);
+        }
+        if o.interrupted {
+            w.interrupted = true;
+            break;
         }
         w.secs += o.secs;
         w.rates.push(if o.secs > 0.0 {
@@ -178,6 +205,7 @@ mod tests {
             rates: vec![812.4, 1034.0, 1051.0, 1049.0],
             secs: 80.2,
             steady: true,
+            interrupted: false,
         };
         assert_eq!(
             w.line("request@disk-array"),
@@ -185,5 +213,21 @@ mod tests {
         );
         let w = Warmed { steady: false, ..w };
         assert!(w.line("r").contains("NOT steady"), "{}", w.line("r"));
+        let w = Warmed {
+            interrupted: true,
+            ..w
+        };
+        assert!(
+            w.line("r").contains("interrupted (Ctrl-C)"),
+            "{}",
+            w.line("r")
+        );
+    }
+
+    #[test]
+    fn the_shortest_limit_is_three_whole_slices() {
+        assert_eq!(shortest(20.0), 60.0);
+        // Slices are 5 s at least.
+        assert_eq!(shortest(1.0), 15.0);
     }
 }

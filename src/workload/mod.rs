@@ -115,6 +115,13 @@ pub trait Workload: Send + Sync {
     /// (`--threads`; the insert benchmark's clients) and as which of the
     /// run's clients (`--clients`), before any does.
     fn configure(&mut self, _steps: &[Step], _threads: usize, _share: Share) {}
+    /// Drops what driving `step` has gathered so far (after a warm-up,
+    /// whose operations are not the step's), without the checks
+    /// [`finish`](Workload::finish) runs. Defaults to taking
+    /// [`extras`](Workload::extras), which resets them.
+    fn discard(&self, step: Step) {
+        let _ = self.extras(step);
+    }
     /// After a step: its workload figures and lines to print (e.g. a
     /// consistency check). Defaults to [`extras`](Workload::extras).
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<StepNotes> {

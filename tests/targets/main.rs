@@ -11,6 +11,7 @@ mod cluster;
 mod common;
 mod fixture;
 mod galera;
+mod store;
 mod trust;
 
 use std::process::Output;

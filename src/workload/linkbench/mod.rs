@@ -513,6 +513,15 @@ impl Workload for Linkbench {
         )
     }
 
+    fn discard(&self, _step: Step) {
+        // What a request step's workers hand over as they end, and the
+        // client's window: the measured phase's plan opens a new one.
+        self.rows.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        *self.costs.lock().unwrap_or_else(|p| p.into_inner()) = Costs::default();
+        *self.multiget.lock().unwrap_or_else(|p| p.into_inner()) = (0, 0);
+        *self.window.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     fn finish(&self, step: Step, engine: EngineRef<'_>) -> Result<StepNotes> {
         let mut notes = StepNotes::default();
         match step.try_into()? {

@@ -148,7 +148,9 @@ impl Linkbench {
         }
         let (mean, p50, p99, _) = all.summary();
         let (history_share, direct_mean) = all.history();
-        let (found, missing) = *self.multiget.lock().unwrap_or_else(|p| p.into_inner());
+        // Each step's own: a sweep runs several request steps.
+        let (found, missing) =
+            std::mem::take(&mut *self.multiget.lock().unwrap_or_else(|p| p.into_inner()));
         let costs = std::mem::take(&mut *self.costs.lock().unwrap_or_else(|p| p.into_inner()));
         let requests: u64 = costs.iter().map(|c| c.ops).sum();
         let statements: u64 = costs.iter().map(|c| c.statements).sum();
