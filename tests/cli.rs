@@ -296,7 +296,19 @@ fn bad_input_is_one_line_exit_2() {
         ),
         (
             vec!["run", "--interval", "20", "--warmup-steady", "40"],
-            "at least three slices",
+            "must hold three",
+        ),
+        (
+            vec![
+                "run",
+                "--interval",
+                "20",
+                "--warmup",
+                "65",
+                "--warmup-steady",
+                "70",
+            ],
+            "80 s at least",
         ),
         (vec!["run", "--interval", "1e20"], "--interval 1e20"),
         (vec!["run", "--interval", "1e-300"], "--interval"),

@@ -66,8 +66,9 @@ fn a_timed_step_warms_up_until_steady_and_records_its_slices() {
     let secs = w["secs"].as_f64().unwrap();
     assert!(rates.len() >= 3 && rates.iter().all(|r| *r > 0.0), "{w}");
     // Whole slices of 5 s only, within the 30 s limit.
-    assert!((14.9..=30.5).contains(&secs), "{w}");
     let n = rates.len();
+    assert!((secs - 5.0 * n as f64).abs() < 0.5 * n as f64, "{w}");
+    assert!(secs <= 30.5, "{w}");
     if w["steady"] == true {
         // The rule, by hand: the last slice within 3% of the one two
         // before it, and not the slice before that.
@@ -149,7 +150,20 @@ fn ctrl_c_during_a_warm_up_says_so() {
     std::thread::sleep(std::time::Duration::from_secs(7));
     // SAFETY: signals our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Ended within a minute, or killed so the test fails rather than hangs.
+    let pid = child.id() as i32;
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        // SAFETY: signals our own child (gone by then if all went well).
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let t_int = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
+    assert!(
+        t_int.elapsed() < std::time::Duration::from_secs(60),
+        "Ctrl-C did not end the run"
+    );
+    drop(watchdog);
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
     let line = out

@@ -244,7 +244,7 @@ pub fn main() -> Result<i32> {
                 .map(|c| c.results.clone())
                 .unwrap_or_else(|| crate::results::Location::File("ampbench.db".into()));
             let mut results = Results::open_existing(&results)?;
-            // The report reads the runs' steps (their histograms) from it.
+            // What the report may read of the runs (histograms, samples).
             results.read_runs(&run_ids)?;
             // The short report unless -v; the full one is `ampbench report`.
             let verbose = cfgs.first().is_some_and(|c| c.verbose);
@@ -328,6 +328,7 @@ pub fn main() -> Result<i32> {
         Cmd::Copy(a) => {
             let mut from = Results::open_existing(&crate::results::Location::parse(&a.from)?)?;
             let mut to = Results::open(&crate::results::Location::parse(&a.to)?)?;
+            to.add_read_indexes();
             let n = crate::results::db::copy(from.db(), to.db(), &a.run)?;
             writeln!(
                 out,

@@ -540,12 +540,18 @@ impl RunArgs {
                 ))
                 .into());
             }
+            // Slices are whole: the limit's whole slices must hold three
+            // and --warmup, or the warm-up would end short of either.
             let least = crate::runner::shortest_warmup_steady(interval);
-            if m < least {
+            let slice = least / 3.0;
+            let whole = (m / slice + 1e-9).floor() * slice;
+            if whole < least.max(s.warmup) {
                 return Err(UsageError(format!(
-                    "--warmup-steady {}: at least three slices of --interval ({}, 5 s at least) to judge, {least} s",
+                    "--warmup-steady {}: its whole slices of --interval ({} s, 5 s at least) must hold three and --warmup ({} s): {} s at least",
                     shown(m),
-                    shown(interval)
+                    shown(interval),
+                    shown(s.warmup),
+                    least.max((s.warmup / slice - 1e-9).ceil() * slice)
                 ))
                 .into());
             }

@@ -19,23 +19,30 @@ pub use crate::seedspec::*;
 /// `cf_write_amp`, `cf.NAME.write_amp`).
 /// Throughputs and per-operation figures do not add, so they are None.
 pub fn whole_run(run: &RunView, engine: &str, figure: &str) -> Option<f64> {
-    let mine: Vec<&StepView> = run.steps.iter().filter(|s| s.engine == engine).collect();
+    // Steps that ended: a failed or cut-short repetition is not a run.
+    let mine: Vec<&StepView> = run
+        .steps
+        .iter()
+        .filter(|s| s.engine == engine && s.status == Status::Done)
+        .collect();
+    // Under --repeat --reuse the later repetitions ran on the first's
+    // database without its load, so no repetition is a whole run: the
+    // figure is the history's, every step added.
+    if run.recorded.reuse {
+        return families(&mine, figure);
+    }
+    // Under --repeat, each repetition's run is added up on its own and
+    // the repetitions averaged (summing them all would count the work
+    // once per repetition).
     let mut reps: Vec<i64> = mine.iter().map(|s| s.rep).collect();
     reps.sort_unstable();
     reps.dedup();
-    let of =
-        |rep: i64| -> Vec<&StepView> { mine.iter().copied().filter(|s| s.rep == rep).collect() };
-    let names = |rep: i64| -> Vec<&str> { of(rep).iter().map(|s| s.step.as_str()).collect() };
-    // Under --repeat, each repetition's run is added up on its own and
-    // the repetitions averaged (summing them all would count the work
-    // once per repetition). Under --repeat --reuse the later repetitions
-    // run on the first's database without its load, so no repetition is
-    // a whole run: the figure is then the history's, every step added.
-    if reps.iter().any(|&rep| names(rep) != names(reps[0])) {
-        return families(&mine, figure);
-    }
-    mean(reps.into_iter().map(|rep| families(&of(rep), figure)))
+    mean(reps.into_iter().map(|rep| {
+        let of: Vec<&StepView> = mine.iter().copied().filter(|s| s.rep == rep).collect();
+        families(&of, figure)
+    }))
 }
+
 /// The mean of the values present; None when none is.
 fn mean(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let (n, sum) = vals
@@ -458,7 +465,11 @@ mod tests {
         let mut load = step(0, 0.0, 50.0);
         load.step = "load".into();
         run.steps.insert(0, load);
+        run.recorded.reuse = true;
         assert_eq!(whole_run(&run, "a", "cf_ingest_mb"), Some(90.0));
+        // A repetition that failed is left out of the whole run too.
+        run.steps[2].status = Status::Failed;
+        assert_eq!(whole_run(&run, "a", "cf_ingest_mb"), Some(60.0));
     }
 
     #[test]

@@ -85,10 +85,28 @@ CREATE TABLE IF NOT EXISTS step_notes (
 
 /// What the schema adds after its migrations (they add the columns these
 /// index). The tables whose primary key starts with `step_id` need none.
-const INDEXES: &str = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_name ON runs (name);
-CREATE INDEX IF NOT EXISTS steps_by_run ON steps (run_id);
-CREATE INDEX IF NOT EXISTS samples_by_step ON samples (step_id);
-CREATE INDEX IF NOT EXISTS engine_stats_by_step ON engine_stats (step_id);";
+const INDEXES: &str = "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_name ON runs (name);";
+
+/// The indexes that find one run's steps and a step's samples and engine
+/// statistics (name, table, column), so a report copies one run of a
+/// large store without scanning the others' rows (the tables whose key
+/// starts with `step_id` need none). Not part of [`SCHEMA_VERSION`]: a
+/// SQLite file gets them when opened; a PostgreSQL store with its schema,
+/// or, made before them, from a run or a copy into it
+/// ([`Results::add_read_indexes`]), never from a report.
+pub(crate) const READ_INDEXES: [(&str, &str, &str); 3] = [
+    ("steps_by_run", "steps", "run_id"),
+    ("samples_by_step", "samples", "step_id"),
+    ("engine_stats_by_step", "engine_stats", "step_id"),
+];
+
+/// [`READ_INDEXES`] as SQLite statements.
+pub(crate) fn read_indexes_sql() -> String {
+    READ_INDEXES
+        .iter()
+        .map(|(n, t, c)| format!("CREATE INDEX IF NOT EXISTS {n} ON {t} ({c});"))
+        .collect()
+}
 
 /// One closed slice, ready to record.
 #[derive(Clone, Debug)]
@@ -176,10 +194,10 @@ pub(crate) fn now() -> String {
 /// as a consistency check, counted in), 5 the clients of one run
 /// (`runs.name`, `runs.clients`, `steps.client`, `steps.t0_store`, the
 /// `run_clients` and `barriers` tables), 6 each client's heartbeat
-/// (`run_clients.beat`, on the store's clock), 7 the indexes that find a
-/// run's steps and a step's samples and engine statistics (a report reads
-/// one run of a large PostgreSQL store without scanning the others').
-pub const SCHEMA_VERSION: i64 = 7;
+/// (`run_clients.beat`, on the store's clock). The indexes a reader
+/// needs ([`READ_INDEXES`]) are not a version: an older ampbench reads a
+/// store that has them.
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Checks a file before anything is written to it: an empty file (new),
 /// or one of ours at this schema version or an older one. A SQLite
@@ -279,6 +297,17 @@ impl Results {
             at: at.clone(),
             client: 0,
         })
+    }
+
+    /// For a PostgreSQL store: makes the [`READ_INDEXES`] it lacks, each
+    /// built concurrently (writers go on) on a connection of its own, so
+    /// a long build on a large store cannot stop this one. A failure
+    /// (another client building the same index) is left: reads are the
+    /// same without them, only slower.
+    pub fn add_read_indexes(&self) {
+        if let Location::Postgres(t) = &self.at {
+            pg::add_read_indexes(t);
+        }
     }
 
     /// Opens an existing results store for reading.
@@ -611,7 +640,8 @@ impl Results {
                 let c = Connection::open_in_memory().expect("an in-memory SQLite database");
                 let _ = c
                     .execute_batch(SCHEMA)
-                    .and_then(|_| c.execute_batch(INDEXES));
+                    .and_then(|_| c.execute_batch(INDEXES))
+                    .and_then(|_| c.execute_batch(&read_indexes_sql()));
                 c
             }),
         }
@@ -713,6 +743,7 @@ fn open_file(path: &Path) -> Result<Connection> {
         .and_then(|_| c.execute_batch(SCHEMA))
         .and_then(|_| migrate(&mut c))
         .and_then(|_| c.execute_batch(INDEXES))
+        .and_then(|_| c.execute_batch(&read_indexes_sql()))
         .with_context(unusable)?;
     Ok(c)
 }

@@ -76,6 +76,7 @@ pub fn open(t: &Target) -> Result<postgres::Client> {
     tx.batch_execute(&super::db::pg_schema(SCHEMA))
         .and_then(|_| tx.batch_execute(MIGRATIONS))
         .and_then(|_| tx.batch_execute(INDEXES))
+        .and_then(|_| tx.batch_execute(&super::read_indexes_sql()))
         .with_context(|| format!("--results {shown}: cannot make the results schema"))?;
     tx.execute("DELETE FROM schema_version", &[])?;
     tx.execute(
@@ -84,4 +85,35 @@ pub fn open(t: &Target) -> Result<postgres::Client> {
     )?;
     tx.commit()?;
     Ok(c)
+}
+
+/// Makes the [`super::READ_INDEXES`] a store made before them lacks (a
+/// new store gets them with its schema), one `CREATE INDEX CONCURRENTLY`
+/// at a time on a connection of its own; errors are dropped (see
+/// `Results::add_read_indexes`). Two clients arriving together: the
+/// second waits for the first's build, then finds it. A build that
+/// failed leaves an invalid index, which is not dropped here (another
+/// client may be building it); `DROP INDEX` it by hand.
+pub fn add_read_indexes(t: &Target) {
+    let Ok(mut c) = connect(t) else {
+        return;
+    };
+    let valid: Vec<String> = c
+        .query(
+            "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = current_schema() AND i.indisvalid",
+            &[],
+        )
+        .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+        .unwrap_or_default();
+    for (name, table, column) in super::READ_INDEXES {
+        if valid.iter().any(|v| v == name) {
+            continue;
+        }
+        // Each its own statement: CONCURRENTLY refuses a transaction.
+        let _ = c.batch_execute(&format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} ({column})"
+        ));
+    }
 }

@@ -32,6 +32,8 @@ pub struct RecordedConfig {
     pub storage: RecordedStorage,
     /// The storage the run had (the runner's record of the device).
     pub storage_effective: RecordedEffective,
+    /// `--reuse`: repetitions after the first ran on its database.
+    pub reuse: bool,
 }
 
 /// The storage a run asked for.
@@ -73,6 +75,7 @@ impl RecordedConfig {
             post_scale: field(config, "post_scale"),
             storage: field(config, "storage"),
             storage_effective: field(config, "storage_effective"),
+            reuse: field(config, "reuse"),
         }
     }
 

@@ -117,6 +117,7 @@ pub(super) fn begin<'c>(
         .with_context(|| format!("cannot create data directory {}", cfg.dir.display()))?;
     // Before any device is made: a bad results path fails at once.
     let mut results = Results::open(&cfg.results)?;
+    results.add_read_indexes();
     for l in setup::clean_leftovers(None) {
         writeln!(out, "leftover of a killed run: {l}")?;
     }

@@ -194,6 +194,14 @@ fn a_report_reads_the_runs_it_shows() {
         return;
     };
     s.one_run();
+    // The run made the indexes a reader needs, valid.
+    assert_eq!(
+        s.int(
+            "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE i.indisvalid AND c.relname IN ('steps_by_run', 'samples_by_step', 'engine_stats_by_step')"
+        ),
+        3
+    );
     let (alone, _) = s.report("1", "json");
     let (alone_text, _) = s.report("1", "text");
     s.duplicate(1, 50);

@@ -391,6 +391,11 @@ impl Workload for Ycsb {
         Some(self.live.count())
     }
 
+    fn discard(&self, step: Step) {
+        // The retries too: `finish` takes them with the extras.
+        let _ = self.retries.notes(self.extras(step));
+    }
+
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
         Ok(self.retries.notes(self.extras(step)))
     }
