@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test (arguments go to `cargo test`, e.g. `--test storage`)
-# with each test's time, then names the ten slowest. cargo builds the
+# Runs every test with each test's time, then names the ten slowest.
+# Arguments go to `cargo test` (e.g. `--test quick`); ONLY=storage,cli
+# runs only those modules of the integration tests (or unit-test binaries). cargo builds the
 # test binaries; this script runs them itself, LANES at a time (default
 # 4: most tests wait on devices, servers and timers, not on a core), the
 # slowest first by the times of the last run, so it can ask each for its
@@ -19,29 +20,54 @@ dir=target/test-runs
 bins=$($CARGO test --release --no-run --message-format=json "$@" |
   grep '"profile":{[^}]*"test":true' | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
 start=$(date +%s)
-# A binary's files in $dir are named by its file name (the lib's and
-# the main's unit tests are both `ampbench-HASH`); it is shown without
-# the hash. The last run's time of each (seconds) orders them, slowest
-# first (on a first run, scripts/test-times.txt's); one not seen before
-# goes first.
-key() { basename "$1"; }
-show() { basename "$1" | sed 's/-[0-9a-f]*$//'; }
-order=$(for b in $bins; do
-  t=$(head -n1 "$dir/$(key "$b").time" 2>/dev/null || true)
-  [ -n "$t" ] || t=$(awk -v n="$(show "$b")" '$2 == n { print $1 }' scripts/test-times.txt)
-  echo "${t:-9999} $b"
-done | sort -rn | cut -d' ' -f2)
 mkdir -p "$dir"
-rm -f "$dir"/*.out "$dir"/*.rc
+rm -f "$dir"/*.out "$dir"/*.rc "$dir"/*.list
+# A job is a test binary, or one module of the integration-test binaries
+# (tests/quick.rs, machine.rs, servers.rs; each module was a binary of its
+# own): BINARY or BINARY@MODULE, run in a process of its own, under the
+# module's name (the lib's and the main's unit tests are both
+# `ampbench-HASH`, shown without the hash). A module's tests are given to
+# its binary by name, exactly.
+jobs=$(for b in $bins; do
+  case "$(basename "$b")" in
+    quick-*|machine-*|servers-*)
+      "$b" --list --format terse 2>/dev/null | sed -n 's/^\([a-z0-9_]*\)::.*: test$/\1/p' | sort -u |
+        sed "s|^|$b@|" ;;
+    *) echo "$b" ;;
+  esac
+done)
+if [ -n "${ONLY:-}" ]; then
+  jobs=$(for j in $jobs; do
+    n=$(case "$j" in *@*) echo "${j##*@}" ;; *) basename "$j" | sed 's/-[0-9a-f]*$//' ;; esac)
+    case ",$ONLY," in *",$n,"*) echo "$j" ;; esac
+  done)
+  [ -n "$jobs" ] || { echo "ONLY=$ONLY: no such module (they are the files of tests/, and ampbench for the unit tests)" >&2; exit 2; }
+fi
+key() { case "$1" in *@*) echo "${1##*@}" ;; *) basename "$1" ;; esac; }
+show() { case "$1" in *@*) echo "${1##*@}" ;; *) basename "$1" | sed 's/-[0-9a-f]*$//' ;; esac; }
+# The last run's time of each job (seconds) orders them, slowest first
+# (on a first run, scripts/test-times.txt's); one not seen before goes
+# first.
+order=$(for j in $jobs; do
+  t=$(head -n1 "$dir/$(key "$j").time" 2>/dev/null || true)
+  [ -n "$t" ] || t=$(awk -v n="$(show "$j")" '$2 == n { print $1 }' scripts/test-times.txt)
+  echo "${t:-9999} $j"
+done | sort -rn | cut -d' ' -f2)
 run_one() {
-  b=$1
-  k=$(key "$b")
-  name=$(show "$b")
+  j=$1
+  k=$(key "$j")
+  name=$(show "$j")
+  b=${j%@*}
+  args=()
+  if [ "$b" != "$j" ]; then
+    mapfile -t args < <("$b" --list --format terse 2>/dev/null | sed -n "s/^\($k::.*\): test\$/\1/p")
+    args=(--exact "${args[@]}")
+  fi
   t0=$(date +%s)
   rc=0
   # The subshell's `times` gives the CPU seconds of what it waited for:
   # the binary, and the servers and children the binary waited for.
-  cpu=$( (export LC_ALL=C; RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time > "$dir/$k.out" 2>&1 || echo "rc=$?" > "$dir/$k.rc"; times) |
+  cpu=$( (export LC_ALL=C; RUSTC_BOOTSTRAP=1 "$b" -Z unstable-options --report-time "${args[@]}" > "$dir/$k.out" 2>&1 || echo "rc=$?" > "$dir/$k.rc"; times) |
     awk 'function s(x) { split(x, a, /[ms]/); return a[1] * 60 + a[2] } NR == 2 { printf "%.0f", s($1) + s($2) }')
   [ -s "$dir/$k.rc" ] && rc=$(sed 's/^rc=//' "$dir/$k.rc")
   t=$(( $(date +%s) - t0 ))
@@ -59,14 +85,14 @@ export dir
 printf '%s\n' $order | xargs -P "$LANES" -I{} bash -c 'run_one "$1"' _ {}
 failed=()
 : > "$out"
-for b in $bins; do
-  k=$(key "$b")
-  echo "     Running $(show "$b") ($b)" >> "$out"
+for j in $jobs; do
+  k=$(key "$j")
+  echo "     Running $(show "$j") ($j)" >> "$out"
   cat "$dir/$k.out" >> "$out" 2>/dev/null || true
-  [ "$(cat "$dir/$k.rc" 2>/dev/null || echo 1)" = 0 ] || failed+=("$(show "$b")")
+  [ "$(cat "$dir/$k.rc" 2>/dev/null || echo 1)" = 0 ] || failed+=("$(show "$j")")
 done
 # Doc tests are compiled when they run: cargo, without the variable.
-if [ $# -eq 0 ]; then
+if [ $# -eq 0 ] && [ -z "${ONLY:-}" ]; then
   if ! $CARGO test --release --doc > "$dir/doc.out" 2>&1; then
     failed+=(doc-tests)
     cat "$dir/doc.out"
@@ -78,7 +104,8 @@ awk '
   /^ +Running / { bin = $2 }
   /^test .* <[0-9.]+s>$/ {
     t = $NF; gsub(/[<>s]/, "", t)
-    printf "%8.1f s  %s::%s\n", t, bin, $2
+    n = $2; if (index(n, bin "::") != 1) n = bin "::" n
+    printf "%8.1f s  %s\n", t, n
   }' "$out" | sort -rn | sed -n 1,10p
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== failed: ${failed[*]} (every output: $out)"

@@ -19,6 +19,7 @@ pub mod model;
 pub mod names;
 pub mod plan;
 pub mod probe;
+pub mod record;
 pub mod report;
 pub mod results;
 pub mod rng;

@@ -94,34 +94,6 @@ crate::named! {
     }
 }
 
-// What producers and reports agree on by name: the extras and notes a
-// step stores.
-
-/// Equal slices of each step whose throughput is recorded (the insert
-/// benchmark's "rate in 10 time slices").
-pub const SLICES: usize = 10;
-
-/// The extras' names of the slices: `slice.1` … `slice.10`, ops/s.
-pub const SLICE_PREFIX: &str = "slice.";
-
-/// The extra holding a step's calls per second when a call counts as
-/// several operations.
-pub const CALLS_PER_SEC: &str = "calls_per_sec";
-
-/// The extra holding the peak memory of the engine's cgroup over a step
-/// (MB), under `--memory`.
-pub const MEM_PEAK_MB: &str = "mem_peak_mb";
-
-/// The extra holding how many charges the engine's cgroup refused at its
-/// memory limit during a step.
-pub const MEM_LIMIT_HITS: &str = "mem_limit_hits";
-
-/// Note prefixes of the model's lines (the text report shows them in its
-/// own section).
-pub const MODEL_NOTE: &str = "model ";
-/// See [`MODEL_NOTE`].
-pub const EXPLAIN_NOTE: &str = "explain: ";
-
 /// What the write-amp and space-amp model needs of an engine besides
 /// its structure; each engine's registry entry holds its own.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -177,7 +149,9 @@ impl EngineStructure {
 
 /// Cached or IO-bound (`--bound`, a plan's `bound`): the corner a run
 /// measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Bound {
     /// No memory limit: the data fits in memory.
@@ -194,15 +168,14 @@ impl Bound {
             Bound::Io => "io",
         }
     }
-}
 
-/// What a workload says after a step.
-#[derive(Clone, Debug, Default)]
-pub struct StepNotes {
-    /// Named figures, stored with the step.
-    pub extras: Vec<(String, f64)>,
-    /// Lines for the run's output.
-    pub lines: Vec<String>,
+    /// As the text reports say it: `cached`, `IO-bound`.
+    pub fn in_words(self) -> &'static str {
+        match self {
+            Bound::Cache => "cached",
+            Bound::Io => "IO-bound",
+        }
+    }
 }
 
 /// An engine's own counters, as it reports them.

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::{BIN, ok, run};
 
 const ENGINES: &str = "rocksdb,wiredtiger,lmdb,leveldb,sqlite,null";

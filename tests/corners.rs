@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::{ok, run, run_config};
 
 /// Why this machine cannot limit memory, if it cannot.

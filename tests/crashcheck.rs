@@ -2,7 +2,7 @@
 //! every acknowledged transaction, an engine that loses its unsynced tail
 //! is seen losing it, and nothing of the check is left behind.
 
-mod common;
+use crate::common;
 use common::{BIN, figure_after as figure, run, summary_line as line, working_in};
 
 use std::process::Command;

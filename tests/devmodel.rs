@@ -2,7 +2,7 @@
 //! this machine's cores (`--io-scale cores=N`): the probe measures the
 //! scaled budget, and the storage line prints both figures.
 
-mod common;
+use crate::common;
 use common::{no_device_model, ok, run, run_config};
 
 #[test]

@@ -4,7 +4,7 @@
 //! locked) and gives a one-line error; the command line refuses such
 //! options before anything runs, with exit code 2 and one line.
 
-mod common;
+use crate::common;
 
 use ampbench::engine::{self, EngineKind, EngineOptions, OpenSpec};
 

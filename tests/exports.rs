@@ -5,7 +5,7 @@
 //! cargo test --test exports` rewrites them), and the interval log read
 //! back by the hdrhistogram crate's log reader.
 
-mod common;
+use crate::common;
 
 use base64::Engine as _;
 use common::ok;

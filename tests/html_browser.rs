@@ -7,7 +7,7 @@
 //! Chromium's console is captured; nothing but the check's own line may
 //! appear on it.
 
-mod common;
+use crate::common;
 
 use common::ok;
 use std::path::Path;

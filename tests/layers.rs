@@ -12,6 +12,7 @@ use std::path::Path;
 /// The vocabulary every module may use.
 const CORE: &[&str] = &[
     "names",
+    "record",
     "sys",
     "named",
     "rng",
@@ -25,6 +26,7 @@ const CORE: &[&str] = &[
 /// What each module may import besides [`CORE`].
 const ALLOWED: &[(&str, &[&str])] = &[
     ("names", &[]),
+    ("record", &[]),
     ("rng", &[]),
     ("seedspec", &[]),
     ("signals", &[]),

@@ -2,7 +2,7 @@
 //! embedded engines and servers, over TCP and unix sockets, with what the
 //! run prints and stores checked.
 
-mod common;
+use crate::common;
 
 /// Runs `ampbench run ARGS` with its results file and data under `d`;
 /// asserts it succeeded and returns what it printed.

@@ -4,7 +4,7 @@
 use ampbench::engine::EngineKind;
 use ampbench::engine::sql::{Cell, SqlConn, Val};
 
-mod common;
+use crate::common;
 use common::{open, sql};
 
 /// ampbench's own MariaDB protocol client (engine::mywire) against the

@@ -1,6 +1,6 @@
 //! `ampbench model` as a user runs it.
 
-mod common;
+use crate::common;
 use common::{ok, run};
 
 /// `ampbench model` prints the seeds' worked examples with their terms.

@@ -2,7 +2,7 @@
 //! write-amp and space-amp beside the measured ones for every step, and
 //! `--sweep` with write-amp per column family.
 
-mod common;
+use crate::common;
 use common::{ok, run};
 
 fn extras(res: &std::path::Path, like: &str) -> Vec<(String, String, String, f64)> {

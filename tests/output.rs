@@ -4,7 +4,7 @@
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
 
-mod common;
+use crate::common;
 use common::BIN;
 
 /// A pipe whose reading end is already closed: every write to it fails

@@ -3,7 +3,7 @@
 //! a filesystem that sends no flushes (`nobarrier`) is seen losing them,
 //! and nothing of the device (loop device, mounts, model) is left.
 
-mod common;
+use crate::common;
 use common::{
     BIN, figure_after as figure, no_device_model as cannot, run, summary_line as line, working_in,
 };

@@ -3,7 +3,7 @@
 //! interval includes 1, and no ratio is printed over a base below its
 //! noise floor (a read-only step writes nothing).
 
-mod common;
+use crate::common;
 
 use common::ok;
 

@@ -3,7 +3,7 @@
 //! as it was; a file of the schema before versions were recorded is
 //! migrated and reads; a report reads a file while a run writes it.
 
-mod common;
+use crate::common;
 
 use common::{BIN, ok};
 use std::process::Command;

@@ -2,11 +2,12 @@
 //! published figures and comparisons, and the verdicts come out right on
 //! fixed figures, both ways; one plan runs end to end at a tiny scale.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
 use ampbench::metrics::Metric;
+use ampbench::record::StepExtras;
 use ampbench::report::seed::{self, Verdict};
 use ampbench::results::{RunView, StepView};
 use common::ok;
@@ -270,16 +271,18 @@ fn run_004(total: [(&str, f64); 4], levels: f64) -> RunView {
                 step,
                 &[(Metric::OpsPerSec, 100.0), (Metric::DbBytes, 40e6)],
             );
+            // As a results file stores them.
+            let mut rows: Vec<(String, f64)> = Vec::new();
             if step == "request" {
-                s.extras.push(("lsm.cf_link_pk.levels".into(), levels));
-                s.extras.push(("lsm.cf_link_pk.gaps".into(), 0.0));
-                s.extras.push(("lsm.cf_link_pk.last_share".into(), 0.9));
+                rows.push(("lsm.cf_link_pk.levels".into(), levels));
+                rows.push(("lsm.cf_link_pk.gaps".into(), 0.0));
+                rows.push(("lsm.cf_link_pk.last_share".into(), 0.9));
             }
             for cf in ["cf_link_pk", "cf_node_pk"] {
-                s.extras.push((format!("cf.{cf}.flush_mb"), 10.0));
-                s.extras
-                    .push((format!("cf.{cf}.compaction_mb"), comp / 2.0));
+                rows.push((format!("cf.{cf}.flush_mb"), 10.0));
+                rows.push((format!("cf.{cf}.compaction_mb"), comp / 2.0));
             }
+            s.extras = StepExtras::from_rows(rows.iter().map(|(k, v)| (k.as_str(), *v)));
             steps.push(s);
         }
     }
@@ -371,10 +374,8 @@ fn whole_run_figures_add_up_every_step() {
         .iter_mut()
         .filter(|s| s.engine.contains("kByCompensatedSize") && s.step == "request")
     {
-        for (k, v) in s.extras.iter_mut() {
-            if k == "lsm.cf_link_pk.levels" {
-                *v = 2.0;
-            }
+        if let Some(t) = s.extras.trees.get_mut("cf_link_pk") {
+            t.levels = Some(2.0);
         }
     }
     let marks: Vec<bool> = seed::check(&post, &one_off)

@@ -2,7 +2,7 @@
 //! here a copy of Debian's MariaDB tree in another directory, started and
 //! recorded with its version; a directory without a server is one line.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! `--slice`: steps reported as consecutive slices of whole intervals,
 //! stored per slice and printed with a last/first line.
 
-mod common;
+use crate::common;
 use common::{ok, run};
 
 /// A 3-second step at 0.25 s intervals in 1-second slices: three slices,

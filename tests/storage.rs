@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{BIN, interval_iops, ok, run, run_config, storage_pid};
 
 /// Why this machine cannot run the dedicated-device tests, if it cannot.

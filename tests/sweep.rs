@@ -1,7 +1,7 @@
 //! The concurrency sweep (`--threads 1,2,4`) and the storage sweep
 //! (`--storage dedicated,custom`) through the real binary.
 
-mod common;
+use crate::common;
 use common::{interval_iops, ok, run_config};
 
 /// `--threads 1,2,4` runs each multi-threaded step at every level (named

@@ -2,7 +2,7 @@
 //! its throughput stops rising, prints and records those slices, and
 //! then measures without more warm-up; a load is not warmed.
 
-mod common;
+use crate::common;
 
 use common::ok;
 

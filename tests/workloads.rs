@@ -118,7 +118,7 @@ fn load_then_full_scan_counts_every_doc() {
         // No point read missed a loaded document (misses are reported only
         // when there are some).
         assert_eq!(
-            w.extras(WorkloadKind::Pattern.step("pq.1").unwrap()),
+            w.figures(WorkloadKind::Pattern.step("pq.1").unwrap()),
             vec![],
             "{kind}"
         );

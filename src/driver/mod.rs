@@ -197,7 +197,7 @@ fn named(
     }
     for (n, l) in bg_names.iter().zip(bg) {
         if l.count() > 0 {
-            out.push((format!("bg.{n}"), l.clone()));
+            out.push((crate::record::background_op(n), l.clone()));
         }
     }
     out

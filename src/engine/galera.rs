@@ -46,7 +46,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     structure: Structure::UpdateInPlaceBTree,
     model: super::mariadb::INNODB_MODEL,
     conformance_cases: 0,
-    server: true,
+    server: Some(crate::address::Protocol::MySql),
     run_as: Some("mysql"),
     library: || None,
     library_version,

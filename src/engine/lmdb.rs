@@ -41,7 +41,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     structure: Structure::CopyOnWriteBTree,
     model: ModelKnobs::PLAIN,
     conformance_cases: 40,
-    server: false,
+    server: None,
     run_as: None,
     library: || ffi::library_file(),
     library_version: || Ok(ffi::version()),

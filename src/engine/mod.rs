@@ -33,6 +33,8 @@ pub mod server;
 pub mod sql;
 pub mod target;
 
+/// The wire protocol a server engine speaks ([`EngineKind::speaks`]).
+pub use crate::address::Protocol;
 pub use kv::{
     Backoff, BatchOp, Conflict, Durability, KeyRange, KvEngine, KvSession, Order, Table,
     Transactions, Txn, WriteBatch, is_conflict,

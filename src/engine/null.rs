@@ -19,7 +19,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     structure: Structure::None,
     model: ModelKnobs::PLAIN,
     conformance_cases: 20,
-    server: false,
+    server: None,
     run_as: None,
     library: || None,
     library_version: || Ok(VERSION.into()),

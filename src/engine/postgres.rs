@@ -86,7 +86,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         compresses_pages: false,
     },
     conformance_cases: 0,
-    server: true,
+    server: Some(crate::address::Protocol::Postgres),
     run_as: Some("postgres"),
     library: || None,
     library_version,

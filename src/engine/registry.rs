@@ -27,8 +27,9 @@ pub struct EngineDef {
     /// against it as a key-value engine; 0 leaves it out (servers are
     /// checked through SQL by their own tests).
     pub conformance_cases: u32,
-    /// True for a server ampbench starts and reaches through SQL.
-    pub server: bool,
+    /// For a server ampbench starts and reaches through SQL, the wire
+    /// protocol it speaks; None for an embedded engine.
+    pub server: Option<crate::address::Protocol>,
     /// The system user a server runs as, when not ampbench's (it must
     /// reach the data directory).
     pub run_as: Option<&'static str>,
@@ -89,6 +90,11 @@ impl EngineKind {
 
     /// True for a server engine.
     pub fn is_server(self) -> bool {
+        self.0.server.is_some()
+    }
+
+    /// The wire protocol of a server engine; None for an embedded one.
+    pub fn speaks(self) -> Option<crate::address::Protocol> {
         self.0.server
     }
 

@@ -40,7 +40,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         compresses_pages: false,
     },
     conformance_cases: 40,
-    server: false,
+    server: None,
     run_as: None,
     library: || None,
     library_version: || Ok(library_version()),

@@ -45,7 +45,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         compresses_pages: true,
     },
     conformance_cases: 40,
-    server: false,
+    server: None,
     run_as: None,
     library: || ffi::library_file(),
     library_version: || Ok(ffi::version()),

@@ -7,7 +7,8 @@ use std::fmt::Write;
 
 use crate::UsageError;
 use crate::metrics::Metric;
-use crate::names::Status;
+use crate::names::{Bound, Status};
+use crate::record::EngineLabel;
 use crate::results::{RunView, StepView};
 
 /// The figures a ratio table shows: (figure name, column title).
@@ -138,39 +139,35 @@ pub fn render_ratios(run: &RunView, base: &str) -> String {
 /// (engine, `base`) for every other engine; in runs merged by corner,
 /// only the engines of `base`'s corner.
 pub(crate) fn base_pairs(run: &RunView, base: &str) -> Vec<(String, String)> {
-    let corner = |e: &str| e.split_once(':').map(|(c, _)| c.to_string());
+    let corner = run.label(base).corner;
     engines(run)
         .into_iter()
         .filter(|e| e != base)
-        .filter(|e| !by_corner(run) || corner(e) == corner(base))
+        .filter(|e| !by_corner(run) || run.label(e).corner == corner)
         .map(|e| (e, base.to_string()))
         .collect()
 }
 
 /// For runs merged by corner (`cache:E`, `io:E`): (`io:E`, `cache:E`)
-/// for every engine of a later corner, with the first corner's name;
-/// no pairs for other views.
-pub(crate) fn corner_pairs(run: &RunView) -> (Vec<(String, String)>, String) {
+/// for every engine of a later corner, with the first corner; no pairs
+/// for other views.
+pub(crate) fn corner_pairs(run: &RunView) -> (Vec<(String, String)>, Option<Bound>) {
     let es = engines(run);
-    let split = |e: &str| {
-        e.split_once(':')
-            .map(|(c, n)| (c.to_string(), n.to_string()))
-    };
-    let Some((first, _)) = es.first().and_then(|e| split(e)) else {
-        return (Vec::new(), String::new());
+    let Some(first) = es.first().and_then(|e| run.label(e).corner) else {
+        return (Vec::new(), None);
     };
     if !by_corner(run) {
-        return (Vec::new(), first);
+        return (Vec::new(), Some(first));
     }
     let pairs = es
         .iter()
         .filter_map(|e| {
-            let (c, name) = split(e)?;
-            (c != first).then(|| (e.clone(), format!("{first}:{name}")))
+            let l = run.label(e);
+            (l.corner != Some(first)).then(|| (e.clone(), l.in_corner(Some(first)).to_string()))
         })
         .filter(|(_, b)| es.contains(b))
         .collect();
-    (pairs, first)
+    (pairs, Some(first))
 }
 
 /// For runs merged by corner (`cache:E`, `io:E`): each engine against
@@ -179,9 +176,10 @@ pub(crate) fn corner_pairs(run: &RunView) -> (Vec<(String, String)>, String) {
 /// other views.
 pub fn render_corner_ratios(run: &RunView) -> String {
     let (pairs, first) = corner_pairs(run);
-    if pairs.is_empty() {
+    let Some(first) = first.filter(|_| !pairs.is_empty()) else {
         return String::new();
-    }
+    };
+    let first = first.name();
     ratio_table(
         run,
         &pairs,
@@ -194,11 +192,7 @@ pub fn render_corner_ratios(run: &RunView) -> String {
 /// True for runs merged by corner: every engine labelled `CORNER:ENGINE`
 /// (not `RUN:ENGINE`).
 pub(crate) fn by_corner(run: &RunView) -> bool {
-    !run.corners.is_empty()
-        && engines(run).iter().all(|e| {
-            e.split_once(':')
-                .is_some_and(|(c, _)| c.parse::<i64>().is_err())
-        })
+    !run.corners.is_empty() && run.steps.iter().all(|s| s.label.corner.is_some())
 }
 
 /// Rows of `engine / base` ratios for each (engine, base) pair, step by
@@ -301,23 +295,11 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
     o
 }
 
-/// A corner as the text reports say it: `cached`, `IO-bound`.
-pub(crate) fn corner_word(c: &str) -> &str {
-    match c {
-        "cache" => "cached",
-        "io" => "IO-bound",
-        c => c,
-    }
-}
-
 /// An engine's label as the short report shows it: a corner in words
 /// (`cache:rocksdb` is `cached rocksdb`, `io:rocksdb` is `IO-bound
 /// rocksdb`); other labels as they are.
-pub(crate) fn shown(label: &str) -> String {
-    match label.split_once(':') {
-        Some((c @ ("cache" | "io"), e)) => format!("{} {e}", corner_word(c)),
-        _ => label.to_string(),
-    }
+pub(crate) fn shown(run: &RunView, label: &str) -> String {
+    run.label(label).in_words()
 }
 
 /// Merges runs into one view: engines are labelled by each run's corner
@@ -326,19 +308,25 @@ pub(crate) fn shown(label: &str) -> String {
 /// within each run. The header fields list every run, and `corners` says
 /// what each label ran with.
 pub fn merge(views: Vec<RunView>) -> RunView {
-    let corner = |v: &RunView| v.recorded.bound.map(|b| b.name().to_string());
-    let corners: Vec<Option<String>> = views.iter().map(corner).collect();
+    let corners: Vec<Option<Bound>> = views.iter().map(|v| v.recorded.bound).collect();
     let by_corner = corners.iter().all(Option::is_some)
         && corners
             .iter()
             .enumerate()
             .all(|(i, c)| !corners[..i].contains(c));
-    let labels: Vec<String> = views
+    // Each run's label, without its engine.
+    let labels: Vec<EngineLabel> = views
         .iter()
         .zip(&corners)
         .map(|(v, c)| match c {
-            Some(c) if by_corner => c.clone(),
-            _ => v.id.to_string(),
+            Some(c) if by_corner => EngineLabel {
+                corner: Some(*c),
+                ..EngineLabel::default()
+            },
+            _ => EngineLabel {
+                run: Some(v.id),
+                ..EngineLabel::default()
+            },
         })
         .collect();
     let notes: Vec<String> = views
@@ -347,7 +335,8 @@ pub fn merge(views: Vec<RunView>) -> RunView {
         .map(|(v, l)| {
             format!(
                 "{}: run {}, {}",
-                corner_word(l),
+                l.corner
+                    .map_or_else(|| v.id.to_string(), |c| c.in_words().to_string()),
                 v.id,
                 corner_summary(&v.recorded)
             )
@@ -356,7 +345,7 @@ pub fn merge(views: Vec<RunView>) -> RunView {
     let memories = views
         .iter()
         .zip(&labels)
-        .filter_map(|(v, l)| Some((l.clone(), v.recorded.memory?)))
+        .filter_map(|(v, l)| Some((l.prefix()?, v.recorded.memory?)))
         .collect();
     let mut views = views.into_iter().zip(labels);
     let Some((mut out, first)) = views.next() else {
@@ -364,9 +353,13 @@ pub fn merge(views: Vec<RunView>) -> RunView {
         // least); an empty view is the honest answer anyway.
         return RunView::empty();
     };
-    let label = |l: &str, steps: &mut Vec<StepView>| {
+    let label = |l: &EngineLabel, steps: &mut Vec<StepView>| {
         for s in steps.iter_mut() {
-            s.engine = format!("{l}:{}", s.engine);
+            s.label = EngineLabel {
+                engine: s.label.engine.clone(),
+                ..l.clone()
+            };
+            s.engine = s.label.to_string();
         }
     };
     let mut all = vec![std::mem::take(&mut out.steps)];

@@ -6,6 +6,7 @@
 use super::charts::{self, Bar, Series};
 use super::compare::{find, floor, metric_ratio};
 use crate::metrics::{Metric, stats, usl};
+use crate::names::ModelFigure;
 use crate::results::{RunView, StepView};
 
 /// The configuration a chart's title names: workload, the step's threads
@@ -26,10 +27,6 @@ pub fn step_config(run: &RunView, step: Option<&str>) -> String {
         parts.push(b.name().to_string());
     }
     parts.join(", ")
-}
-
-fn extra(s: &StepView, name: &str) -> Option<f64> {
-    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
 }
 
 /// Per-engine bars over the steps for one figure (scaled by `div`).
@@ -198,11 +195,12 @@ pub fn efficiency(
     // Runs merged by corner compare each engine with the base engine of
     // its own corner (io:lmdb with io:rocksdb), as the text report does.
     let corners = super::compare::by_corner(run);
-    let name = base.split_once(':').map_or(base, |(_, n)| n);
+    let base_label = run.label(base);
     let base_of = |e: &str| -> String {
-        match (corners, e.split_once(':')) {
-            (true, Some((c, _))) => format!("{c}:{name}"),
-            _ => base.to_string(),
+        if corners {
+            base_label.in_corner(run.label(e).corner).to_string()
+        } else {
+            base.to_string()
         }
     };
     let mut bases: Vec<String> = es.iter().map(|e| base_of(e)).collect();
@@ -254,7 +252,7 @@ pub fn efficiency(
         .collect();
     let names: Vec<String> = groups.iter().map(|(_, t)| t.to_string()).collect();
     let against = if corners && bases.len() > 1 {
-        format!("{name} (same corner)")
+        format!("{} (same corner)", base_label.engine)
     } else {
         base.to_string()
     };
@@ -301,13 +299,14 @@ pub fn sizes(run: &RunView, es: &[String], ss: &[String]) -> Vec<String> {
 /// black bar across each engine's bar.
 pub fn amplification(run: &RunView, es: &[String], ss: &[String]) -> Vec<String> {
     [
-        (Metric::WriteAmp, "pred_write_amp", "write-amp"),
-        (Metric::SpaceAmp, "pred_space_amp", "space-amp"),
+        (Metric::WriteAmp, ModelFigure::WriteAmp, "write-amp"),
+        (Metric::SpaceAmp, ModelFigure::SpaceAmp, "space-amp"),
     ]
     .iter()
-    .filter_map(|(m, pred, t)| {
-        let series = per_step(run, es, ss, |s| s.fig(*m), |s| extra(s, pred));
-        let with_pred = run.steps.iter().any(|s| extra(s, pred).is_some());
+    .filter_map(|(m, f, t)| {
+        let pred = |s: &StepView| s.extras.prediction.map(|p| p.of(*f));
+        let series = per_step(run, es, ss, |s| s.fig(*m), pred);
+        let with_pred = run.steps.iter().any(|s| pred(s).is_some());
         let title = format!(
             "{t} measured{} ({})",
             if with_pred {

@@ -58,7 +58,7 @@ pub fn render(run: &RunView) -> String {
             let mut o = json!({
                 "engine": s.engine, "step": s.step, "rep": s.rep, "status": s.status, "error": s.error, "secs": s.secs,
                 "settle": s.settle, "latency": lat, "notes": s.notes, "model_checks": s.checks,
-                "extras": s.extras.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<Map<String, Value>>(),
+                "extras": s.extras.rows().into_iter().map(|(k, v)| (k, json!(v))).collect::<Map<String, Value>>(),
                 "not_measured": why, "intervals": intervals, "slices": slices,
                 "rates": s.rates.iter().map(|(a, b, v)| json!({"t0": a, "t1": b, "ops_per_sec": v})).collect::<Vec<_>>(),
                 "latency_spectrum": s.spectra.iter().map(|(op, sp)| (op.clone(), json!(sp.iter().map(|(p, v)| json!({"percentile": p, "us": v})).collect::<Vec<_>>()))).collect::<Map<String, Value>>(),

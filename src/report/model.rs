@@ -10,18 +10,13 @@ use std::fmt::Write;
 use super::table::Table;
 use super::text::cell;
 use crate::metrics::Metric;
-use crate::names::{EXPLAIN_NOTE, MODEL_NOTE};
 use crate::names::{ModelCheck, Verdict};
+use crate::record::Note;
 use crate::results::{RunView, StepView};
 
-fn extra(s: &StepView, name: &str) -> Option<f64> {
-    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
-}
-
-/// True for a note the model wrote (shown here, not among the
-/// workload's notes).
-pub fn is_model_note(n: &str) -> bool {
-    n.starts_with(MODEL_NOTE) || n.starts_with(EXPLAIN_NOTE)
+/// The model's predicted write-amp or space-amp of a step.
+fn pred(s: &StepView, f: crate::names::ModelFigure) -> Option<f64> {
+    s.extras.prediction.map(|p| p.of(f))
 }
 
 /// The table, the explain lines and the model's terms; empty when no
@@ -31,7 +26,7 @@ pub fn render(run: &RunView) -> String {
     let with: Vec<&StepView> = run
         .steps
         .iter()
-        .filter(|s| extra(s, "pred_write_amp").is_some())
+        .filter(|s| s.extras.prediction.is_some())
         .collect();
     if with.is_empty() {
         return o;
@@ -58,9 +53,9 @@ pub fn render(run: &RunView) -> String {
             s.engine,
             s.step,
             cell(s.fig(Metric::WriteAmp), 2),
-            cell(extra(s, "pred_write_amp"), 2),
+            cell(pred(s, crate::names::ModelFigure::WriteAmp), 2),
             cell(s.fig(Metric::SpaceAmp), 2),
-            cell(extra(s, "pred_space_amp"), 2),
+            cell(pred(s, crate::names::ModelFigure::SpaceAmp), 2),
         );
     }
     o.push_str(&diverging(run).text());
@@ -70,8 +65,9 @@ pub fn render(run: &RunView) -> String {
     );
     let mut last: Vec<(&str, &str)> = Vec::new();
     for s in &with {
-        for n in s.notes.iter().filter(|n| n.starts_with(MODEL_NOTE)) {
-            let t = &n[MODEL_NOTE.len()..];
+        for n in &s.notes {
+            let Note::Model(t) = n else { continue };
+            let t = t.as_str();
             match last.iter_mut().find(|(e, _)| *e == s.engine) {
                 Some((_, prev)) if *prev == t => continue,
                 Some((_, prev)) => *prev = t,
@@ -90,7 +86,7 @@ pub fn diverging_line(run: &RunView) -> String {
     let with: Vec<&StepView> = run
         .steps
         .iter()
-        .filter(|s| extra(s, "pred_write_amp").is_some())
+        .filter(|s| s.extras.prediction.is_some())
         .collect();
     let all: Vec<_> = with.iter().flat_map(|s| &s.checks).collect();
     if all.is_empty() {
@@ -112,7 +108,7 @@ pub fn diverging(run: &RunView) -> Table {
     let with: Vec<&StepView> = run
         .steps
         .iter()
-        .filter(|s| extra(s, "pred_write_amp").is_some())
+        .filter(|s| s.extras.prediction.is_some())
         .collect();
     let n = with
         .iter()
@@ -139,7 +135,7 @@ pub fn diverging(run: &RunView) -> Table {
     .label("likely reason");
     for g in groups(&with) {
         let k = g.check;
-        let engine = super::compare::shown(g.engine);
+        let engine = super::compare::shown(run, g.engine);
         let ratio = k.ratio().map_or("-".into(), |r| {
             if r >= 1.0 {
                 format!("{r:.1}× above")

@@ -104,19 +104,13 @@ fn merge(g: &[&StepView]) -> StepView {
             )
         })
         .collect();
-    let mut extras: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for d in &done {
-        for (k, v) in &d.extras {
-            extras.entry(k.clone()).or_default().push(*v);
-        }
-    }
-    s.extras = extras.into_iter().map(|(k, v)| (k, mean(&v))).collect();
+    s.extras = crate::record::StepExtras::mean(&done.iter().map(|d| &d.extras).collect::<Vec<_>>());
     let left_out = g.len() - done.len();
     if left_out > 0 {
-        s.notes.push(format!(
+        s.notes.push(crate::record::Note::Said(format!(
             "{left_out} of {} repetitions did not finish and are left out of the means",
             g.len()
-        ));
+        )));
     }
     s
 }
@@ -201,7 +195,7 @@ mod tests {
             ordinal: rep,
             rep,
             status,
-            extras: vec![("x".into(), ops)],
+            extras: crate::record::StepExtras::from_rows([("x", ops)]),
             ..StepView::with_figures(engine, "pq.1", &[(Metric::OpsPerSec, ops)])
         }
     }
@@ -228,10 +222,10 @@ mod tests {
             "the failed one left out"
         );
         assert_eq!(a.reps[&Metric::OpsPerSec], vec![100.0, 110.0]);
-        assert!(a.notes[0].starts_with("1 of 3 repetitions"));
+        assert!(a.notes[0].text().starts_with("1 of 3 repetitions"));
         let b = &c.steps[1];
         assert_eq!(b.fig(Metric::OpsPerSec), Some(60.0));
-        assert_eq!(b.extras, vec![("x".to_string(), 60.0)]);
+        assert_eq!(b.extras.rows(), vec![("x".to_string(), 60.0)]);
         // 50, 70, 60: sd 10, half 4.303 × 10 / √3 = 24.84.
         assert_eq!(with_ci(b, Metric::OpsPerSec, 1), "60.0±24.8");
         // a / b unpaired (2 vs 3 values): 105/60 ≈ 1.75 as geometric means.

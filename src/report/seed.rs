@@ -9,6 +9,7 @@ use std::fmt::Write;
 
 use crate::metrics::Metric;
 use crate::names::Status;
+use crate::record::{FamilyWrites, StepExtras};
 use crate::results::{RunView, StepView};
 
 pub use crate::seedspec::*;
@@ -56,33 +57,35 @@ fn mean(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 /// / ingest), `cf.NAME.write_amp` (one family's), or any other extra
 /// summed; None when no step has it, or for a [`Metric`].
 fn families(steps: &[&StepView], figure: &str) -> Option<f64> {
-    // None when no step has the figure at all.
-    let sum = |keep: &dyn Fn(&str) -> bool| {
+    // Added up over every step's families (or the one named), None when
+    // no step has any.
+    let total = |pick: &dyn Fn(&FamilyWrites) -> [Option<f64>; 2], only: Option<&str>| {
         steps
             .iter()
-            .flat_map(|s| s.extras.iter().filter(|(k, _)| keep(k)))
-            .fold(None, |t: Option<f64>, (_, v)| Some(t.unwrap_or(0.0) + v))
+            .flat_map(|s| &s.extras.families)
+            .filter(|(n, _)| only.is_none_or(|o| o == n.as_str()))
+            .flat_map(|(_, f)| pick(f))
+            .flatten()
+            .fold(None, |t: Option<f64>, v| Some(t.unwrap_or(0.0) + v))
     };
-    let cf = |k: &str, f: &str| k.starts_with("cf.") && k.ends_with(f);
+    let all = |f: &FamilyWrites| [f.flush_mb, f.compaction_mb];
+    let ingest = |f: &FamilyWrites| [f.flush_mb, None];
     let ratio =
         |t: Option<f64>, i: Option<f64>| t.zip(i).filter(|(_, i)| *i > 0.0).map(|(t, i)| t / i);
     match figure {
-        "cf_total_mb" => sum(&|k| cf(k, ".flush_mb") || cf(k, ".compaction_mb")),
-        "cf_ingest_mb" => sum(&|k| cf(k, ".flush_mb")),
-        "cf_write_amp" => ratio(
-            families(steps, "cf_total_mb"),
-            families(steps, "cf_ingest_mb"),
-        ),
+        "cf_total_mb" => total(&all, None),
+        "cf_ingest_mb" => total(&ingest, None),
+        "cf_write_amp" => ratio(total(&all, None), total(&ingest, None)),
         f => match f
             .strip_suffix(".write_amp")
-            .filter(|n| n.starts_with("cf."))
+            .and_then(StepExtras::names_family)
         {
-            Some(n) => {
-                let (fl, co) = (format!("{n}.flush_mb"), format!("{n}.compaction_mb"));
-                ratio(sum(&|k| k == fl || k == co), sum(&|k| k == fl))
-            }
+            Some(n) => ratio(total(&all, Some(n)), total(&ingest, Some(n))),
             None if Metric::parse(f).is_ok() => None,
-            None => sum(&|k| k == f),
+            None => steps
+                .iter()
+                .filter_map(|s| s.extras.named(f))
+                .fold(None, |t: Option<f64>, v| Some(t.unwrap_or(0.0) + v)),
         },
     }
 }
@@ -126,9 +129,7 @@ fn one_step_value(s: &StepView, r: &Ref) -> Option<f64> {
         (Ok(m), Some(i)) => s.slices.get(i.checked_sub(1)?)?.fig(m),
         (Err(_), None) => s
             .extras
-            .iter()
-            .find(|(k, _)| k == &r.figure)
-            .map(|(_, v)| *v)
+            .named(&r.figure)
             .or_else(|| families(&[s], &r.figure)),
         (Err(_), Some(_)) => None,
     }
@@ -193,11 +194,10 @@ pub fn regime_value(run: &RunView, r: &Regime) -> Option<f64> {
     if r.per_memory {
         // Merged runs (`--bound cache,io`): the memory of the run the
         // label names (`io:rocksdb`), not the first run's.
-        let merged = r
-            .ours
-            .engine
-            .split_once(':')
-            .and_then(|(l, _)| run.memories.get(l).copied());
+        let merged = run
+            .label(&r.ours.engine)
+            .prefix()
+            .and_then(|l| run.memories.get(&l).copied());
         let m = merged.or(run.recorded.memory).filter(|m| *m > 0)?;
         Some(v / m as f64)
     } else {
@@ -435,7 +435,13 @@ mod tests {
         let step = |rep: i64, ops: f64, flush: f64| {
             let mut s = StepView::with_figures("a", "request", &[(Metric::OpsPerSec, ops)]);
             s.rep = rep;
-            s.extras.push(("cf.default.flush_mb".into(), flush));
+            s.extras.families.insert(
+                "default".into(),
+                crate::record::FamilyWrites {
+                    flush_mb: Some(flush),
+                    ..Default::default()
+                },
+            );
             s
         };
         let run = RunView {

@@ -7,12 +7,9 @@ use std::fmt::Write;
 
 use super::text::cell;
 use crate::metrics::Metric;
-use crate::names::{SLICE_PREFIX, SLICES};
+use crate::record::SLICES;
+use crate::record::workload_figure::{WRITER_BEHIND, WRITER_IPS, WRITER_TARGET_IPS};
 use crate::results::{RunView, StepView};
-
-fn extra(s: &StepView, name: &str) -> Option<f64> {
-    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
-}
 
 /// True for a step whose operations are queries (`qr100`, `qp500@slow-ssd`).
 fn is_query(step: &str) -> bool {
@@ -47,11 +44,15 @@ pub fn render_insert(run: &RunView) -> String {
     );
     for s in &run.steps {
         let q = is_query(&s.step);
-        let main = s.latencies.iter().find(|(op, _)| !op.starts_with("bg."));
-        let writer = match (extra(s, "writer_ips"), extra(s, "writer_target_ips")) {
+        let main = s
+            .latencies
+            .iter()
+            .find(|(op, _)| !crate::record::is_background(op));
+        let extra = |k: &str| s.extras.workload.get(k).copied();
+        let writer = match (extra(WRITER_IPS), extra(WRITER_TARGET_IPS)) {
             (Some(a), Some(t)) => format!(
                 "{a:.0}/{t:.0}{}",
-                if extra(s, "writer_behind").is_some() {
+                if extra(WRITER_BEHIND).is_some() {
                     " BEHIND"
                 } else {
                     ""
@@ -100,9 +101,7 @@ pub fn render_slices(run: &RunView) -> String {
         .steps
         .iter()
         .filter_map(|s| {
-            let v: Vec<f64> = (1..=SLICES)
-                .map_while(|i| extra(s, &format!("{SLICE_PREFIX}{i}")))
-                .collect();
+            let v = s.extras.harness.slices.clone();
             (v.len() == SLICES).then_some((s, v))
         })
         .collect();

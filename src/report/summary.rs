@@ -4,12 +4,11 @@
 //! Every figure per engine and step stays in `ampbench report` (and in
 //! `run -v`'s closing report).
 
-use super::compare::{
-    base_pairs, by_corner, corner_pairs, corner_word, engines, find, floor, shown, steps,
-};
+use super::compare::{base_pairs, by_corner, corner_pairs, engines, find, floor, shown, steps};
 use super::table::Table;
 use crate::metrics::Metric;
-use crate::names::{CALLS_PER_SEC, MEM_LIMIT_HITS, MEM_PEAK_MB, SLICE_PREFIX, SLICES, Status};
+use crate::names::{ModelFigure, Status};
+use crate::record::SLICES;
 use crate::results::{RunView, StepView};
 
 /// The short report: the run's header, then the tables of [`tables`].
@@ -73,7 +72,7 @@ pub(super) fn pivot_as(
     let es = engines(run);
     let mut t = Table::new(title, "step");
     for e in &es {
-        t = t.figure(shown(e));
+        t = t.figure(shown(run, e));
     }
     // Consecutive steps with the same cells share a row (`pqw.1…rq.n`):
     // a read-only step leaves sizes and space-amp as they were.
@@ -119,10 +118,6 @@ pub(super) fn fig(m: Metric, prec: usize) -> impl Fn(&StepView) -> Option<String
     move |s| s.fig(m).map(|v| format!("{v:.prec$}"))
 }
 
-fn extra(s: &StepView, name: &str) -> Option<f64> {
-    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
-}
-
 /// The short report's tables, in the full report's order.
 pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
     let mut v = vec![
@@ -131,7 +126,7 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
             run,
             "calls/second where a call is several operations (a batch, or a range query)",
             false,
-            &|s| extra(s, CALLS_PER_SEC).map(|v| format!("{v:.0}")),
+            &|s| s.extras.harness.calls_per_sec.map(|v| format!("{v:.0}")),
         ),
         pivot(run, SIZE_TITLE, true, &size),
     ];
@@ -160,8 +155,18 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
     ] {
         v.push(pivot(run, title, keep, &fig(m, prec)));
     }
-    v.push(amp(run, Metric::WriteAmp, "pred_write_amp", "write-amp"));
-    v.push(amp(run, Metric::SpaceAmp, "pred_space_amp", "space-amp"));
+    v.push(amp(
+        run,
+        Metric::WriteAmp,
+        ModelFigure::WriteAmp,
+        "write-amp",
+    ));
+    v.push(amp(
+        run,
+        Metric::SpaceAmp,
+        ModelFigure::SpaceAmp,
+        "space-amp",
+    ));
     if let Some(b) = base
         .map(str::to_string)
         .or_else(|| engines(run).first().cloned())
@@ -176,9 +181,7 @@ pub fn tables(run: &RunView, base: Option<&str>) -> Vec<Table> {
         ),
         false,
         &|s| {
-            let r: Vec<f64> = (1..=SLICES)
-                .map_while(|i| extra(s, &format!("{SLICE_PREFIX}{i}")))
-                .collect();
+            let r = &s.extras.harness.slices;
             let max = r.iter().cloned().fold(0.0, f64::max);
             let min = r.iter().cloned().fold(f64::INFINITY, f64::min);
             (r.len() == SLICES && max > 0.0).then(|| format!("{:.2}", min / max))
@@ -207,7 +210,7 @@ fn ops(run: &RunView) -> Table {
     for s in run.steps.iter().filter(|s| none_finished(s)) {
         t.notes.push(format!(
             "none: {} {}: no operation finished in {:.0} s (its ratios are left empty)",
-            shown(&s.engine),
+            shown(run, &s.engine),
             s.step,
             s.secs.unwrap_or(0.0)
         ));
@@ -223,12 +226,12 @@ pub(super) fn none_finished(s: &StepView) -> bool {
 
 /// Measured amplification with the model's prediction in brackets (none
 /// for an engine the model has no prediction for).
-fn amp(run: &RunView, m: Metric, pred: &str, name: &str) -> Table {
+fn amp(run: &RunView, m: Metric, pred: ModelFigure, name: &str) -> Table {
     pivot(
         run,
         &format!("{name} measured (the model's prediction; `ampbench model` shows the formulas)"),
         false,
-        &|s| match (s.fig(m), extra(s, pred)) {
+        &|s| match (s.fig(m), s.extras.prediction.map(|p| p.of(pred))) {
             (Some(v), Some(p)) => Some(format!("{v:.2} ({p:.2})")),
             (Some(v), None) => Some(format!("{v:.2}")),
             (None, _) => None,
@@ -260,9 +263,9 @@ fn ratios(run: &RunView, base: &str) -> Table {
     let title = if by_corner(run) {
         format!(
             "ops/s: ratios to {} among engines of the same memory, and per engine of IO-bound to {} (IO-bound ENGINE / {} ENGINE); above 1 is faster",
-            shown(base),
-            corner_word(&first),
-            corner_word(&first)
+            shown(run, base),
+            first.map_or("", |c| c.in_words()),
+            first.map_or("", |c| c.in_words())
         )
     } else {
         format!("ops/s: ratios to {base}; above 1 is faster")
@@ -273,9 +276,9 @@ fn ratios(run: &RunView, base: &str) -> Table {
     let mut t = Table::new(title, "step");
     for (e, b) in &pairs {
         t = t.figure(if named(e) {
-            format!("{}/{}", shown(e), shown(b))
+            format!("{}/{}", shown(run, e), shown(run, b))
         } else {
-            shown(e)
+            shown(run, e)
         });
     }
     if pairs.is_empty() {
@@ -313,7 +316,7 @@ fn p99(run: &RunView) -> Table {
     )
     .label("op");
     for e in &es {
-        t = t.figure(shown(e));
+        t = t.figure(shown(run, e));
     }
     for st in steps(run) {
         let mut ops: Vec<&str> = Vec::new();
@@ -344,27 +347,26 @@ fn p99(run: &RunView) -> Table {
 /// row per step and figure. The memory cgroup's per step are left out:
 /// the run's line for each engine gives their peak and total.
 fn workload_figures(run: &RunView) -> Table {
-    let own = |k: &str| super::text::own_extra(k) && k != MEM_PEAK_MB && k != MEM_LIMIT_HITS;
     let es = engines(run);
     let mut t = Table::new("workload figures", "step").label("figure");
     for e in &es {
-        t = t.figure(shown(e));
+        t = t.figure(shown(run, e));
     }
     for st in steps(run) {
-        let mut keys: Vec<&str> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
         for e in &es {
             if let Some(s) = find(run, e, &st) {
-                for (k, _) in s.extras.iter().filter(|(k, _)| own(k)) {
-                    if !keys.contains(&k.as_str()) {
+                for (k, _) in s.extras.shown_with_workload(false) {
+                    if !keys.contains(&k) {
                         keys.push(k);
                     }
                 }
             }
         }
         for k in keys {
-            let mut row = vec![st.clone(), k.to_string()];
+            let mut row = vec![st.clone(), k.clone()];
             for e in &es {
-                let v = find(run, e, &st).and_then(|s| extra(s, k));
+                let v = find(run, e, &st).and_then(|s| s.extras.named(&k));
                 row.push(v.map_or("-".into(), super::text::extra_value));
             }
             t.row(row);

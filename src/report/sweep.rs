@@ -12,16 +12,13 @@ use super::text::cell;
 use crate::metrics::Metric;
 use crate::results::{RunView, StepView};
 
-fn extra(s: &StepView, name: &str) -> Option<f64> {
-    s.extras.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
-}
-
-/// Column families named in a step's extras (`cf.NAME.flush_mb`).
+/// Column families whose flushes a step records.
 fn cfs(s: &StepView) -> Vec<String> {
     s.extras
+        .families
         .iter()
-        .filter_map(|(k, _)| k.strip_prefix("cf.")?.strip_suffix(".flush_mb"))
-        .map(str::to_string)
+        .filter(|(_, f)| f.flush_mb.is_some())
+        .map(|(cf, _)| cf.clone())
         .collect()
 }
 
@@ -84,8 +81,9 @@ fn table<'a>(
 
 /// (flush, compaction, memtable) MB of `cf` in a step.
 fn cf_mb(s: &StepView, cf: &str) -> (f64, f64, f64) {
-    let g = |k: &str| extra(s, &format!("cf.{cf}.{k}")).unwrap_or(0.0);
-    (g("flush_mb"), g("compaction_mb"), g("memtable_mb"))
+    let f = s.extras.families.get(cf).copied().unwrap_or_default();
+    let g = |v: Option<f64>| v.unwrap_or(0.0);
+    (g(f.flush_mb), g(f.compaction_mb), g(f.memtable_mb))
 }
 
 /// The tables; empty for a run without `--sweep`.

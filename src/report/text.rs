@@ -42,12 +42,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
              and each document a range query returns; here each batch or query counts once)",
             false,
             false,
-            &|s| {
-                s.extras
-                    .iter()
-                    .find(|(k, _)| k == crate::names::CALLS_PER_SEC)
-                    .map(|(_, v)| format!("{v:.0}"))
-            },
+            &|s| s.extras.harness.calls_per_sec.map(|v| format!("{v:.0}")),
         ),
         pivot_as(run, SIZE_TITLE, true, false, &size),
     ];
@@ -347,15 +342,6 @@ pub fn header(run: &RunView) -> String {
     o
 }
 
-/// True for a workload's own extra figure: the slices, predictions,
-/// column-family writes and calls have their own tables.
-pub fn own_extra(k: &str) -> bool {
-    !k.starts_with(crate::names::SLICE_PREFIX)
-        && !k.starts_with("pred_")
-        && !k.starts_with("cf.")
-        && k != crate::names::CALLS_PER_SEC
-}
-
 /// An extra figure: whole numbers without decimals.
 pub fn extra_value(v: f64) -> String {
     if v.fract() == 0.0 {
@@ -369,7 +355,7 @@ pub fn extra_value(v: f64) -> String {
 /// per engine and step.
 fn workload_figures(run: &RunView) -> String {
     let mut o = String::new();
-    let with = |s: &&StepView| s.extras.iter().any(|(k, _)| own_extra(k));
+    let with = |s: &&StepView| !s.extras.shown_with_workload(true).is_empty();
     if !run.steps.iter().any(|s| with(&s)) {
         return o;
     }
@@ -377,8 +363,8 @@ fn workload_figures(run: &RunView) -> String {
     for s in run.steps.iter().filter(with) {
         let v: Vec<String> = s
             .extras
+            .shown_with_workload(true)
             .iter()
-            .filter(|(k, _)| own_extra(k))
             .map(|(k, v)| format!("{k}={}", extra_value(*v)))
             .collect();
         let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, v.join(" "));
@@ -389,7 +375,7 @@ fn workload_figures(run: &RunView) -> String {
 /// What the workload said of each step (consistency, concurrency).
 pub fn workload_notes(run: &RunView) -> String {
     let mut o = String::new();
-    let workload_note = |n: &&String| !super::model::is_model_note(n);
+    let workload_note = |n: &&crate::record::Note| !n.is_model();
     if run
         .steps
         .iter()
@@ -398,7 +384,7 @@ pub fn workload_notes(run: &RunView) -> String {
         let _ = writeln!(o, "\nworkload notes");
         for s in &run.steps {
             for n in s.notes.iter().filter(workload_note) {
-                let _ = writeln!(o, "{:<15} {:<10} {n}", s.engine, s.step);
+                let _ = writeln!(o, "{:<15} {:<10} {}", s.engine, s.step, n.text());
             }
         }
     }

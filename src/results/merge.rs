@@ -349,7 +349,9 @@ fn merge_step(
         .iter()
         .flat_map(|s| {
             let c = meta.get(&s.id).map_or(0, |m| m.0);
-            s.notes.iter().map(move |l| format!("client {c}: {l}"))
+            s.notes
+                .iter()
+                .map(move |l| l.map(|t| format!("client {c}: {t}")))
         })
         .collect();
     // The server's replication: the samples of the client that ended last.
@@ -357,7 +359,7 @@ fn merge_step(
     out.intervals = merge_intervals(g, meta);
     out.rates = merge_rates(g, meta);
     out.members = g.iter().map(|s| (s.id, shift(s, g, meta))).collect();
-    out.extras = merge_extras(g);
+    out.extras = crate::record::StepExtras::merge(&g.iter().map(|s| &s.extras).collect::<Vec<_>>());
     Ok(out)
 }
 
@@ -444,26 +446,4 @@ fn merge_intervals(
         }
     }
     out.into_values().collect()
-}
-
-/// The workload's figures over the clients: counts and rates summed
-/// (rows loaded, misses, retries, slice rates), the model's predictions
-/// client 0's, peaks the highest.
-fn merge_extras(g: &[StepView]) -> Vec<(String, f64)> {
-    let mut out: BTreeMap<String, f64> = BTreeMap::new();
-    for (i, s) in g.iter().enumerate() {
-        for (k, v) in &s.extras {
-            let e = out.entry(k.clone()).or_default();
-            if k.starts_with("pred_") {
-                if i == 0 {
-                    *e = *v;
-                }
-            } else if k.contains("peak") {
-                *e = e.max(*v);
-            } else {
-                *e += v;
-            }
-        }
-    }
-    out.into_iter().collect()
 }

@@ -528,14 +528,17 @@ impl Results {
         })
     }
 
-    /// Records the whole step's figures, the workload's figures and notes
-    /// (what it says of the step: a consistency check, how concurrent
-    /// changes were serialised), and the end samples.
+    /// Records the whole step's figures, the rest of its record (the
+    /// harness's, the model's and the workload's figures), its notes (what
+    /// the workload and the model say of the step: a consistency check,
+    /// how concurrent changes were serialised, the prediction), and the
+    /// end samples.
     pub fn add_step_figures(
         &mut self,
         step: i64,
         figures: &[(Metric, Figure)],
-        notes: &crate::names::StepNotes,
+        record: &crate::record::StepExtras,
+        notes: &[crate::record::Note],
         samples: (&Sample, &Sample),
     ) -> Result<()> {
         let samples = [
@@ -544,16 +547,16 @@ impl Results {
         ];
         self.db.tx(|tx| {
             write_figures(tx, step, WHOLE_STEP, figures)?;
-            for (n, v) in &notes.extras {
+            for (n, v) in record.rows() {
                 tx.exec(
                     "INSERT OR REPLACE INTO extras (step_id, name, value) VALUES (?1, ?2, ?3)",
-                    vals![step, n, *v],
+                    vals![step, n, v],
                 )?;
             }
-            for (i, line) in notes.lines.iter().enumerate() {
+            for (i, note) in notes.iter().enumerate() {
                 tx.exec(
                     "INSERT OR REPLACE INTO step_notes (step_id, idx, line) VALUES (?1, ?2, ?3)",
-                    vals![step, i, line],
+                    vals![step, i, note.stored()],
                 )?;
             }
             for (at, s) in &samples {

@@ -71,8 +71,11 @@ pub struct StepView {
     /// recorded in its spec, or from its label in an older file.
     #[serde(skip)]
     pub identity: crate::names::StepIdentity,
-    /// Engine name.
+    /// Engine name, as shown: its label's text.
     pub engine: String,
+    /// Which engine, and in a merged view which run or corner.
+    #[serde(skip)]
+    pub label: crate::record::EngineLabel,
     /// Step name.
     pub step: String,
     /// What the step does, one line, as recorded in its spec (None for
@@ -92,10 +95,13 @@ pub struct StepView {
     pub figures: BTreeMap<Metric, Stored>,
     /// Whole-step response times per operation kind.
     pub latencies: Vec<(String, LatencySummary)>,
-    /// Workload-specific figures (e.g. background ops).
-    pub extras: Vec<(String, f64)>,
-    /// What the workload said of the step (e.g. its consistency check).
-    pub notes: Vec<String>,
+    /// The rest of its record: the harness's, the model's and the
+    /// workload's figures.
+    #[serde(skip)]
+    pub extras: crate::record::StepExtras,
+    /// What the workload and the model said of the step (e.g. its
+    /// consistency check, the prediction).
+    pub notes: Vec<crate::record::Note>,
     /// Its write-amp and space-amp beside the model's predictions (empty
     /// when the model has none for its engine).
     pub checks: Vec<crate::names::ModelCheck>,
@@ -142,6 +148,17 @@ pub const WSREP_COUNTERS: &[&str] = &[
     "wsrep_flow_control_recv",
 ];
 
+impl RunView {
+    /// The label of the steps shown as `shown` (an engine of a lone run
+    /// when no step is).
+    pub fn label(&self, shown: &str) -> crate::record::EngineLabel {
+        self.steps.iter().find(|s| s.engine == shown).map_or_else(
+            || crate::record::EngineLabel::plain(shown),
+            |s| s.label.clone(),
+        )
+    }
+}
+
 impl StepView {
     /// A whole-step figure's value.
     pub fn fig(&self, m: Metric) -> Option<f64> {
@@ -158,6 +175,7 @@ impl StepView {
             threads: None,
             identity: crate::names::StepIdentity::parse(step),
             engine: engine.into(),
+            label: crate::record::EngineLabel::plain(engine),
             step: step.into(),
             about: None,
             status: crate::names::Status::Done,
@@ -166,7 +184,7 @@ impl StepView {
             settle: None,
             figures: figs.iter().map(|(k, v)| (*k, (Some(*v), None))).collect(),
             latencies: Vec::new(),
-            extras: Vec::new(),
+            extras: Default::default(),
             notes: Vec::new(),
             checks: Vec::new(),
             intervals: Vec::new(),
@@ -386,6 +404,7 @@ pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
                 id: row.get(0)?,
                 ordinal: row.get(1)?,
                 engine: row.get(2)?,
+                label: crate::record::EngineLabel::plain(&row.get::<_, String>(2)?),
                 step: label.clone(),
                 about: spec
                     .as_ref()
@@ -402,7 +421,7 @@ pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
                     .unwrap_or_else(|| crate::names::StepIdentity::parse(&label)),
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
-                extras: Vec::new(),
+                extras: Default::default(),
                 notes: Vec::new(),
                 checks: Vec::new(),
                 intervals: Vec::new(),
@@ -438,13 +457,16 @@ pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
             .collect::<rusqlite::Result<_>>()?;
         let mut eq =
             c.prepare_cached("SELECT name, value FROM extras WHERE step_id = ?1 ORDER BY name")?;
-        s.extras = eq
+        let rows: Vec<(String, f64)> = eq
             .query_map(params![s.id], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
+        s.extras = crate::record::StepExtras::from_rows(rows.iter().map(|(k, v)| (k.as_str(), *v)));
         let mut nq =
             c.prepare_cached("SELECT line FROM step_notes WHERE step_id = ?1 ORDER BY idx")?;
         s.notes = nq
-            .query_map(params![s.id], |row| row.get(0))?
+            .query_map(params![s.id], |row| {
+                Ok(crate::record::Note::from_stored(&row.get::<_, String>(0)?))
+            })?
             .collect::<rusqlite::Result<_>>()?;
         s.checks = model_checks(c, &s)?;
         s.replication = replication(c, s.id)?;
@@ -614,7 +636,7 @@ fn status(s: String, col: usize) -> rusqlite::Result<Status> {
 
 /// A step's model checks as stored; for a step recorded before they were
 /// (a results file of an older ampbench), the verdicts from its measured
-/// figures and the `pred_*` extras, without a reason.
+/// figures and the stored prediction, without a reason.
 fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::names::ModelCheck>> {
     use crate::names::{ModelCheck, ModelFigure, Verdict};
     let mut q = c.prepare_cached(
@@ -640,14 +662,13 @@ fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::nam
         return Ok(out);
     }
     let mut out = out;
-    let extra = |n: &str| s.extras.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-    for (figure, metric, pred) in [
-        (ModelFigure::WriteAmp, Metric::WriteAmp, "pred_write_amp"),
-        (ModelFigure::SpaceAmp, Metric::SpaceAmp, "pred_space_amp"),
+    let Some(p) = s.extras.prediction else {
+        return Ok(out);
+    };
+    for (figure, metric, predicted) in [
+        (ModelFigure::WriteAmp, Metric::WriteAmp, p.write_amp),
+        (ModelFigure::SpaceAmp, Metric::SpaceAmp, p.space_amp),
     ] {
-        let Some(predicted) = extra(pred) else {
-            continue;
-        };
         let measured = s.fig(metric);
         let verdict = Verdict::of(measured, predicted);
         out.push(ModelCheck {

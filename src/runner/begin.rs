@@ -109,7 +109,7 @@ pub(super) fn begin<'c>(
     // runs on native storage.
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    let local_server = cfg.target.is_none() && cfg.engines.iter().any(|e| e.def().server);
+    let local_server = cfg.target.is_none() && cfg.engines.iter().any(|e| e.is_server());
     if root && (cfg.storage.class != setup::storage::StorageClass::Native || local_server) {
         setup::storage::check_parent(&cfg.dir)?;
     }
@@ -133,7 +133,7 @@ pub(super) fn begin<'c>(
             d.keep_image();
         }
     }
-    if cfg.engines.iter().any(|e| e.def().server) {
+    if cfg.engines.iter().any(|e| e.is_server()) {
         // Before any worker thread exists: the counter is inherited.
         if let Err(why) = crate::probe::syscalls::start() {
             writeln!(out, "client system calls not counted: {why}")?;
@@ -146,7 +146,7 @@ pub(super) fn begin<'c>(
                 "external target {} (its version: the engine's, read at open)",
                 t.target.shown()
             ),
-            (None, Some(b)) if b.serves(e.name()) => b.version(),
+            (None, Some(b)) if b.serves(*e) => b.version(),
             _ => e
                 .library_version()
                 .unwrap_or_else(|err| format!("unavailable: {err:#}")),

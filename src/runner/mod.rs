@@ -24,7 +24,6 @@ use steps::run_steps;
 pub(crate) use warm::shortest as shortest_warmup_steady;
 pub mod sweep;
 
-pub use crate::names::{CALLS_PER_SEC, EXPLAIN_NOTE, MODEL_NOTE, SLICE_PREFIX, SLICES};
 pub use env::mem_total_bytes;
 use env::{
     EngineMem, Level, engine_cgroup, engine_options, memory_line, progress_bar, throttle_to,
@@ -179,7 +178,9 @@ impl RunConfig {
     pub fn transport_of(&self, kind: EngineKind) -> crate::engine::Transport {
         use crate::engine::Transport;
         self.transport.unwrap_or(
-            if self.workload == WorkloadKind::Insert && kind.name().starts_with("mariadb") {
+            if self.workload == WorkloadKind::Insert
+                && kind.speaks() == Some(crate::engine::Protocol::MySql)
+            {
                 Transport::Socket
             } else {
                 Transport::Tcp

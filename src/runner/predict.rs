@@ -1,14 +1,14 @@
-//! After a step: the model's prediction beside the measurement (extras
-//! `pred_write_amp`, `pred_space_amp`; a `model` and an `explain` note),
-//! and, for RocksDB and MyRocks, the step's writes per column family
-//! (extras `cf.NAME.flush_mb`, `cf.NAME.compaction_mb`, `cf.NAME.w_amp`)
-//! and each family's tree at the step's end (`lsm.NAME.levels`, `.gaps`,
-//! `.fanout`, `.last_share`: [`crate::model::shape`]).
+//! After a step: the model's prediction beside the measurement (a
+//! [`Prediction`], a model and an explain [`Note`]), and, for RocksDB and
+//! MyRocks, the step's writes per column family ([`FamilyWrites`]) and
+//! each family's tree at the step's end ([`TreeShape`], from
+//! [`crate::model::shape`]).
 
 use crate::engine::EngineStats;
 use crate::metrics::{Figure, Metric};
 use crate::model::step::{Facts, Measured, checks, predict_step};
-use crate::names::{EXPLAIN_NOTE, MODEL_NOTE, ModelCheck};
+use crate::names::ModelCheck;
+use crate::record::{FamilyWrites, Note, Prediction, StepExtras, TreeShape};
 use crate::workload::{Step, Workload};
 
 /// What a finished step hands to [`notes`].
@@ -32,12 +32,13 @@ fn measured(figs: &[(Metric, Figure)], m: Metric) -> Result<f64, String> {
     }
 }
 
-/// What the model says of a step: extras, note lines and the typed
-/// checks of measured against predicted.
+/// What the model says of a step: its part of the record (prediction,
+/// families, trees), note lines and the typed checks of measured against
+/// predicted.
 #[derive(Default)]
 pub(super) struct Said {
-    pub extras: Vec<(String, f64)>,
-    pub lines: Vec<String>,
+    pub record: StepExtras,
+    pub lines: Vec<Note>,
     pub checks: Vec<ModelCheck>,
 }
 
@@ -51,11 +52,11 @@ pub(super) fn cf_counters(values: &[(String, f64)]) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// The model's extras, note lines and checks for a step; `cf_before`
+/// The model's part of the record, note lines and checks for a step; `cf_before`
 /// holds the engine's cumulative column-family writes at the previous
 /// step's end and is updated.
 pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
-    let mut extras = Vec::new();
+    let mut record = StepExtras::default();
     let mut lines = Vec::new();
     let mut said_checks = Vec::new();
     let values: &[(String, f64)] = d.stats.map_or(&[], |s| &s.values);
@@ -72,10 +73,12 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
         loads: d.step.loads(),
     };
     if let Some(p) = predict_step(&facts) {
-        extras.push(("pred_write_amp".into(), p.write_amp.value()));
-        extras.push(("pred_space_amp".into(), p.space_amp.value()));
-        lines.push(format!(
-            "{MODEL_NOTE}{}: write-amp {} · space-amp {} · from the run: {} · assumed: {}",
+        record.prediction = Some(Prediction {
+            write_amp: p.write_amp.value(),
+            space_amp: p.space_amp.value(),
+        });
+        lines.push(Note::Model(format!(
+            "{}: write-amp {} · space-amp {} · from the run: {} · assumed: {}",
             p.structure,
             p.write_amp.show(),
             p.space_amp.show(),
@@ -85,7 +88,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
                 p.measured.join(", ")
             },
             p.assumed.join("; ")
-        ));
+        )));
         let pending = values
             .iter()
             .filter(|(k, _)| k.starts_with("rocksdb.estimate-pending-compaction-bytes"))
@@ -99,7 +102,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
             syncs: d.step.syncs(),
         };
         let [w, s] = checks(&p, &m);
-        lines.push(format!("{EXPLAIN_NOTE}{}; {}", w.line(), s.line()));
+        lines.push(Note::Explain(format!("{}; {}", w.line(), s.line())));
         said_checks = vec![w, s];
     }
     // Column-family writes in this step: the cumulative counts now less
@@ -113,36 +116,38 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
         .filter(|cf| *cf != "__system__")
         .collect();
     for cf in cfs {
-        extras.push((
-            format!("cf.{cf}.memtable_mb"),
-            get(&now, &format!("{mem}{cf}")) / 1e6,
-        ));
         let d_flush = get(&now, &format!("cf.flush_bytes.{cf}"))
             - get(cf_before, &format!("cf.flush_bytes.{cf}"));
         let d_comp = get(&now, &format!("cf.compaction_bytes.{cf}"))
             - get(cf_before, &format!("cf.compaction_bytes.{cf}"));
-        extras.push((format!("cf.{cf}.flush_mb"), d_flush / 1e6));
-        extras.push((format!("cf.{cf}.compaction_mb"), d_comp / 1e6));
-        if d_flush > 0.0 {
-            extras.push((format!("cf.{cf}.w_amp"), (d_flush + d_comp) / d_flush));
-        }
+        record.families.insert(
+            cf.to_string(),
+            FamilyWrites {
+                memtable_mb: Some(get(&now, &format!("{mem}{cf}")) / 1e6),
+                flush_mb: Some(d_flush / 1e6),
+                compaction_mb: Some(d_comp / 1e6),
+                w_amp: (d_flush > 0.0).then(|| (d_flush + d_comp) / d_flush),
+            },
+        );
     }
     if !now.is_empty() {
         *cf_before = now;
     }
     // Each family's tree at the step's end (regime figures of seed 004).
     for sh in crate::model::shape::lsm_shapes(values) {
-        lines.push(sh.line());
-        let f = &sh.family;
-        extras.push((format!("lsm.{f}.levels"), f64::from(sh.levels)));
-        extras.push((format!("lsm.{f}.gaps"), f64::from(sh.gaps)));
-        extras.push((format!("lsm.{f}.last_share"), sh.last_share));
-        if let Some(x) = sh.fanout {
-            extras.push((format!("lsm.{f}.fanout"), x));
-        }
+        lines.push(Note::Said(sh.line()));
+        record.trees.insert(
+            sh.family.clone(),
+            TreeShape {
+                levels: Some(f64::from(sh.levels)),
+                gaps: Some(f64::from(sh.gaps)),
+                last_share: Some(sh.last_share),
+                fanout: sh.fanout,
+            },
+        );
     }
     Said {
-        extras,
+        record,
         lines,
         checks: said_checks,
     }

@@ -259,7 +259,7 @@ pub(super) fn engine_lines(
             out,
             "  an external target: efficiency per op from the server's own counters (SHOW GLOBAL STATUS, pg_stat_*); its durability settings are its own"
         )?;
-    } else if kind.def().server {
+    } else if kind.is_server() {
         writeln!(
             out,
             "  clients connect over {} (--transport)",
@@ -272,7 +272,7 @@ pub(super) fn engine_lines(
     ) {
         writeln!(out, "  {}", cfg.allocator.describe(pid))?;
     }
-    if cfg.replication_log && !kind.def().server {
+    if cfg.replication_log && !kind.is_server() {
         writeln!(
             out,
             "  replication log: none ({kind} is embedded; --replication-log applies to servers)"

@@ -6,13 +6,13 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::sink::Sink;
-use super::{After, EXPLAIN_NOTE, EngineMem, Level, Run, Slicer, predict, progress_bar, step_ctx};
+use super::{After, EngineMem, Level, Run, Slicer, predict, progress_bar, step_ctx};
 use crate::driver::{self, StepSink};
 use crate::engine::Engine;
 use crate::metrics::{self, Metric, WorkDone};
 use crate::names::Status;
-use crate::names::{CALLS_PER_SEC, SLICE_PREFIX, SLICES};
 use crate::probe::Probe;
+use crate::record::{Harness, Note, SLICES, StepExtras};
 use crate::setup::cgroup::MemCgroup;
 use crate::setup::oom::oom_kills;
 use crate::workload::{Step, Workload};
@@ -246,8 +246,8 @@ struct StepRun<'a> {
 /// What recording a step leaves for its line.
 struct Recorded {
     figs: Vec<(Metric, metrics::Figure)>,
-    notes: crate::workload::StepNotes,
-    /// How many of the notes' lines are the workload's (the model's follow).
+    notes: Vec<Note>,
+    /// How many of the notes are the workload's (the model's follow).
     printed: usize,
     status: Status,
     settle_note: Option<String>,
@@ -305,17 +305,17 @@ impl StepRun<'_> {
         let no_device = self.probe.device().as_ref().err().cloned();
         let ticks = crate::probe::cpu::ticks_per_sec();
         let figs = metrics::compute(&o.start, &o.end, &w, no_device.as_deref(), ticks);
-        let mut notes =
+        let said_by_workload =
             workload
                 .finish(step, eng.face())
                 .unwrap_or_else(|e| crate::workload::StepNotes {
-                    extras: Vec::new(),
+                    figures: Vec::new(),
                     lines: vec![format!("after {step}: {e:#}")],
                 });
-        notes.extras.extend(self.extras(o));
+        let mut notes: Vec<Note> = said_by_workload.lines.into_iter().map(Note::Said).collect();
         let stats = eng.stats().ok();
         let settings = eng.settings();
-        let printed = notes.lines.len();
+        let printed = notes.len();
         let said = predict::notes(
             &predict::Done {
                 kind: eng.kind(),
@@ -330,11 +330,15 @@ impl StepRun<'_> {
             },
             &mut r.cf_before,
         );
-        notes.extras.extend(said.extras);
-        notes.lines.extend(said.lines);
+        notes.extend(said.lines);
+        let record = StepExtras {
+            harness: self.harness(o),
+            workload: said_by_workload.figures.into_iter().collect(),
+            ..said.record
+        };
         let id = self.id;
         r.results
-            .add_step_figures(id, &figs, &notes, (&o.start, &o.end))?;
+            .add_step_figures(id, &figs, &record, &notes, (&o.start, &o.end))?;
         r.results.add_model_checks(id, &said.checks)?;
         r.results
             .add_latencies(id, crate::results::WHOLE_STEP, &o.latencies)?;
@@ -368,38 +372,26 @@ impl StepRun<'_> {
         })
     }
 
-    /// The harness's extras: calls/s where a call is several operations
+    /// The harness's figures: calls/s where a call is several operations
     /// (a batch of rows, a range query's documents; the reports show both
     /// rates), background ops, the step's slices, the memory group's peak
     /// and limit hits.
-    fn extras(&self, o: &driver::StepOutcome) -> Vec<(String, f64)> {
-        let mut x = Vec::new();
+    fn harness(&self, o: &driver::StepOutcome) -> Harness {
         let calls: u64 = o
             .latencies
             .iter()
-            .filter(|(n, _)| !n.starts_with("bg."))
+            .filter(|(n, _)| !crate::record::is_background(n))
             .map(|(_, l)| l.count())
             .sum();
-        if o.secs > 0.0 && calls > 0 && calls != o.ops {
-            x.push((CALLS_PER_SEC.into(), calls as f64 / o.secs));
+        let cg = self.mem.cg.as_ref();
+        Harness {
+            calls_per_sec: (o.secs > 0.0 && calls > 0 && calls != o.ops)
+                .then(|| calls as f64 / o.secs),
+            bg_ops: (o.bg_ops > 0).then_some(o.bg_ops as f64),
+            slices: driver::slices(&o.timeline, o.secs, SLICES).unwrap_or_default(),
+            mem_peak_mb: cg.and_then(|c| c.peak()).map(|p| p as f64 / 1e6),
+            mem_limit_hits: cg.and_then(|c| c.limit_hits()).map(|h| h as f64),
         }
-        if o.bg_ops > 0 {
-            x.push(("bg_ops".into(), o.bg_ops as f64));
-        }
-        if let Some(sl) = driver::slices(&o.timeline, o.secs, SLICES) {
-            for (i, v) in sl.iter().enumerate() {
-                x.push((format!("{SLICE_PREFIX}{}", i + 1), *v));
-            }
-        }
-        if let Some(c) = self.mem.cg.as_ref() {
-            if let Some(p) = c.peak() {
-                x.push((crate::names::MEM_PEAK_MB.into(), p as f64 / 1e6));
-            }
-            if let Some(h) = c.limit_hits() {
-                x.push((crate::names::MEM_LIMIT_HITS.into(), h as f64));
-            }
-        }
-        x
     }
 
     /// The step's line: with -v its main figures and the model's
@@ -454,17 +446,17 @@ impl StepRun<'_> {
             writeln!(out, "  settle: {n}")?;
         }
         // The workload's lines; the model's are in the report.
-        for l in &rec.notes.lines[..rec.printed] {
-            writeln!(out, "  {l}")?;
+        for l in &rec.notes[..rec.printed] {
+            writeln!(out, "  {}", l.text())?;
         }
         // The model's explanation only with -v: the closing report lists
         // the steps where the model and the measurement differ by over 2×.
         if cfg.verbose {
-            if let Some(l) = rec.notes.lines[rec.printed..]
+            if let Some(l) = rec.notes[rec.printed..]
                 .iter()
-                .find(|l| l.starts_with(EXPLAIN_NOTE))
+                .find(|l| matches!(l, Note::Explain(_)))
             {
-                writeln!(out, "  {l}")?;
+                writeln!(out, "  {}", l.stored())?;
             }
         }
         Ok(())

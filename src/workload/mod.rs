@@ -103,7 +103,7 @@ pub trait Workload: Send + Sync {
         None
     }
     /// Workload-specific figures after a step (e.g. misses), reset by it.
-    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
+    fn figures(&self, _step: Step) -> Vec<(String, f64)> {
         Vec::new()
     }
     /// True when the workload makes multi-key read-modify-write changes,
@@ -118,21 +118,21 @@ pub trait Workload: Send + Sync {
     /// Drops what driving `step` has gathered so far (after a warm-up,
     /// whose operations are not the step's), without the checks
     /// [`finish`](Workload::finish) runs. Defaults to taking
-    /// [`extras`](Workload::extras), which resets them.
+    /// [`figures`](Workload::figures), which resets them.
     fn discard(&self, step: Step) {
-        let _ = self.extras(step);
+        let _ = self.figures(step);
     }
     /// After a step: its workload figures and lines to print (e.g. a
-    /// consistency check). Defaults to [`extras`](Workload::extras).
+    /// consistency check). Defaults to [`figures`](Workload::figures).
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<StepNotes> {
         Ok(StepNotes {
-            extras: self.extras(step),
+            figures: self.figures(step),
             lines: Vec::new(),
         })
     }
 }
 
-pub use crate::names::StepNotes;
+pub use crate::record::StepNotes;
 
 /// The workloads, by command-line name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

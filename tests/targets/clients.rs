@@ -9,9 +9,9 @@ use std::mem::ManuallyDrop;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cluster::Bridged;
-use crate::common;
-use crate::fixture::{self, Net, PASSWORD, Proc};
+use super::cluster::Bridged;
+use super::common;
+use super::fixture::{self, Net, PASSWORD, Proc};
 
 /// What the clients run against.
 pub enum Serve {
@@ -59,7 +59,7 @@ impl World {
         };
         let db = match serve {
             Serve::MariaDb => vec![fixture::mariadb(&as_net(clients))?],
-            Serve::Galera => crate::cluster::galera_on(&net, clients..clients + servers)?,
+            Serve::Galera => super::cluster::galera_on(&net, clients..clients + servers)?,
         };
         let at = clients + servers;
         let store = fixture::postgres(&as_net(at))?;

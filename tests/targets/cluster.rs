@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::fixture::{
+use super::fixture::{
     PASSWORD, Proc, del_ns, in_ns, install_db, ip, server_dir, sh, suffix, wait_until,
 };
 

@@ -7,9 +7,9 @@
 
 use std::process::Command;
 
-use crate::clients::{Serve, World, client_rows, latest_run, step, text};
-use crate::common;
-use crate::fixture::PASSWORD;
+use super::clients::{Serve, World, client_rows, latest_run, step, text};
+use super::common;
+use super::fixture::PASSWORD;
 
 /// A small out-degree distribution (about 6 links a node, at most 100):
 /// the load is seconds on a cluster, not the built-in curve's million
@@ -174,7 +174,7 @@ fn two_clients_on_three_galera_nodes() {
     };
     let d = tempfile::tempdir().unwrap();
     let degrees = small_degrees(d.path());
-    let before: Vec<u64> = w.db.iter().map(crate::cluster::connections).collect();
+    let before: Vec<u64> = w.db.iter().map(super::cluster::connections).collect();
     let t0 = std::time::Instant::now();
     // LinkBench, four requesters per client, over the three endpoints.
     let args = |k: usize| -> Vec<String> {
@@ -258,13 +258,13 @@ fn two_clients_on_three_galera_nodes() {
         }
     }
     // Workers' connections went to every node in turn.
-    let after: Vec<u64> = w.db.iter().map(crate::cluster::connections).collect();
+    let after: Vec<u64> = w.db.iter().map(super::cluster::connections).collect();
     for (i, (a, b)) in before.iter().zip(&after).enumerate() {
         eprintln!("node {}: {} connections in the run", i + 1, b - a);
         assert!(b - a >= 4, "node {} received {} connections", i + 1, b - a);
     }
     for p in &w.db {
-        let left = crate::cluster::node_root(p, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
+        let left = super::cluster::node_root(p, "SHOW DATABASES LIKE 'ampbench%'").unwrap();
         assert_eq!(left.trim(), "", "ampbench left a database");
     }
 }

@@ -7,8 +7,8 @@
 use std::process::Output;
 use std::time::Instant;
 
-use crate::common;
-use crate::fixture::{self, Net, PASSWORD, Proc};
+use super::common;
+use super::fixture::{self, Net, PASSWORD, Proc};
 
 /// A PostgreSQL in the server namespace with an empty `results` database
 /// owned by `bench`, and a scratch directory for the engine's files.

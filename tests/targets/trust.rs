@@ -11,8 +11,8 @@
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use crate::clients::{Serve, World, latest_run, text};
-use crate::fixture;
+use super::clients::{Serve, World, latest_run, text};
+use super::fixture;
 
 fn args(s: String) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()

@@ -78,10 +78,7 @@ pub(super) fn config(
         *engines = vec![EngineKind::parse(url_engine)?];
     }
     for k in engines.iter() {
-        let speaks = match t.protocol {
-            Protocol::MySql => k.name().starts_with("mariadb"),
-            Protocol::Postgres => k.name() == "postgres",
-        };
+        let speaks = k.speaks() == Some(t.protocol);
         if !speaks {
             return Err(UsageError(format!(
                 "--engine {k}: --target {} is reached by {}",
@@ -166,7 +163,7 @@ pub(super) fn server_bin(
             ServerBin::Postgres { .. } => "postgres",
         })?];
     }
-    if let Some(k) = engines.iter().find(|k| !b.serves(k.name())) {
+    if let Some(k) = engines.iter().find(|k| !b.serves(**k)) {
         return Err(UsageError(format!(
             "--engine {k}: --server-bin {dir} holds {}",
             b.version()

@@ -52,7 +52,7 @@ pub const ENGINES: &[EngineDef] = &[
         structure: Structure::UpdateInPlaceBTree,
         model: INNODB_MODEL,
         conformance_cases: 0,
-        server: true,
+        server: Some(crate::address::Protocol::MySql),
         run_as: Some(SERVER_USER),
         library: || None,
         library_version,
@@ -72,7 +72,7 @@ pub const ENGINES: &[EngineDef] = &[
             ..ModelKnobs::PLAIN
         },
         conformance_cases: 0,
-        server: true,
+        server: Some(crate::address::Protocol::MySql),
         run_as: Some(SERVER_USER),
         library: || None,
         library_version,
@@ -149,9 +149,10 @@ fn open(kind: EngineKind, spec: &super::OpenSpec) -> Result<Box<dyn Engine>> {
 /// mariadb-server package makes it); root otherwise.
 const SERVER_USER: &str = "mysql";
 
-/// True for the MyRocks profile.
+/// True for the MyRocks profile: of the MariaDB profiles, the one that
+/// stores in a leveled LSM.
 pub(super) fn is_myrocks(kind: EngineKind) -> bool {
-    kind.name() == "mariadb-myrocks"
+    kind.def().structure == Structure::LeveledLsm
 }
 
 /// The default my.cnf settings of a profile.

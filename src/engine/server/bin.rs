@@ -290,11 +290,12 @@ impl ServerBin {
     }
 
     /// The engines this build runs.
-    pub fn serves(&self, engine: &str) -> bool {
-        match self {
-            ServerBin::MariaDb { .. } => engine.starts_with("mariadb"),
-            ServerBin::Postgres { .. } => engine == "postgres",
-        }
+    pub fn serves(&self, engine: crate::engine::EngineKind) -> bool {
+        engine.speaks()
+            == Some(match self {
+                ServerBin::MariaDb { .. } => crate::address::Protocol::MySql,
+                ServerBin::Postgres { .. } => crate::address::Protocol::Postgres,
+            })
     }
 
     /// The version as the run records it.

@@ -10,6 +10,7 @@ use anyhow::Result;
 use super::row::INDEXES;
 use super::{Insert, InsertStep};
 use crate::engine::{EngineRef, Structure};
+use crate::record::workload_figure::{WRITER_BEHIND, WRITER_DPS, WRITER_IPS, WRITER_TARGET_IPS};
 use crate::workload::StepNotes;
 
 /// The share of its target below which the writer is flagged.
@@ -22,10 +23,10 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
     let deleted = c.step_deleted.load(Ordering::SeqCst);
     let live = c.live.load(Ordering::SeqCst);
     if inserted > 0 || deleted > 0 {
-        n.extras.push(("rows_inserted".into(), inserted as f64));
-        n.extras.push(("rows_deleted".into(), deleted as f64));
+        n.figures.push(("rows_inserted".into(), inserted as f64));
+        n.figures.push(("rows_deleted".into(), deleted as f64));
     }
-    n.extras.push(("rows_live".into(), live as f64));
+    n.figures.push(("rows_live".into(), live as f64));
     match s {
         InsertStep::Debt => {
             let said = wl.debt_said.lock().unwrap_or_else(|p| p.into_inner());
@@ -48,9 +49,9 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         let dels = c.writer_deleted.load(Ordering::SeqCst) as f64;
         let ips = rows / secs / clients;
         let dps = dels / secs / clients;
-        n.extras.push(("writer_target_ips".into(), rate as f64));
-        n.extras.push(("writer_ips".into(), ips));
-        n.extras.push(("writer_dps".into(), dps));
+        n.figures.push((WRITER_TARGET_IPS.into(), rate as f64));
+        n.figures.push((WRITER_IPS.into(), ips));
+        n.figures.push((WRITER_DPS.into(), dps));
         let share = ips / rate as f64;
         n.lines.push(format!(
             "writer: {ips:.1} inserts/s and {dps:.1} deletes/s per client of {rate} targeted ({:.1}%){}",
@@ -62,13 +63,13 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
             }
         ));
         if share < BEHIND {
-            n.extras.push(("writer_behind".into(), 1.0));
+            n.figures.push((WRITER_BEHIND.into(), 1.0));
         }
         if point {
             let asked = c.asked.load(Ordering::SeqCst);
             let found = c.found.load(Ordering::SeqCst);
             if asked > 0 {
-                n.extras.push((
+                n.figures.push((
                     "point_found_pct".into(),
                     100.0 * found as f64 / asked as f64,
                 ));
@@ -119,7 +120,7 @@ pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Resul
         }
     }
     let (rows, entries) = first.unwrap_or_default();
-    n.extras
+    n.figures
         .push(("index_mismatches".into(), all_mismatches as f64));
     n.lines.push(format!(
         "check: {} table(s), {rows} rows, {entries} entries in {} secondary index(es): {all_mismatches} mismatches{}",

@@ -384,15 +384,15 @@ impl Workload for Micro {
     }
 
     fn discard(&self, step: Step) {
-        // The retries too: `finish` takes them with the extras.
-        let _ = self.retries.notes(self.extras(step));
+        // The retries too: `finish` takes them with the figures.
+        let _ = self.retries.notes(self.figures(step));
     }
 
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
-        Ok(self.retries.notes(self.extras(step)))
+        Ok(self.retries.notes(self.figures(step)))
     }
 
-    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
+    fn figures(&self, _step: Step) -> Vec<(String, f64)> {
         let r = self.reads.swap(0, Ordering::Relaxed);
         let f = self.found.swap(0, Ordering::Relaxed);
         if r == 0 {

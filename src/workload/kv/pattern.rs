@@ -407,15 +407,15 @@ impl Workload for Pattern {
     }
 
     fn discard(&self, step: Step) {
-        // The retries too: `finish` takes them with the extras.
-        let _ = self.retries.notes(self.extras(step));
+        // The retries too: `finish` takes them with the figures.
+        let _ = self.retries.notes(self.figures(step));
     }
 
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
-        Ok(self.retries.notes(self.extras(step)))
+        Ok(self.retries.notes(self.figures(step)))
     }
 
-    fn extras(&self, _step: Step) -> Vec<(String, f64)> {
+    fn figures(&self, _step: Step) -> Vec<(String, f64)> {
         // A miss means a loaded document was not found: reported only when
         // it happens.
         let m = self.misses.swap(0, Ordering::Relaxed);

@@ -69,10 +69,10 @@ impl Retries {
         }
     }
 
-    /// A step's notes: `extras`, then what [`take`](Retries::take) adds.
-    pub fn notes(&self, extras: Vec<(String, f64)>) -> crate::workload::StepNotes {
+    /// A step's notes: `figures`, then what [`take`](Retries::take) adds.
+    pub fn notes(&self, figures: Vec<(String, f64)>) -> crate::workload::StepNotes {
         let mut notes = crate::workload::StepNotes {
-            extras,
+            figures,
             lines: Vec::new(),
         };
         self.take(&mut notes);
@@ -91,7 +91,7 @@ impl Retries {
                 continue;
             }
             let name = op.name();
-            notes.extras.extend([
+            notes.figures.extend([
                 (format!("retries.{name}"), retries as f64),
                 (format!("retried_ops.{name}"), retried as f64),
             ]);

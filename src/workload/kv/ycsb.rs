@@ -392,15 +392,15 @@ impl Workload for Ycsb {
     }
 
     fn discard(&self, step: Step) {
-        // The retries too: `finish` takes them with the extras.
-        let _ = self.retries.notes(self.extras(step));
+        // The retries too: `finish` takes them with the figures.
+        let _ = self.retries.notes(self.figures(step));
     }
 
     fn finish(&self, step: Step, _engine: EngineRef<'_>) -> Result<crate::workload::StepNotes> {
-        Ok(self.retries.notes(self.extras(step)))
+        Ok(self.retries.notes(self.figures(step)))
     }
 
-    fn extras(&self, step: Step) -> Vec<(String, f64)> {
+    fn figures(&self, step: Step) -> Vec<(String, f64)> {
         if step == Step::Ycsb(YcsbStep::Load) {
             self.count.store(self.records, Ordering::Relaxed);
             self.next.store(self.records, Ordering::Relaxed);

@@ -536,7 +536,7 @@ impl Workload for Linkbench {
                         0.0
                     }
                 };
-                notes.extras = vec![
+                notes.figures = vec![
                     ("nodes_loaded".into(), nodes as f64),
                     ("links_loaded".into(), links as f64),
                     ("counts_loaded".into(), counts as f64),

@@ -163,12 +163,12 @@ impl Linkbench {
             (None, Vec::new())
         };
         if let Some(check) = &check {
-            notes.extras.extend([
+            notes.figures.extend([
                 ("consistency_pairs".into(), check.pairs as f64),
                 ("consistency_mismatches".into(), check.mismatches as f64),
             ]);
         }
-        notes.extras.extend([
+        notes.figures.extend([
             ("getlinkslist_rows_mean".into(), mean),
             ("getlinkslist_rows_p50".into(), p50),
             ("getlinkslist_rows_p99".into(), p99),
@@ -184,18 +184,18 @@ impl Linkbench {
                 continue;
             }
             notes
-                .extras
+                .figures
                 .push((format!("getlinkslist_rows_mean.interval.{i}"), m));
             notes
-                .extras
+                .figures
                 .push((format!("getlinkslist_rows_p50.interval.{i}"), p5));
             notes
-                .extras
+                .figures
                 .push((format!("getlinkslist_rows_p99.interval.{i}"), p9));
             // Where the range limit is reached (the reference prints max).
             let max = r.max;
             notes
-                .extras
+                .figures
                 .push((format!("getlinkslist_rows_max.interval.{i}"), max as f64));
             by_interval.push(format!("{m:.1}/{p5}/{p9}/{max}"));
         }
@@ -210,10 +210,10 @@ impl Linkbench {
             // The link writes always (a 0 is a finding too); others when retried.
             if link_write || c.retries > 0 {
                 notes
-                    .extras
+                    .figures
                     .push((format!("retried_ops.{op}"), c.retried_ops as f64));
                 notes
-                    .extras
+                    .figures
                     .push((format!("retries.{op}"), c.retries as f64));
                 said.push(format!("{op} {} in {} ops", c.retries, c.ops));
             }
@@ -222,12 +222,12 @@ impl Linkbench {
             }
             if link_write || c.rollbacks > 0 || c.fallbacks > 0 {
                 let (r, f) = (c.rollbacks as f64, c.fallbacks as f64);
-                notes.extras.push((format!("rollbacks.{op}"), r));
-                notes.extras.push((format!("fallbacks.{op}"), f));
+                notes.figures.push((format!("rollbacks.{op}"), r));
+                notes.figures.push((format!("fallbacks.{op}"), f));
             }
             if c.statements > 0 {
                 let per = c.statements as f64 / c.ops as f64;
-                notes.extras.push((format!("statements_per_op.{op}"), per));
+                notes.figures.push((format!("statements_per_op.{op}"), per));
                 let extra = match (c.rollbacks, c.fallbacks) {
                     (0, 0) => String::new(),
                     (r, f) => format!(" ({r} rollbacks, {f} fallbacks)"),
@@ -247,7 +247,7 @@ impl Linkbench {
         }
         if total.statements > 0 && total.ops > 0 {
             let per = total.statements as f64 / total.ops as f64;
-            notes.extras.push(("statements_per_request".into(), per));
+            notes.figures.push(("statements_per_request".into(), per));
             notes.lines.push(format!(
                 "statements per request: {per:.3} ({} variant; COMMIT and ROLLBACK included): {}",
                 self.variant,
@@ -330,7 +330,7 @@ impl Linkbench {
             per(w.client.sys_us, now.sys_us),
         );
         let cs = per(w.client.ctx_switches, now.ctx_switches);
-        notes.extras.extend([
+        notes.figures.extend([
             ("client_cpu_us_per_request".to_string(), cpu),
             ("client_user_us_per_request".to_string(), user),
             ("client_sys_us_per_request".to_string(), sys),
@@ -339,7 +339,9 @@ impl Linkbench {
         let syscalls = match (w.client.syscalls, now.syscalls) {
             (Some(a), Some(b)) => {
                 let v = per(a, b);
-                notes.extras.push(("client_syscalls_per_request".into(), v));
+                notes
+                    .figures
+                    .push(("client_syscalls_per_request".into(), v));
                 format!("{v:.2} system calls")
             }
             _ => format!(
@@ -350,7 +352,7 @@ impl Linkbench {
         let said_server = match (w.server, server) {
             (Some(a), Some(b)) => {
                 let (q, rx, tx) = (per(a[0], b[0]), per(a[1], b[1]), per(a[2], b[2]));
-                notes.extras.extend([
+                notes.figures.extend([
                     ("server_statements_per_request".to_string(), q),
                     ("bytes_sent_per_request".to_string(), rx),
                     ("bytes_received_per_request".to_string(), tx),
@@ -369,13 +371,13 @@ impl Linkbench {
                 let rts = statements as f64 / n;
                 let rt = f.same_cpu;
                 let floor = rts * rt.cpu_us();
-                notes.extras.extend([
+                notes.figures.extend([
                     ("loopback_round_trip_cpu_us".to_string(), rt.cpu_us()),
                     ("client_floor_us_per_request".to_string(), floor),
                 ]);
                 let across = match f.other_cpu {
                     Some(o) => {
-                        notes.extras.extend([
+                        notes.figures.extend([
                             (
                                 "loopback_round_trip_cpu_us_other_cpu".to_string(),
                                 o.cpu_us(),

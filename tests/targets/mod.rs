@@ -7,8 +7,7 @@
 
 mod clients;
 mod cluster;
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod fixture;
 mod galera;
 mod store;
