@@ -15,8 +15,8 @@ export ROUNDS=${ROUNDS:-3}
 echo "== reports over a PostgreSQL store of $AMPBENCH_STORE_RUNS runs"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-if ! cargo test --release --test targets -- --ignored --nocapture --test-threads 1 \
-  store::report_over_a_large_store > "$out" 2>&1; then
+if ! cargo test --release --test servers -- --ignored --nocapture --test-threads 1 \
+  targets::store::report_over_a_large_store > "$out" 2>&1; then
   cat "$out"
   exit 1
 fi

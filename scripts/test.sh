@@ -28,14 +28,26 @@ rm -f "$dir"/*.out "$dir"/*.rc "$dir"/*.list
 # module's name (the lib's and the main's unit tests are both
 # `ampbench-HASH`, shown without the hash). A module's tests are given to
 # its binary by name, exactly.
-jobs=$(for b in $bins; do
+# Each merged binary's tests are listed once, into $dir/BINARY.list; a
+# binary that cannot list its tests, or lists none, fails the run here.
+jobs=""
+for b in $bins; do
   case "$(basename "$b")" in
     quick-*|machine-*|servers-*)
-      "$b" --list --format terse 2>/dev/null | sed -n 's/^\([a-z0-9_]*\)::.*: test$/\1/p' | sort -u |
-        sed "s|^|$b@|" ;;
-    *) echo "$b" ;;
+      list="$dir/$(basename "$b").list"
+      if ! "$b" --list --format terse > "$list.all" 2> "$list.err"; then
+        echo "== $(basename "$b"): cannot list its tests:" >&2; cat "$list.err" >&2; exit 1
+      fi
+      sed -n 's/: test$//p' "$list.all" > "$list"
+      [ -s "$list" ] || { echo "== $(basename "$b"): lists no test" >&2; exit 1; }
+      # A test at the binary's root (no module) is its own job, under
+      # the binary's name.
+      mods=$(sed -n 's/^\([a-z0-9_]*\)::.*/\1/p' "$list" | sort -u)
+      grep -qv '::' "$list" && mods="$mods $(basename "$b" | sed 's/-[0-9a-f]*$//')"
+      for m in $mods; do jobs="$jobs $b@$m"; done ;;
+    *) jobs="$jobs $b" ;;
   esac
-done)
+done
 if [ -n "${ONLY:-}" ]; then
   jobs=$(for j in $jobs; do
     n=$(case "$j" in *@*) echo "${j##*@}" ;; *) basename "$j" | sed 's/-[0-9a-f]*$//' ;; esac)
@@ -60,7 +72,17 @@ run_one() {
   b=${j%@*}
   args=()
   if [ "$b" != "$j" ]; then
-    mapfile -t args < <("$b" --list --format terse 2>/dev/null | sed -n "s/^\($k::.*\): test\$/\1/p")
+    list="$dir/$(basename "$b").list"
+    if [ "$k" = "$(basename "$b" | sed 's/-[0-9a-f]*$//')" ]; then
+      mapfile -t args < <(grep -v '::' "$list")
+    else
+      mapfile -t args < <(grep "^$k::" "$list")
+    fi
+    if [ ${#args[@]} -eq 0 ]; then
+      echo "     FAILED $name: no test of it in $list"
+      echo 1 > "$dir/$k.rc"
+      return
+    fi
     args=(--exact "${args[@]}")
   fi
   t0=$(date +%s)

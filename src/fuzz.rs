@@ -128,7 +128,7 @@ pub fn results(data: &[u8]) -> Option<String> {
     let p = scratch("results.db", data)?;
     let out = (|| -> anyhow::Result<()> {
         let mut r = crate::results::Results::open_existing(&p.as_path().into())?;
-        let view = crate::results::read::load(&mut r, crate::results::read::RunSel::Latest)?;
+        let view = crate::results::load(&mut r, crate::results::read::RunSel::Latest)?;
         let _ = crate::report::render(&view, crate::report::Format::Text, None, &r)?;
         let _ = crate::report::render(&view, crate::report::Format::Json, None, &r)?;
         Ok(())

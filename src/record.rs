@@ -282,7 +282,10 @@ impl StepExtras {
             PRED_WRITE_AMP => pw,
             PRED_SPACE_AMP => ps,
             _ => {
-                if let Some(i) = k.strip_prefix(SLICE).and_then(|i| i.parse::<usize>().ok()) {
+                if let Some(i) = k
+                    .strip_prefix(SLICE)
+                    .and_then(|i| i.parse::<usize>().ok().filter(|n| n.to_string() == i))
+                {
                     if i >= 1 {
                         slices.insert(i, v);
                         return true;
@@ -338,10 +341,14 @@ impl StepExtras {
     /// A figure by its stored name (a plan's `figure = "lsm.cf_link_pk.levels"`
     /// or a workload figure's name).
     pub fn named(&self, name: &str) -> Option<f64> {
-        self.rows()
-            .into_iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
+        match self.workload.get(name) {
+            Some(v) => Some(*v),
+            None => self
+                .rows()
+                .into_iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v),
+        }
     }
 
     /// True for a stored name of a column family's write (`cf.NAME.…`):
@@ -365,7 +372,14 @@ impl StepExtras {
                 ..Harness::default()
             },
             trees: self.trees.clone(),
-            workload: self.workload.clone(),
+            // Rows this build does not know under a name it writes (a
+            // file of another build) stay out, as their tables' own.
+            workload: self
+                .workload
+                .iter()
+                .filter(|(k, _)| ![SLICE, "pred_", FAMILY].iter().any(|p| k.starts_with(p)))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
             ..StepExtras::default()
         };
         x.rows()
@@ -550,6 +564,26 @@ mod tests {
         assert_eq!(x.prediction, None);
         assert!(x.harness.slices.is_empty());
         assert_eq!(x.rows(), stored);
+    }
+
+    #[test]
+    fn only_names_it_writes_are_taken_and_others_stay_out_of_the_workload_table() {
+        let x = StepExtras::from_rows([
+            ("slice.01", 1.0),
+            ("slice.1", 2.0),
+            ("pred_space_amp", 3.0),
+            ("rows", 4.0),
+            ("mem_peak_mb", 5.0),
+        ]);
+        assert_eq!(x.harness.slices, vec![2.0]);
+        assert_eq!(x.workload["slice.01"], 1.0);
+        assert_eq!(
+            x.shown_with_workload(false),
+            vec![("rows".to_string(), 4.0)]
+        );
+        assert_eq!(x.shown_with_workload(true).len(), 2);
+        assert_eq!(x.named("rows"), Some(4.0));
+        assert_eq!(x.named("slice.1"), Some(2.0));
     }
 
     #[test]

@@ -218,70 +218,81 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
             );
             continue;
         }
-        let d = tempfile::tempdir().unwrap();
-        let res = d.path().join("r.db");
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
-            .args([
-                "run",
-                "-w",
-                "micro",
-                "-e",
-                "null",
-                "--steps",
-                "fillseq",
-                "-p",
-                "num=1000",
-                "--storage",
-                "custom:units=2,read_us=2000,write_us=2000,iops=600,mbps=100",
-                "--device-size",
-                "1GB",
-                "--warmup",
-                "0",
-                "--duration",
-                "1",
-                "--results",
-                res.to_str().unwrap(),
-                "--dir",
-                d.path().to_str().unwrap(),
-            ])
-            .env("AMPBENCH_DEVICE_LOOP", server)
-            .output()
-            .unwrap();
-        let out = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert!(o.status.success(), "{server}:\n{out}");
-        let eff = run_config(&res, 1)["storage_effective"].clone();
-        let named = eff["model_server"].as_str().unwrap_or_default().to_string();
-        assert!(named.starts_with(&format!("{server}:")), "{server}: {eff}");
-        assert!(
-            out.contains(&format!("the model's server: {server}:")),
-            "{out}"
-        );
-        // The loop device in direct IO, no request over one FUSE request.
-        assert_eq!(eff["loop_dio"].as_u64(), Some(1), "{eff}");
-        assert!(
-            eff["loop_max_request_kb"]
-                .as_u64()
-                .is_some_and(|kb| kb <= 1024),
-            "{eff}"
-        );
-        let m = &eff["measured"];
-        let qd32 = m["read_qd32"]["ops_per_sec"].as_f64().unwrap();
-        assert!(
-            (480.0..=660.0).contains(&qd32),
-            "{server}: QD32 {qd32}/s against 600: {m}"
-        );
         // QD1 within a quarter of the model's time while other tests run
         // beside it. The reference `threads` server wakes late under load
         // (CI, two test lanes: +31% at QD1 while `uring` was +0.6% and
         // `fuse-dev` +1.0% in the same run), which is why it is not the
-        // default: it must stay within half.
-        let err = m["model_qd1_error"].as_f64().unwrap();
+        // default: it must stay within half. A test beside it that takes
+        // both cores for a while (a Galera cluster starting) makes any
+        // server late: one probe over the bound is measured again, and
+        // the test fails when the second is over it too.
         let bound = if server == "threads" { 0.5 } else { 0.25 };
-        assert!(err.abs() < bound, "{server}: QD1 error {err}: {m}");
+        let mut errs = Vec::new();
+        let (m, err, qd32) = loop {
+            let d = tempfile::tempdir().unwrap();
+            let res = d.path().join("r.db");
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_ampbench"))
+                .args([
+                    "run",
+                    "-w",
+                    "micro",
+                    "-e",
+                    "null",
+                    "--steps",
+                    "fillseq",
+                    "-p",
+                    "num=1000",
+                    "--storage",
+                    "custom:units=2,read_us=2000,write_us=2000,iops=600,mbps=100",
+                    "--device-size",
+                    "1GB",
+                    "--warmup",
+                    "0",
+                    "--duration",
+                    "1",
+                    "--results",
+                    res.to_str().unwrap(),
+                    "--dir",
+                    d.path().to_str().unwrap(),
+                ])
+                .env("AMPBENCH_DEVICE_LOOP", server)
+                .output()
+                .unwrap();
+            let out = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(o.status.success(), "{server}:\n{out}");
+            let eff = run_config(&res, 1)["storage_effective"].clone();
+            let named = eff["model_server"].as_str().unwrap_or_default().to_string();
+            assert!(named.starts_with(&format!("{server}:")), "{server}: {eff}");
+            assert!(
+                out.contains(&format!("the model's server: {server}:")),
+                "{out}"
+            );
+            // The loop device in direct IO, no request over one FUSE request.
+            assert_eq!(eff["loop_dio"].as_u64(), Some(1), "{eff}");
+            assert!(
+                eff["loop_max_request_kb"]
+                    .as_u64()
+                    .is_some_and(|kb| kb <= 1024),
+                "{eff}"
+            );
+            let m = &eff["measured"];
+            let qd32 = m["read_qd32"]["ops_per_sec"].as_f64().unwrap();
+            assert!(
+                (480.0..=660.0).contains(&qd32),
+                "{server}: QD32 {qd32}/s against 600: {m}"
+            );
+            let err = m["model_qd1_error"].as_f64().unwrap();
+            errs.push(err);
+            if err.abs() < bound || errs.len() == 2 {
+                break (m.clone(), err, qd32);
+            }
+            eprintln!("{server}: QD1 error {err:+.3} over {bound}: measured again");
+        };
+        assert!(err.abs() < bound, "{server}: QD1 errors {errs:?}: {m}");
         // What one timed sleep costs here is measured beside it.
         let sleep = m["sleep_cpu_us"].as_f64().unwrap_or(f64::NAN);
         assert!(

@@ -2,7 +2,7 @@
 //! rocksdb and lmdb, load, pq.1, owa.1, rq.1, two repetitions; its engine
 //! statistics removed to keep it small): snapshots of the text, Markdown
 //! and CSV reports, so a format change is reviewed (`INSTA_UPDATE=always
-//! cargo test --test exports` rewrites them), and the interval log read
+//! cargo test --release --test quick exports::` rewrites them), and the interval log read
 //! back by the hdrhistogram crate's log reader.
 
 use crate::common;

@@ -129,8 +129,8 @@ fn check_charts(charts: &[serde_json::Value]) {
 }
 
 /// The acceptance check on any page: `AMPBENCH_PAGE=report.html cargo
-/// test --release --test html_browser -- --ignored` (e.g. the page of
-/// `make run`).
+/// test --release --test quick -- --ignored html_browser::` (e.g. the
+/// page of `make run`).
 #[test]
 #[ignore]
 fn the_page_named_by_ampbench_page() {

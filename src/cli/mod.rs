@@ -219,7 +219,7 @@ pub fn main() -> Result<i32> {
                 let first = views.first().map(|v: &crate::results::RunView| v.id);
                 let id = runner::run(cfg, &command, first, &mut out)?;
                 let mut results = Results::open_existing(&cfg.results)?;
-                views.push(read::load(&mut results, read::RunSel::Id(id))?);
+                views.push(crate::results::load(&mut results, read::RunSel::Id(id))?);
                 if crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                     break;
                 }
@@ -287,10 +287,10 @@ pub fn main() -> Result<i32> {
                 // `latest` is the last `ampbench run`: all its corners.
                 if sel == read::RunSel::Latest {
                     for id in read::latest_ids(&mut results)? {
-                        views.push(read::load(&mut results, read::RunSel::Id(id))?);
+                        views.push(crate::results::load(&mut results, read::RunSel::Id(id))?);
                     }
                 } else {
-                    views.push(read::load(&mut results, sel)?);
+                    views.push(crate::results::load(&mut results, sel)?);
                 }
             }
             let mut view = if views.len() == 1 {

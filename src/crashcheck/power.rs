@@ -45,7 +45,7 @@ impl Setup {
         // for little and each round's outcome settles fast; a write stays
         // in it up to 100 ms unless flushed, as a drive's DRAM cache may
         // hold writes to combine them, so what no flush covered is lost.
-        let mut params = devmodel::class_params(StorageClass::SlowSsd)
+        let mut params = crate::setup::class::class_params(StorageClass::SlowSsd)
             .ok_or_else(|| anyhow::anyhow!("slow-ssd is not modelled"))?;
         for (k, v) in [
             ("cache", "volatile"),

@@ -6,8 +6,13 @@ use std::process::Command;
 
 use anyhow::Result;
 
-use super::mariadb::is_myrocks;
-use super::{EngineKind, EngineOptions};
+use super::{EngineKind, EngineOptions, Structure};
+
+/// True for the MyRocks profile: of the MariaDB profiles (servers that
+/// speak MySQL's protocol), the one that stores in a leveled LSM.
+pub fn is_myrocks(kind: EngineKind) -> bool {
+    kind.speaks() == Some(super::Protocol::MySql) && kind.def().structure == Structure::LeveledLsm
+}
 
 /// Checks option keys are my.cnf words the server knows (its `--verbose
 /// --help` list, MyRocks loaded; `skip-`, `enable-`, `disable-` and

@@ -11,6 +11,8 @@ pub mod html;
 pub mod html_charts;
 pub mod json;
 pub mod model;
+pub mod parts;
+pub mod ratio;
 pub mod repeat;
 pub mod seed;
 pub mod slices;

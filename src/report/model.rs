@@ -7,8 +7,8 @@
 
 use std::fmt::Write;
 
+use super::parts::cell;
 use super::table::Table;
-use super::text::cell;
 use crate::metrics::Metric;
 use crate::names::{ModelCheck, Verdict};
 use crate::record::Note;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::compare::metric_ratio;
+use super::ratio::metric_ratio;
 use crate::metrics::LatencySummary;
 use crate::metrics::Metric;
 use crate::metrics::stats::{RatioCi, mean_ci, ratio_ci};

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::text::cell;
+use super::parts::cell;
 use crate::metrics::Metric;
 use crate::results::RunView;
 use crate::results::read::SliceView;

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::text::cell;
+use super::parts::cell;
 use crate::metrics::Metric;
 use crate::record::SLICES;
 use crate::record::workload_figure::{WRITER_BEHIND, WRITER_IPS, WRITER_TARGET_IPS};

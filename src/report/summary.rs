@@ -13,7 +13,7 @@ use crate::results::{RunView, StepView};
 
 /// The short report: the run's header, then the tables of [`tables`].
 pub fn render(run: &RunView, base: Option<&str>) -> String {
-    let mut o = super::text::header(run);
+    let mut o = super::parts::header(run);
     o.push_str(&legend(run).text());
     for t in tables(run, base) {
         o.push_str(&t.text());
@@ -27,8 +27,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     // The model's divergences in one line: their table is in the full
     // report (`run -v`, `ampbench report`).
     o.push_str(&super::model::diverging_line(run));
-    o.push_str(&super::text::workload_notes(run));
-    o.push_str(&super::text::notes(run, &[]));
+    o.push_str(&super::parts::workload_notes(run));
+    o.push_str(&super::parts::notes(run, &[]));
     o.push_str(&super::concurrency::render(run));
     o.push_str(&super::clients::render(run));
     o
@@ -106,7 +106,7 @@ pub(super) const SIZE_TITLE: &str = "size in GB after each step (allocated/appar
 
 /// A step's database size, allocated/apparent, in GB.
 pub(super) fn size(s: &StepView) -> Option<String> {
-    let gb = super::text::gb;
+    let gb = super::parts::gb;
     Some(format!(
         "{}/{}",
         gb(s.fig(Metric::DbBytes)),
@@ -367,7 +367,7 @@ fn workload_figures(run: &RunView) -> Table {
             let mut row = vec![st.clone(), k.clone()];
             for e in &es {
                 let v = find(run, e, &st).and_then(|s| s.extras.named(&k));
-                row.push(v.map_or("-".into(), super::text::extra_value));
+                row.push(v.map_or("-".into(), super::parts::extra_value));
             }
             t.row(row);
         }

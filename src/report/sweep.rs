@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::text::cell;
+use super::parts::cell;
 use crate::metrics::Metric;
 use crate::results::{RunView, StepView};
 

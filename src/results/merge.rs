@@ -9,69 +9,12 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use rusqlite::params;
-use serde::Serialize;
 
-use super::read::{IntervalView, RunView, StepView, Stored};
+use super::read::{ClientInfo, ClientStep, ClientsView, IntervalView, RunView, StepView, Stored};
 use super::{Results, WHOLE_STEP};
-use crate::metrics::{Latency, LatencySummary, Metric};
+use crate::metrics::{Latency, Metric};
 use crate::names::Status;
-
-/// One client's part of a merged step.
-#[derive(Clone, Debug, Serialize)]
-pub struct ClientStep {
-    /// The client, 0-based.
-    pub client: usize,
-    /// The step's position in the run.
-    pub ordinal: i64,
-    /// Engine label.
-    pub engine: String,
-    /// Step label.
-    pub step: String,
-    /// How the client's step ended.
-    pub status: Status,
-    /// Its error, if it failed.
-    pub error: Option<String>,
-    /// Its operations.
-    pub ops: Option<f64>,
-    /// Its operations per second.
-    pub ops_per_sec: Option<f64>,
-    /// Its own CPU per operation, µs.
-    pub client_cpu_us_per_op: Option<f64>,
-    /// Its response times per operation kind.
-    pub latencies: Vec<(String, LatencySummary)>,
-    /// Seconds from the step's start barrier releasing (the last client
-    /// arriving) to this client starting its workers, on the store's
-    /// clock.
-    pub start_lag: Option<f64>,
-}
-
-/// A client of the run as it registered.
-#[derive(Clone, Debug, Serialize)]
-pub struct ClientInfo {
-    /// The client, 0-based.
-    pub client: usize,
-    /// Its host name.
-    pub host: String,
-    /// The store's clock less the client's, seconds.
-    pub skew: f64,
-    /// `running`, `done`, `failed` or `died`.
-    pub status: String,
-    /// Why it failed or died.
-    pub error: Option<String>,
-}
-
-/// The clients of a run and their steps.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ClientsView {
-    /// The run's name (`--run-name`).
-    pub name: String,
-    /// How many clients the run was made for.
-    pub clients: usize,
-    /// Those that registered.
-    pub joined: Vec<ClientInfo>,
-    /// Every client's steps.
-    pub steps: Vec<ClientStep>,
-}
+use crate::record::Note;
 
 /// How a figure of the clients' steps becomes the run's.
 enum Rule {
@@ -344,14 +287,22 @@ fn merge_step(
         k.verdict = crate::names::Verdict::of(k.measured, k.predicted);
     }
     // What each client's workload said (its consistency check of its
-    // tables, its retries), each line under its client.
+    // tables, its retries), each line under its client; the model's
+    // lines, of the one engine they share, as the first client's
+    // prediction is taken (an ampbench before the typed notes showed each
+    // client's among the workload notes, as text it did not recognise).
     out.notes = g
         .iter()
-        .flat_map(|s| {
+        .enumerate()
+        .flat_map(|(i, s)| {
             let c = meta.get(&s.id).map_or(0, |m| m.0);
             s.notes
                 .iter()
-                .map(move |l| l.map(|t| format!("client {c}: {t}")))
+                .filter(move |l| i == 0 || !l.is_model())
+                .map(move |l| match l {
+                    Note::Said(t) => Note::Said(format!("client {c}: {t}")),
+                    model => model.clone(),
+                })
         })
         .collect();
     // The server's replication: the samples of the client that ended last.

@@ -770,3 +770,18 @@ fn write_figures(
     }
     Ok(())
 }
+
+/// Reads a run with all its steps; the steps of a run of several clients
+/// are merged into one view (`merge`), each client's kept beside it.
+pub fn load(r: &mut Results, sel: read::RunSel) -> Result<read::RunView> {
+    let mut run = read::load_steps(r, sel)?;
+    let (name, clients): (Option<String>, i64) = r.conn().query_row(
+        "SELECT name, clients FROM runs WHERE id = ?1",
+        rusqlite::params![run.id],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
+    if clients > 1 {
+        merge::merge_clients(r, &mut run, name.unwrap_or_default(), clients as usize)?;
+    }
+    Ok(run)
+}

@@ -198,6 +198,63 @@ impl StepView {
     }
 }
 
+/// One client's part of a merged step.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientStep {
+    /// The client, 0-based.
+    pub client: usize,
+    /// The step's position in the run.
+    pub ordinal: i64,
+    /// Engine label.
+    pub engine: String,
+    /// Step label.
+    pub step: String,
+    /// How the client's step ended.
+    pub status: Status,
+    /// Its error, if it failed.
+    pub error: Option<String>,
+    /// Its operations.
+    pub ops: Option<f64>,
+    /// Its operations per second.
+    pub ops_per_sec: Option<f64>,
+    /// Its own CPU per operation, µs.
+    pub client_cpu_us_per_op: Option<f64>,
+    /// Its response times per operation kind.
+    pub latencies: Vec<(String, LatencySummary)>,
+    /// Seconds from the step's start barrier releasing (the last client
+    /// arriving) to this client starting its workers, on the store's
+    /// clock.
+    pub start_lag: Option<f64>,
+}
+
+/// A client of the run as it registered.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClientInfo {
+    /// The client, 0-based.
+    pub client: usize,
+    /// Its host name.
+    pub host: String,
+    /// The store's clock less the client's, seconds.
+    pub skew: f64,
+    /// `running`, `done`, `failed` or `died`.
+    pub status: String,
+    /// Why it failed or died.
+    pub error: Option<String>,
+}
+
+/// The clients of a run and their steps.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ClientsView {
+    /// The run's name (`--run-name`).
+    pub name: String,
+    /// How many clients the run was made for.
+    pub clients: usize,
+    /// Those that registered.
+    pub joined: Vec<ClientInfo>,
+    /// Every client's steps.
+    pub steps: Vec<ClientStep>,
+}
+
 /// One run as recorded.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunView {
@@ -242,7 +299,7 @@ pub struct RunView {
     /// A run of several clients (`--clients`): each client's rows; the
     /// steps are then the clients' merged.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub clients: Option<super::merge::ClientsView>,
+    pub clients: Option<ClientsView>,
 }
 
 impl RunView {
@@ -349,8 +406,9 @@ pub fn latest_ids(r: &mut Results) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// Reads a run with all its steps.
-pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
+/// Reads a run with all its steps, each client's apart (see
+/// [`super::load`], which merges a run of several clients).
+pub(super) fn load_steps(r: &mut Results, sel: RunSel) -> Result<RunView> {
     let id: i64 = match sel {
         RunSel::Latest => r
             .query("SELECT max(id) FROM runs", &[])?
@@ -526,14 +584,6 @@ pub fn load(r: &mut Results, sel: RunSel) -> Result<RunView> {
             }
         }
         run.steps.push(s);
-    }
-    let (name, clients): (Option<String>, i64) = c.query_row(
-        "SELECT name, clients FROM runs WHERE id = ?1",
-        params![id],
-        |row| Ok((row.get(0)?, row.get(1)?)),
-    )?;
-    if clients > 1 {
-        super::merge::merge_clients(r, &mut run, name.unwrap_or_default(), clients as usize)?;
     }
     Ok(run)
 }

@@ -5,12 +5,14 @@
 
 pub mod allocator;
 pub mod cgroup;
+pub mod class;
 pub mod devmodel;
 pub mod ioprobe;
 pub mod mounts;
 pub mod oom;
 mod probeline;
 pub mod storage;
+pub mod throttle;
 
 use std::path::{Path, PathBuf};
 

@@ -6,9 +6,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use super::storage::{run, unthrottle};
+use super::throttle::unthrottle;
+
+/// Runs a command; its trimmed output, or an error with its stderr.
+pub(super) fn run(cmd: &mut Command) -> Result<String> {
+    let what = format!("{cmd:?}").replace('"', "");
+    let o = cmd.output().with_context(|| format!("cannot run {what}"))?;
+    if !o.status.success() {
+        bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
 
 /// Unmounts, retrying while busy for up to 10 s, then lazily.
 pub(super) fn unmount(dir: &Path) -> Result<()> {

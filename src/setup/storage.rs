@@ -21,162 +21,10 @@ mod power;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-/// A storage class: what the dedicated device behaves like.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum StorageClass {
-    /// The data directory as it is: no device of our own, no throttle.
-    Native,
-    /// A dedicated device without a throttle (the machine's own speed).
-    #[default]
-    Dedicated,
-    /// ≈ 100k IOPS, 2 GB/s: a fast NVMe SSD. Not modelled (the model's
-    /// server cannot serve it on 2 cores): the machine's device under a
-    /// cap, as fast-ssd-cap.
-    FastSsd,
-    /// A modelled SATA SSD: ≈ 10k IOPS shared by reads and writes, 250 µs
-    /// per random read, a power-safe write cache.
-    SlowSsd,
-    /// A modelled array of ten 7,200 rpm disks: ≈ 133 random reads/s at
-    /// QD1, 1k IOPS shared at depth, a battery-backed write cache.
-    DiskArray,
-    /// A cap of 100k IOPS and 2 GB/s each way (no latency of its own).
-    FastSsdCap,
-    /// A cap of 10k IOPS and 400 MB/s each way, reads and writes
-    /// separately (the classes before the device model).
-    SlowSsdCap,
-    /// A cap of 1k IOPS and 200 MB/s each way, reads and writes separately.
-    DiskArrayCap,
-    /// `--iops R[,W]` and `--mbps R[,W]`.
-    Custom,
-    /// A device model of the user's own: `--storage
-    /// custom:units=4,read_us=300,write_us=500,iops=5000,mbps=300[,KEY=VALUE…]`.
-    #[value(skip)]
-    CustomModel,
-}
-
-impl StorageClass {
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            StorageClass::Native => "native",
-            StorageClass::Dedicated => "dedicated",
-            StorageClass::FastSsd => "fast-ssd",
-            StorageClass::SlowSsd => "slow-ssd",
-            StorageClass::DiskArray => "disk-array",
-            StorageClass::FastSsdCap => "fast-ssd-cap",
-            StorageClass::SlowSsdCap => "slow-ssd-cap",
-            StorageClass::DiskArrayCap => "disk-array-cap",
-            StorageClass::Custom => "custom",
-            StorageClass::CustomModel => "custom-model",
-        }
-    }
-
-    /// The class's caps (custom: none until `--iops`/`--mbps` fill them;
-    /// a modelled class: none, the model is its limit).
-    pub fn caps(self) -> Caps {
-        let c = |iops: u64, mbps: u64| Caps {
-            read_iops: Some(iops),
-            write_iops: Some(iops),
-            read_mbps: Some(mbps),
-            write_mbps: Some(mbps),
-        };
-        match self {
-            StorageClass::FastSsd | StorageClass::FastSsdCap => c(100_000, 2_000),
-            StorageClass::SlowSsdCap => c(10_000, 400),
-            StorageClass::DiskArrayCap => c(1_000, 200),
-            _ => Caps::default(),
-        }
-    }
-
-    /// The device model's parameters, for a modelled class.
-    pub fn model(self) -> Option<super::devmodel::Params> {
-        super::devmodel::class_params(self)
-    }
-}
-
-impl std::fmt::Display for StorageClass {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// IOPS and bandwidth caps on the device; None is no cap.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Caps {
-    /// Read operations per second.
-    pub read_iops: Option<u64>,
-    /// Write operations per second.
-    pub write_iops: Option<u64>,
-    /// Read MB/s (10⁶ bytes).
-    pub read_mbps: Option<u64>,
-    /// Write MB/s (10⁶ bytes).
-    pub write_mbps: Option<u64>,
-}
-
-impl Caps {
-    /// Every cap times `f` (`--io-scale`), at least 1.
-    pub fn scaled(&self, f: f64) -> Caps {
-        let s = |v: Option<u64>| v.map(|v| ((v as f64 * f).round() as u64).max(1));
-        Caps {
-            read_iops: s(self.read_iops),
-            write_iops: s(self.write_iops),
-            read_mbps: s(self.read_mbps),
-            write_mbps: s(self.write_mbps),
-        }
-    }
-
-    /// True when nothing is capped.
-    pub fn none(&self) -> bool {
-        *self == Caps::default()
-    }
-
-    /// `read 1000 IOPS 200 MB/s, write …` for the console.
-    pub fn show(&self) -> String {
-        if self.none() {
-            return "no throttle".into();
-        }
-        let one = |iops: Option<u64>, mbps: Option<u64>| {
-            let i = iops.map_or("∞".into(), |v| v.to_string());
-            let m = mbps.map_or("∞".into(), |v| v.to_string());
-            format!("{i} IOPS {m} MB/s")
-        };
-        format!(
-            "read {}, write {}",
-            one(self.read_iops, self.read_mbps),
-            one(self.write_iops, self.write_mbps)
-        )
-    }
-}
-
-/// The largest cap `--iops` (IOs/s) and `--mbps` (MB/s) take: far past
-/// any device, and small enough that bytes per second fit the kernel's
-/// 64-bit throttle values.
-pub const MAX_CAP: u64 = 100_000_000;
-
-/// Parses `R` or `R,W` (a single value caps both directions).
-pub fn parse_pair(flag: &str, s: &str) -> Result<(u64, u64), crate::UsageError> {
-    let bad = || {
-        crate::UsageError(format!(
-            "--{flag} {s}: expected a number from 1 to {MAX_CAP}, or READ,WRITE"
-        ))
-    };
-    let v: Vec<u64> = s
-        .split(',')
-        .map(|p| {
-            p.trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|&n| n > 0 && n <= MAX_CAP)
-        })
-        .collect::<Option<_>>()
-        .ok_or_else(bad)?;
-    match v[..] {
-        [a] => Ok((a, a)),
-        [r, w] => Ok((r, w)),
-        _ => Err(bad()),
-    }
-}
+pub use super::class::StorageClass;
+use super::mounts::run;
+pub use super::throttle::{Caps, MAX_CAP, io_max_line, parse_pair};
+use super::throttle::{blkio_root, rules, unthrottle};
 
 /// The filesystem made on the dedicated device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -210,26 +58,6 @@ pub struct Device {
     pub model: Option<super::devmodel::Served>,
     /// The filesystem's mount options.
     mount_options: String,
-}
-
-pub(super) fn run(cmd: &mut Command) -> Result<String> {
-    let what = format!("{cmd:?}").replace('"', "");
-    let o = cmd.output().with_context(|| format!("cannot run {what}"))?;
-    if !o.status.success() {
-        bail!(
-            "{what} failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-/// The root blkio group (v1), where a device rule holds every submitter.
-fn blkio_root() -> Option<PathBuf> {
-    let p = Path::new("/sys/fs/cgroup/blkio");
-    p.join("blkio.throttle.read_iops_device")
-        .exists()
-        .then(|| p.to_path_buf())
 }
 
 /// Whether this machine can make a dedicated device: root, loop devices,
@@ -490,43 +318,6 @@ impl Drop for Device {
     }
 }
 
-/// The v1 throttle files and their values for caps (MB/s as bytes/s).
-fn rules(caps: &Caps) -> [(&'static str, Option<u64>); 4] {
-    [
-        ("blkio.throttle.read_iops_device", caps.read_iops),
-        ("blkio.throttle.write_iops_device", caps.write_iops),
-        (
-            "blkio.throttle.read_bps_device",
-            caps.read_mbps.map(|m| m * 1_000_000),
-        ),
-        (
-            "blkio.throttle.write_bps_device",
-            caps.write_mbps.map(|m| m * 1_000_000),
-        ),
-    ]
-}
-
-/// The cgroup v2 `io.max` line for a device and caps.
-pub fn io_max_line(maj_min: &str, caps: &Caps) -> String {
-    let v = |o: Option<u64>, scale: u64| o.map_or("max".into(), |n| (n * scale).to_string());
-    format!(
-        "{maj_min} riops={} wiops={} rbps={} wbps={}",
-        v(caps.read_iops, 1),
-        v(caps.write_iops, 1),
-        v(caps.read_mbps, 1_000_000),
-        v(caps.write_mbps, 1_000_000)
-    )
-}
-
-/// Removes every v1 throttle rule for a device (0 = no limit).
-pub(super) fn unthrottle(maj_min: &str) {
-    if let Some(root) = blkio_root() {
-        for (file, _) in rules(&Caps::default()) {
-            let _ = std::fs::write(root.join(file), format!("{maj_min} 0"));
-        }
-    }
-}
-
 /// Refuses a parent directory another user could rename things in: one
 /// (or one above it) that another user owns, or that others may write
 /// and that is not sticky. There what root makes (a device's image and
@@ -583,34 +374,4 @@ pub fn full_note(path: &Path) -> Option<String> {
             total as f64 / 1e6
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pairs_and_lines() {
-        assert_eq!(parse_pair("iops", "500").unwrap(), (500, 500));
-        assert_eq!(parse_pair("iops", "500,200").unwrap(), (500, 200));
-        assert!(parse_pair("iops", "0").is_err());
-        assert!(parse_pair("iops", "1,2,3").is_err());
-        let c = StorageClass::DiskArrayCap.caps();
-        assert_eq!(
-            io_max_line("7:0", &c),
-            "7:0 riops=1000 wiops=1000 rbps=200000000 wbps=200000000"
-        );
-        assert_eq!(
-            rules(&c)[2],
-            ("blkio.throttle.read_bps_device", Some(200_000_000))
-        );
-        assert!(StorageClass::Dedicated.caps().none());
-        assert!(
-            StorageClass::DiskArray.caps().none(),
-            "modelled, not capped"
-        );
-        assert!(
-            StorageClass::DiskArray.model().is_some() && StorageClass::FastSsd.model().is_none()
-        );
-    }
 }

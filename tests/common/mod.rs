@@ -120,7 +120,13 @@ pub fn add_link_statements(out: &str) -> Vec<f64> {
         .filter(|l| l.trim_start().starts_with("statements per request:"))
         .filter_map(|l| {
             let i = l.find("ADD_LINK ")? + "ADD_LINK ".len();
-            l[i..].split_whitespace().next()?.parse().ok()
+            // `ADD_LINK 4.00, …`, or `ADD_LINK 4.23 (7 rollbacks, …`.
+            l[i..]
+                .split_whitespace()
+                .next()?
+                .trim_end_matches(',')
+                .parse()
+                .ok()
         })
         .collect()
 }

@@ -36,10 +36,12 @@ use anyhow::{Context, Result, anyhow};
 use mysql::prelude::Queryable;
 
 use super::mariadb_options::validate;
-use super::sql::{Cell, Dialect, SqlConn, SqlEngine, Val};
+pub(super) use super::mariadb_options::is_myrocks;
+use super::mysql_conn::MySqlConn;
+use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::target::mysql::{Counters, global_status};
 use super::{
-    Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure,
+    Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure,
 };
 use crate::engine::server::Server;
 use crate::names::ModelKnobs;
@@ -149,12 +151,6 @@ fn open(kind: EngineKind, spec: &super::OpenSpec) -> Result<Box<dyn Engine>> {
 /// mariadb-server package makes it); root otherwise.
 const SERVER_USER: &str = "mysql";
 
-/// True for the MyRocks profile: of the MariaDB profiles, the one that
-/// stores in a leveled LSM.
-pub(super) fn is_myrocks(kind: EngineKind) -> bool {
-    kind.def().structure == Structure::LeveledLsm
-}
-
 /// The default my.cnf settings of a profile.
 pub fn default_settings(myrocks: bool, cache_bytes: u64) -> Vec<(String, String)> {
     let cache = crate::units::format_size(cache_bytes);
@@ -225,67 +221,6 @@ pub(super) fn root_conn(socket: &Path, timeout: Option<Duration>) -> mysql::Resu
             .read_timeout(timeout)
             .write_timeout(timeout),
     )
-}
-
-/// One client connection, over ampbench's own protocol client
-/// ([`mywire`](super::mywire): the measured path's statements cost a
-/// fifth of the `mysql` crate's).
-pub(super) struct MySqlConn {
-    pub(super) c: super::mywire::Conn,
-    /// The server-wide durability setting a step's writers set; None on
-    /// an external target, whose durability is its own.
-    pub(super) durability_var: Option<&'static str>,
-    pub(super) durability: Option<Durability>,
-}
-
-impl SqlConn for MySqlConn {
-    fn execute(&mut self, sql: &str, params: &[Val<'_>]) -> Result<u64> {
-        self.c.exec(sql, params, None)?;
-        Ok(self.c.affected_rows())
-    }
-    fn query(&mut self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Vec<Cell>>> {
-        let mut out = Vec::new();
-        self.c.exec(sql, params, Some(&mut out))?;
-        Ok(out)
-    }
-    fn query_each(
-        &mut self,
-        sql: &str,
-        params: &[Val<'_>],
-        f: &mut dyn FnMut(&mut Vec<Cell>),
-    ) -> Result<()> {
-        self.c.exec_each(sql, params, Some(f))
-    }
-    fn batch(&mut self, sql: &str) -> Result<()> {
-        self.c.query_drop(sql)
-    }
-    fn text(&mut self, sql: &str) -> Result<(u64, u64)> {
-        let mut rows = 0;
-        self.c.query_text(sql, &mut |_| rows += 1)?;
-        Ok((rows, self.c.affected_rows()))
-    }
-    fn is_retryable(&self, e: &anyhow::Error) -> bool {
-        // 1213: deadlock; 1205: lock wait timeout.
-        matches!(super::mywire::error_code(e), Some(1213 | 1205))
-    }
-    fn is_duplicate_key(&self, e: &anyhow::Error) -> bool {
-        super::mywire::error_code(e) == Some(1062)
-    }
-    fn autocommit_off(&mut self) -> Result<bool> {
-        self.c.query_drop("SET autocommit=0")?;
-        Ok(true)
-    }
-    fn set_durability(&mut self, d: Durability) -> Result<()> {
-        let Some(var) = self.durability_var else {
-            return Ok(());
-        };
-        if self.durability != Some(d) {
-            let v = if d == Durability::Sync { 1 } else { 2 };
-            self.c.query_drop(&format!("SET GLOBAL {var}={v}"))?;
-            self.durability = Some(d);
-        }
-        Ok(())
-    }
 }
 
 impl SqlEngine for MariaDb {

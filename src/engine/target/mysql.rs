@@ -16,7 +16,7 @@ use crate::engine::mywire::{self, Addr, TlsTo};
 use crate::engine::sql::Cell;
 
 use super::{CONNECT_TIMEOUT, DATABASE_SETTING, Endpoint, Endpoints, Place, TargetSpec};
-use crate::engine::mariadb::MySqlConn;
+use crate::engine::mysql_conn::MySqlConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
 use crate::engine::{Engine, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec};
@@ -368,7 +368,7 @@ pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<
     let tls = super::tls::client_config(&spec.target)?;
     let shown = spec.target.shown();
     let endpoints = Endpoints::resolve(&spec.target)?;
-    let myrocks = crate::engine::mariadb::is_myrocks(kind);
+    let myrocks = crate::engine::mariadb_options::is_myrocks(kind);
     let mut conns = Vec::new();
     for ep @ (e, _) in endpoints.all() {
         let c = connect_to(spec, tls.as_ref(), ep, None, open.timeout).map_err(|err| {

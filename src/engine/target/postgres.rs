@@ -11,7 +11,7 @@ use postgres::Client;
 use rustls::ClientConfig;
 
 use super::{CONNECT_TIMEOUT, DATABASE_SETTING, Endpoint, Endpoints, Place, TargetSpec};
-use crate::engine::postgres::PgConn;
+use crate::engine::pg_conn::PgConn;
 use crate::engine::server::Server;
 use crate::engine::sql::{Dialect, SqlConn, SqlEngine};
 use crate::engine::{Engine, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec};
@@ -350,7 +350,7 @@ impl Engine for External {
         }))))
     }
     fn stats(&self) -> Result<EngineStats> {
-        crate::engine::postgres::pg_stats(&mut self.admin(&self.place.db)?)
+        crate::engine::pg_conn::pg_stats(&mut self.admin(&self.place.db)?)
     }
     fn settle(&self) -> Result<String> {
         Ok("not settled: an external target's checkpoints are its own (CHECKPOINT needs rights ampbench does not ask for)".into())

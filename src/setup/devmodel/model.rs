@@ -32,8 +32,7 @@ pub use super::params::{Params, Service, WriteCache};
 use super::physics::{self, Streams};
 use crate::rng::Rng;
 
-/// Nanoseconds on the model's clock.
-pub type Nanos = u64;
+pub use super::params::Nanos;
 
 /// The cache's block: the unit of "already dirty".
 pub const BLOCK: u64 = 4096;

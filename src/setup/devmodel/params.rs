@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Nanos;
 use crate::rng::Rng;
+
+/// Nanoseconds on the model's clock.
+pub type Nanos = u64;
 
 /// A service time: lognormal with this mean (µs) and this σ of its log
 /// (0 is a constant).

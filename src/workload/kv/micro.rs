@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValuePool};
-use super::store::{DocStore, docs_store};
+use super::docs_store;
+use super::store::DocStore;
 use crate::driver::{Background, Done, StepSpec, Worker, WorkerFactory};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};

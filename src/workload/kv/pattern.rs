@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Result, bail};
 
 use super::data::{Live, ValueGen, doc_key};
-use super::store::{DocStore, docs_store};
+use super::docs_store;
+use super::store::DocStore;
 use crate::driver::{Background, Done, StepSpec, Worker};
 use crate::engine::{Durability, EngineRef};
 use crate::rng::{Rng, derive_seed};

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use crate::engine::{Durability, EngineRef, KeyRange, KvSession, Order, Table, WriteBatch};
+use crate::engine::{Durability, KeyRange, KvSession, Order, Table, WriteBatch};
 
 /// The logical operations of the KV workloads.
 pub trait DocStore: Send {
@@ -57,26 +57,4 @@ impl DocStore for KvDocs<'_> {
             &mut |_, _| {},
         )
     }
-}
-
-/// The store for one worker: the KV mapping (table 0) or the SQL mapping
-/// over a new connection.
-pub fn docs_store<'a>(
-    engine: EngineRef<'a>,
-    table: &str,
-    retries: &'a super::sql::Retries,
-) -> Result<Box<dyn DocStore + 'a>> {
-    Ok(match engine {
-        EngineRef::Kv(e) => Box::new(KvDocs {
-            session: e.session()?,
-            table: Table(0),
-            batch: WriteBatch::new(),
-        }),
-        EngineRef::Sql(e) => Box::new(super::sql::SqlDocs::new(
-            e.connect()?,
-            e.dialect(),
-            table,
-            retries,
-        )),
-    })
 }

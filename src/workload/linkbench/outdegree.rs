@@ -209,7 +209,6 @@ impl TailCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::linkbench::dist::{Variant, links_per_node};
 
     #[test]
     fn fit_matches_published_quantiles_and_mean() {
@@ -222,78 +221,11 @@ mod tests {
         let m = c.mean();
         assert!((m - 4.1).abs() / 4.1 < 0.05, "mean {m}");
     }
-
-    /// The fit against the real 2011 file, which the project may not
-    /// ship: run with `cargo test -- --ignored` where
-    /// ../shared/data holds it (ignored, not skipped: a test that passes
-    /// without running is not counted as run).
-    #[test]
-    #[ignore = "needs ../shared/data/linkbench-Distribution-2011.dat, not shipped"]
-    fn fit_against_distribution_dat() {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/data/linkbench-Distribution-2011.dat");
-        let real = Cdf::from_file(&p).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
-        assert!(
-            (real.mean() - 4.10).abs() < 0.05,
-            "file mean {}",
-            real.mean()
-        );
-        let fit = Cdf::builtin_2011();
-        // The published quantiles are rounded: 77.5% have at most 1 link
-        // is 77.46% in the file, so its quantile at 0.775 is 2; the fit
-        // takes the published figure.
-        for u in [0.45, 0.9, 0.99] {
-            assert_eq!(fit.quantile(u), real.quantile(u), "quantile {u}");
-        }
-        for u in [0.999, 0.9999] {
-            let (a, b) = (fit.quantile(u) as f64, real.quantile(u) as f64);
-            assert!((a - b).abs() / b < 0.25, "quantile {u}: fit {a} file {b}");
-        }
-        // Links per node with the split quirk, file vs the figures the
-        // reference gives (small ranges are dominated by the huge nodes).
-        for (maxid1, want) in [
-            (20_001u64, 51.7),
-            (200_001, 8.98),
-            (2_000_001, 4.79),
-            (10_000_001, 4.45),
-        ] {
-            let (got, _) = links_per_node(&real, maxid1, 2, Variant::Original);
-            assert!(
-                (got - want).abs() / want < 0.02,
-                "file, maxid1 {maxid1}: {got}"
-            );
-        }
-        // The fork at 200001 ids: what its client printed after load.
-        let (links, counts) = links_per_node(&real, 200_001, 2, Variant::Fork);
-        eprintln!("fork, file, maxid1 200001: {links:.3} links, {counts:.3} counts per node");
-        assert!((links - 9.85).abs() < 0.01, "{links}");
-        assert!((counts - 2.0).abs() < 1e-9, "{counts}");
-    }
 }
 
 #[cfg(test)]
 mod fit_links_per_node {
     use super::Cdf;
-    use crate::workload::linkbench::dist::{Variant, links_per_node};
-
-    /// The built-in fit loads nearly the reference's links per node with
-    /// the 2011 file (which gives them exactly; see
-    /// `fit_against_distribution_dat`): the original client's figures,
-    /// and the fork's 9.85 links and 2.00 counts per node at 200,001 ids.
-    #[test]
-    fn builtin_fit_links_per_node_near_reference() {
-        let c = Cdf::builtin_2011();
-        for (m, want) in [(20_001u64, 51.7), (200_001, 8.98), (2_000_001, 4.79)] {
-            let (got, _) = links_per_node(&c, m, 2, Variant::Original);
-            assert!(
-                (got - want).abs() / want < 0.01,
-                "maxid1 {m}: {got} vs {want}"
-            );
-        }
-        let (links, counts) = links_per_node(&c, 200_001, 2, Variant::Fork);
-        assert!((links - 9.85).abs() / 9.85 < 0.005, "fork: {links}");
-        assert!((counts - 2.0).abs() < 1e-9, "fork: {counts}");
-    }
 
     /// The fit is a distribution: fractions rise with the value, from the
     /// first knot's to 1.
