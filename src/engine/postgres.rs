@@ -23,8 +23,8 @@ use postgres::{Client, NoTls};
 use super::pg_conn::{PgConn, pg_stats};
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::{
-    Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats,
-    OpenSpec, Structure,
+    Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
+    Structure,
 };
 use crate::engine::server::{
     Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids,

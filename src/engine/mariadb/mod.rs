@@ -35,14 +35,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use mysql::prelude::Queryable;
 
-use super::mariadb_options::validate;
 pub(super) use super::mariadb_options::is_myrocks;
+use super::mariadb_options::validate;
 use super::mysql_conn::MySqlConn;
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::target::mysql::{Counters, global_status};
-use super::{
-    Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure,
-};
+use super::{Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure};
 use crate::engine::server::Server;
 use crate::names::ModelKnobs;
 
