@@ -185,8 +185,15 @@ mod tests {
 
     #[test]
     fn classes_are_capped_or_modelled() {
-        let c = StorageClass::DiskArrayCap.caps();
-        assert_eq!((c.read_iops, c.write_mbps), (Some(1000), Some(200)));
+        assert_eq!(
+            StorageClass::DiskArrayCap.caps(),
+            Caps {
+                read_iops: Some(1000),
+                write_iops: Some(1000),
+                read_mbps: Some(200),
+                write_mbps: Some(200),
+            }
+        );
         assert!(StorageClass::Dedicated.caps().none());
         assert!(
             StorageClass::DiskArray.caps().none(),

@@ -6,7 +6,7 @@
 //! FUSE ([`server`]), which holds every IO until the [`model`] says the
 //! device would have finished it.
 //!
-//! The classes' figures and where they come from: [`class_params`] and
+//! The classes' figures and where they come from: [`class_params`](super::class::class_params) and
 //! docs/storage.md.
 
 pub mod medium;
