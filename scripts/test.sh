@@ -21,7 +21,7 @@ bins=$($CARGO test --release --no-run --message-format=json "$@" |
   grep '"profile":{[^}]*"test":true' | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//')
 start=$(date +%s)
 mkdir -p "$dir"
-rm -f "$dir"/*.out "$dir"/*.rc "$dir"/*.list
+rm -f "$dir"/*.out "$dir"/*.rc "$dir"/*.list "$dir"/*.list.*
 # A job is a test binary, or one module of the integration-test binaries
 # (tests/quick.rs, machine.rs, servers.rs; each module was a binary of its
 # own): BINARY or BINARY@MODULE, run in a process of its own, under the
@@ -30,6 +30,11 @@ rm -f "$dir"/*.out "$dir"/*.rc "$dir"/*.list
 # its binary by name, exactly.
 # Each merged binary's tests are listed once, into $dir/BINARY.list; a
 # binary that cannot list its tests, or lists none, fails the run here.
+# A binary's name without cargo's hash; a job's key (its files in $dir)
+# and its name as shown.
+unhashed() { basename "$1" | sed 's/-[0-9a-f]*$//'; }
+key() { case "$1" in *@*) echo "${1##*@}" ;; *) basename "$1" ;; esac; }
+show() { case "$1" in *@*) echo "${1##*@}" ;; *) unhashed "$1" ;; esac; }
 jobs=""
 for b in $bins; do
   case "$(basename "$b")" in
@@ -43,20 +48,17 @@ for b in $bins; do
       # A test at the binary's root (no module) is its own job, under
       # the binary's name.
       mods=$(sed -n 's/^\([a-z0-9_]*\)::.*/\1/p' "$list" | sort -u)
-      grep -qv '::' "$list" && mods="$mods $(basename "$b" | sed 's/-[0-9a-f]*$//')"
+      grep -qv '::' "$list" && mods="$mods $(unhashed "$b")"
       for m in $mods; do jobs="$jobs $b@$m"; done ;;
     *) jobs="$jobs $b" ;;
   esac
 done
 if [ -n "${ONLY:-}" ]; then
   jobs=$(for j in $jobs; do
-    n=$(case "$j" in *@*) echo "${j##*@}" ;; *) basename "$j" | sed 's/-[0-9a-f]*$//' ;; esac)
-    case ",$ONLY," in *",$n,"*) echo "$j" ;; esac
+    case ",$ONLY," in *",$(show "$j"),"*) echo "$j" ;; esac
   done)
   [ -n "$jobs" ] || { echo "ONLY=$ONLY: no such module (they are the files of tests/, and ampbench for the unit tests)" >&2; exit 2; }
 fi
-key() { case "$1" in *@*) echo "${1##*@}" ;; *) basename "$1" ;; esac; }
-show() { case "$1" in *@*) echo "${1##*@}" ;; *) basename "$1" | sed 's/-[0-9a-f]*$//' ;; esac; }
 # The last run's time of each job (seconds) orders them, slowest first
 # (on a first run, scripts/test-times.txt's); one not seen before goes
 # first.
@@ -73,7 +75,7 @@ run_one() {
   args=()
   if [ "$b" != "$j" ]; then
     list="$dir/$(basename "$b").list"
-    if [ "$k" = "$(basename "$b" | sed 's/-[0-9a-f]*$//')" ]; then
+    if [ "$k" = "$(unhashed "$b")" ]; then
       mapfile -t args < <(grep -v '::' "$list")
     else
       mapfile -t args < <(grep "^$k::" "$list")
@@ -102,7 +104,7 @@ run_one() {
     cat "$dir/$k.out"
   fi
 }
-export -f run_one key show
+export -f run_one key show unhashed
 export dir
 printf '%s\n' $order | xargs -P "$LANES" -I{} bash -c 'run_one "$1"' _ {}
 failed=()
