@@ -6,9 +6,9 @@
 #     the copy, the run's library line and its recorded versions name it,
 #     and point reads go through the shim (the copy is 7.8);
 #  2. the binary the tests ran is put back.
-# The build is of ampbench alone (its dependencies are built already),
-# at opt-level 1 without debug info: the check is of linking and loading,
-# and it takes a minute instead of three.
+# The build is of the engine crate and those above it (the rest is built
+# already), at opt-level 1 without debug info: the check is of linking
+# and loading, and it takes a minute instead of three.
 # With --check-other-headers (make lint) it instead checks that ampbench
 # compiles against headers that say another release (7.99), where the
 # read shim is left out and point reads take the C API path (that path
@@ -26,7 +26,7 @@ if [ "${1:-}" = --check-other-headers ]; then
   trap 'rm -rf "$tmp"' EXIT
   cp -a /usr/include/rocksdb "$tmp/"
   sed -i 's/^#define ROCKSDB_MINOR .*/#define ROCKSDB_MINOR 99/' "$tmp/rocksdb/version.h"
-  out=$(ROCKSDB_INCLUDE_DIR=$tmp $CARGO clippy --release --no-default-features --features rocksdb -- -D warnings 2>&1) ||
+  out=$(ROCKSDB_INCLUDE_DIR=$tmp $CARGO clippy --release -p ampbench -p ampbench-engine --no-default-features --features rocksdb -- -D warnings 2>&1) ||
     { echo "$out" >&2; exit 1; }
   grep -q "the read shim reads 7.8's handle layout and is left out" <<<"$out" ||
     { echo "own-build: the build did not say the shim was left out: $out" >&2; exit 1; }
@@ -63,9 +63,16 @@ cp -a /usr/include/rocksdb "$tmp/include/"
 bin=target/release/ampbench
 fail() { echo "own-build: FAILED: $*" >&2; exit 1; }
 
+# The crates an own build's libraries rebuild (the engine's, and those
+# above it), at opt-level 1 without debug info.
+quick=()
+for p in ampbench ampbench-engine ampbench-driver ampbench-workload; do
+  quick+=(--config "profile.release.package.$p.opt-level=1" --config "profile.release.package.$p.debug=0")
+done
+
 build() {
   ROCKSDB_LIB_DIR=$tmp/lib ROCKSDB_INCLUDE_DIR=$1 \
-    $CARGO build --release --quiet --config "profile.release.package.ampbench.opt-level=1" --config "profile.release.package.ampbench.debug=0" --no-default-features --features rocksdb 2>&1 | grep -v '^warning: ampbench' || true
+    $CARGO build --release --quiet -p ampbench "${quick[@]}" --no-default-features --features rocksdb 2>&1 | grep -v '^warning: ampbench' || true
   [ -x "$bin" ] || fail "no binary"
 }
 

@@ -57,7 +57,7 @@ if [ -n "${ONLY:-}" ]; then
   jobs=$(for j in $jobs; do
     case ",$ONLY," in *",$(show "$j"),"*) echo "$j" ;; esac
   done)
-  [ -n "$jobs" ] || { echo "ONLY=$ONLY: no such module (they are the files of tests/, and ampbench for the unit tests)" >&2; exit 2; }
+  [ -n "$jobs" ] || { echo "ONLY=$ONLY: no such module (they are the files of tests/, ampbench_CRATE for a crate's unit tests, ampbench for the binary crate's)" >&2; exit 2; }
 fi
 # The last run's time of each job (seconds) orders them, slowest first
 # (on a first run, scripts/test-times.txt's); one not seen before goes

@@ -8,7 +8,7 @@
 
 use std::io::Write as _;
 
-use crate::engine::options::parse_sets;
+use crate::engine::sets::parse_sets;
 use crate::units::parse_size;
 use crate::workload::WorkloadKind;
 

@@ -5,42 +5,30 @@
 //! an engine; the meter and probes sample what happened; metrics turn
 //! samples into figures; results persist them as the run goes; reports read
 //! only the results file.
+//!
+//! Each stage below the binary is a crate of its own (crates/, listed in
+//! docs/design.md), re-exported here under its module name, so
+//! `ampbench::report` is the ampbench-report crate. This crate holds what
+//! runs them: the plan, the runner, the crash check and the command line.
 
 #![warn(missing_docs)]
 
-pub mod address;
+pub use ampbench_address as address;
+pub use ampbench_core::{
+    UsageError, named, names, record, rng, seedspec, signals, sqlval, sys, testing, units,
+};
+pub use ampbench_driver as driver;
+pub use ampbench_engine as engine;
+pub use ampbench_metrics as metrics;
+pub use ampbench_model as model;
+pub use ampbench_probe as probe;
+pub use ampbench_report as report;
+pub use ampbench_results as results;
+pub use ampbench_setup as setup;
+pub use ampbench_workload as workload;
+
 pub mod cli;
 pub mod crashcheck;
-pub mod driver;
-pub mod engine;
 pub mod fuzz;
-pub mod metrics;
-pub mod model;
-pub mod names;
 pub mod plan;
-pub mod probe;
-pub mod record;
-pub mod report;
-pub mod results;
-pub mod rng;
 pub mod runner;
-pub mod seedspec;
-pub mod setup;
-pub mod signals;
-pub mod sys;
-pub mod testing;
-pub mod units;
-pub mod workload;
-
-/// Bad input from the user (a flag, key, path or value): exit code 2, one
-/// line naming what to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}

@@ -1,7 +1,7 @@
 //! Issue 33: the docs name no file that no longer exists. Every path of
-//! this repository a doc names (`src/…`, `tests/…`, `docs/…`, `plans/…`,
+//! this repository a doc names (`src/…`, `crates/…`, `tests/…`, `docs/…`, `plans/…`,
 //! `bench/…`, `scripts/…`, `fuzz/…`) and every relative Markdown link
-//! must exist; placeholders (`src/engine/NAME.rs`) and the reference
+//! must exist; placeholders (`crates/engine/src/NAME.rs`) and the reference
 //! tools' own paths are named below.
 
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::path::Path;
 /// Paths that are not this repository's: placeholders and other tools'.
 const NOT_OURS: &[&str] = &["bench/ibench"];
 
-/// `src/engine/NAME.rs`, `fuzz/corpus/TARGET`, `plans/seeds/NNN-`.
+/// `crates/engine/src/NAME.rs`, `fuzz/corpus/TARGET`, `plans/seeds/NNN-`.
 fn is_placeholder(p: &str) -> bool {
     p.ends_with('-')
         || p.split('/').any(|c| {
@@ -35,7 +35,7 @@ fn the_docs_name_only_files_that_exist() {
         let name = doc.strip_prefix(root).unwrap().display().to_string();
         // Repository paths, wherever they stand.
         for top in [
-            "src/", "tests/", "docs/", "plans/", "bench/", "scripts/", "fuzz/",
+            "src/", "crates/", "tests/", "docs/", "plans/", "bench/", "scripts/", "fuzz/",
         ] {
             for (i, _) in text.match_indices(top) {
                 let before = text[..i].chars().last();

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use crate::UsageError;
-use crate::engine::{EngineKind, options};
+use crate::engine::{EngineKind, sets};
 use crate::plan::{Arrival, Settings};
 use crate::runner::RunConfig;
 use crate::setup::StorageConfig;
@@ -609,12 +609,12 @@ impl RunArgs {
             crate::engine::guard::check(kind, &o)
                 .map_err(|e| UsageError(format!("plan file: {e:#}")))
         };
-        for (k, o) in options::parse_sets(&plan_sets)? {
+        for (k, o) in sets::parse_sets(&plan_sets)? {
             strict(k, o.pairs)?;
         }
         let mut all_sets = plan_sets;
         all_sets.extend(self.set.iter().cloned());
-        let mut sets = options::parse_sets(&all_sets)?;
+        let mut sets = sets::parse_sets(&all_sets)?;
         for o in sets.values_mut() {
             o.allow_unsafe = self.allow_unsafe_settings;
         }

@@ -79,7 +79,7 @@ fn spec(
 /// until it is killed. Gives up after two minutes.
 pub fn child(a: ChildArgs) -> Result<i32> {
     let kind = EngineKind::parse(&a.engine)?;
-    let sets = crate::engine::options::parse_sets(&a.sets)?;
+    let sets = crate::engine::sets::parse_sets(&a.sets)?;
     let t0 = Instant::now();
     let e = engine::open(kind, &spec(kind, &a.dir, a.cache, &sets))?;
     if a.recover {

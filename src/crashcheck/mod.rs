@@ -182,7 +182,7 @@ impl CrashArgs {
             ))
             .into());
         }
-        let sets = engine::options::parse_sets(&self.sets)?;
+        let sets = engine::sets::parse_sets(&self.sets)?;
         for (k, o) in &sets {
             engine::validate_options(*k, o)?;
         }
