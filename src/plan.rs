@@ -11,6 +11,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::driver::Gaps;
+
 /// How long a PostgreSQL results store may leave a reply owed, seconds,
 /// unless `store_timeout` says.
 pub const STORE_TIMEOUT: f64 = 60.0;
@@ -99,17 +101,6 @@ pub const SEED_PLANS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Arrival process under `rate`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    /// Exponential gaps.
-    #[default]
-    Poisson,
-    /// Equal gaps.
-    Uniform,
-}
-
 /// A run's settings, the one place their defaults live: a plan file
 /// fills it (every key optional, a missing key takes its default here),
 /// then the flags given on the command line override it
@@ -147,7 +138,7 @@ pub struct Settings {
     /// Fixed total arrival rate, ops/s.
     pub rate: Option<f64>,
     /// `poisson` or `uniform`.
-    pub arrival: Arrival,
+    pub arrival: Gaps,
     /// Run seed.
     pub seed: u64,
     /// Engine cache size.
@@ -247,7 +238,7 @@ impl Default for Settings {
             slice: None,
             warmup_steady: None,
             rate: None,
-            arrival: Arrival::Poisson,
+            arrival: Gaps::Poisson,
             seed: crate::rng::DEFAULT_SEED,
             cache: None,
             results: "ampbench.db".into(),

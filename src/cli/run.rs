@@ -7,8 +7,9 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 use crate::UsageError;
+use crate::driver::{Arrival, Gaps};
 use crate::engine::{EngineKind, sets};
-use crate::plan::{Arrival, Settings};
+use crate::plan::Settings;
 use crate::runner::RunConfig;
 use crate::setup::StorageConfig;
 use crate::setup::storage::Fs;
@@ -22,15 +23,6 @@ mod target;
 
 pub use check::{check_args, check_plan};
 use corner::corner;
-
-/// Arrival process under --rate.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ArrivalKind {
-    /// Exponential gaps.
-    Poisson,
-    /// Equal gaps.
-    Uniform,
-}
 
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
@@ -118,7 +110,7 @@ pub(crate) struct RunArgs {
     rate: Option<f64>,
     /// Arrival process under --rate.
     #[arg(long, value_enum)]
-    arrival: Option<ArrivalKind>,
+    arrival: Option<Gaps>,
     /// Run seed (recorded).
     #[arg(long)]
     seed: Option<u64>,
@@ -387,10 +379,7 @@ impl RunArgs {
             s.threads = crate::plan::Threads::Many(t.clone());
         }
         if let Some(a) = self.arrival {
-            s.arrival = match a {
-                ArrivalKind::Poisson => Arrival::Poisson,
-                ArrivalKind::Uniform => Arrival::Uniform,
-            };
+            s.arrival = a;
         }
         if let Some(r) = &self.results {
             s.results = r.clone();
@@ -660,8 +649,13 @@ impl RunArgs {
             duration,
             interval,
             slice,
-            rate: s.rate,
-            poisson: s.arrival == Arrival::Poisson,
+            arrival: match s.rate {
+                Some(per_sec) => Arrival::Fixed {
+                    per_sec,
+                    gaps: s.arrival,
+                },
+                None => Arrival::Closed,
+            },
             seed: s.seed,
             cache_bytes: 0,
             results: results_at(&s.results, positive("store-timeout", s.store_timeout)?)?,

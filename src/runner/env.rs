@@ -10,7 +10,6 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Run, RunConfig};
-use crate::driver::Arrival;
 use crate::engine::{EngineKind, EngineOptions, presets};
 use crate::rng::derive_seed;
 use crate::setup::cgroup::MemCgroup;
@@ -182,13 +181,7 @@ pub fn step_ctx(
         warmup: secs("warmup", cfg.warmup)?,
         duration: secs("duration", cfg.duration)?,
         interval: secs("interval", cfg.interval)?,
-        arrival: match cfg.rate {
-            Some(r) => Arrival::Fixed {
-                per_sec: r,
-                poisson: cfg.poisson,
-            },
-            None => Arrival::Closed,
-        },
+        arrival: cfg.arrival,
         seed,
         share,
     })

@@ -91,10 +91,9 @@ pub struct RunConfig {
     /// (`--slice`), built from whole intervals.
     #[serde(default)]
     pub slice: Option<f64>,
-    /// Total operations/s for a fixed arrival rate; closed loop when None.
-    pub rate: Option<f64>,
-    /// Poisson (true) or uniform arrivals under `rate`.
-    pub poisson: bool,
+    /// Closed loop, or a fixed total rate with its gaps (`--rate`,
+    /// `--arrival`).
+    pub arrival: crate::driver::Arrival,
     /// The run seed.
     pub seed: u64,
     /// Engine cache bytes.

@@ -73,6 +73,18 @@ pub enum Stop {
     Exhausted,
 }
 
+/// The gaps between the operations of a fixed arrival rate: the one
+/// shape of `--arrival`, a plan's `arrival` and the driver's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Gaps {
+    /// Exponential gaps.
+    #[default]
+    Poisson,
+    /// Equal gaps.
+    Uniform,
+}
+
 /// How operations arrive.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Arrival {
@@ -83,8 +95,8 @@ pub enum Arrival {
     Fixed {
         /// Total operations (calls) per second.
         per_sec: f64,
-        /// Exponential gaps when true, equal gaps otherwise.
-        poisson: bool,
+        /// The gaps between them.
+        gaps: Gaps,
     },
 }
 
@@ -243,7 +255,7 @@ pub fn run_step<'w>(
     };
     let per_thread_rate = match spec.arrival {
         Arrival::Closed => None,
-        Arrival::Fixed { per_sec, poisson } => Some((per_sec / threads as f64, poisson)),
+        Arrival::Fixed { per_sec, gaps } => Some((per_sec / threads as f64, gaps)),
     };
 
     let mut outcome = std::thread::scope(|scope| {
@@ -276,7 +288,7 @@ pub fn run_step<'w>(
                     origin,
                     start,
                     end: None,
-                    rate: Some((b.per_sec, false)),
+                    rate: Some((b.per_sec, Gaps::Uniform)),
                     catch_up: b.catch_up,
                     seed: crate::rng::derive_seed(spec.seed, &[2, 0]),
                 };

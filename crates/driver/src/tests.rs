@@ -109,7 +109,7 @@ fn warmup_ops_are_not_recorded() {
         Stop::Duration(Duration::from_millis(300)),
         Arrival::Fixed {
             per_sec: 1000.0,
-            poisson: false,
+            gaps: Gaps::Uniform,
         },
     );
     s.warmup = Duration::from_millis(300);
@@ -135,7 +135,7 @@ fn background_writer_keeps_its_rate_and_is_apart() {
         Stop::Duration(Duration::from_millis(500)),
         Arrival::Fixed {
             per_sec: 2000.0,
-            poisson: true,
+            gaps: Gaps::Poisson,
         },
     );
     s.background = Some(Background {
@@ -177,7 +177,7 @@ fn a_writer_that_does_not_catch_up_loses_a_stall() {
             Stop::Duration(Duration::from_millis(500)),
             Arrival::Fixed {
                 per_sec: 1000.0,
-                poisson: false,
+                gaps: Gaps::Uniform,
             },
         );
         s.background = Some(Background {
@@ -251,7 +251,7 @@ fn fixed_rate_reports_a_stall_that_closed_loop_hides() {
     let closed = run(Arrival::Closed);
     let fixed = run(Arrival::Fixed {
         per_sec: 5000.0,
-        poisson: false,
+        gaps: Gaps::Uniform,
     });
     assert!(closed.max >= 100_000, "closed max {}", closed.max);
     assert!(

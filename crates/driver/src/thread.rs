@@ -150,7 +150,7 @@ pub(super) struct Thread<'s> {
     pub(super) origin: Instant,
     pub(super) start: Instant,
     pub(super) end: Option<Instant>,
-    pub(super) rate: Option<(f64, bool)>,
+    pub(super) rate: Option<(f64, super::Gaps)>,
     /// Under a rate: make up for calls a stall missed (see
     /// `Background::catch_up`).
     pub(super) catch_up: bool,
@@ -222,17 +222,16 @@ impl Thread<'_> {
             }
             let intended = match self.rate {
                 None => now,
-                Some((per_sec, poisson)) => {
+                Some((per_sec, gaps)) => {
                     if !self.catch_up && next < now {
                         // Behind: the missed calls are lost, the schedule
                         // starts again from now.
                         next = now;
                     }
                     let t = next;
-                    let gap = if poisson {
-                        rng.exponential(1.0 / per_sec)
-                    } else {
-                        1.0 / per_sec
+                    let gap = match gaps {
+                        super::Gaps::Poisson => rng.exponential(1.0 / per_sec),
+                        super::Gaps::Uniform => 1.0 / per_sec,
                     };
                     next += (gap * 1e9) as u64;
                     if t > now {

@@ -39,6 +39,13 @@ impl Figure {
             Figure::NotMeasured(_) => None,
         }
     }
+    /// Why it was not measured, if it was not.
+    pub fn why(&self) -> Option<&str> {
+        match self {
+            Figure::Value(_) => None,
+            Figure::NotMeasured(why) => Some(why),
+        }
+    }
     fn ratio(num: Option<f64>, den: f64, why_num: &str, why_den: &str) -> Figure {
         match num {
             None => Figure::NotMeasured(why_num.to_string()),

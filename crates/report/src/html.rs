@@ -357,8 +357,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn step(engine: &str, ops: &[f64]) -> StepView {
-        let fig = |v: f64| -> BTreeMap<Metric, (Option<f64>, Option<String>)> {
-            [(Metric::OpsPerSec, (Some(v), None))].into()
+        let fig = |v: f64| -> BTreeMap<Metric, crate::metrics::Figure> {
+            [(Metric::OpsPerSec, crate::metrics::Figure::Value(v))].into()
         };
         StepView {
             secs: Some(ops.len() as f64),

@@ -94,7 +94,7 @@ pub fn over_time(run: &RunView, step: &str, es: &[String]) -> Option<String> {
             let data: Vec<(f64, f64)> = if s.rates.is_empty() {
                 s.intervals
                     .iter()
-                    .filter_map(|iv| Some((iv.t1, iv.figures.get(&Metric::OpsPerSec)?.0?)))
+                    .filter_map(|iv| Some((iv.t1, iv.figures.get(&Metric::OpsPerSec)?.value()?)))
                     .collect()
             } else {
                 // A point at each bin's middle.

@@ -11,11 +11,14 @@ use crate::results::RunView;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Stored figures by name, null where not measured.
-fn figures(
-    f: &std::collections::BTreeMap<Metric, crate::results::read::Stored>,
-) -> Map<String, Value> {
+fn figures(f: &std::collections::BTreeMap<Metric, crate::metrics::Figure>) -> Map<String, Value> {
     f.iter()
-        .map(|(k, (v, _))| (k.name().to_string(), v.map_or(Value::Null, |v| json!(v))))
+        .map(|(k, v)| {
+            (
+                k.name().to_string(),
+                v.value().map_or(Value::Null, |v| json!(v)),
+            )
+        })
         .collect()
 }
 
@@ -30,10 +33,11 @@ pub fn render(run: &RunView) -> String {
             let mut figs = Map::new();
             let mut why = Map::new();
             for m in Metric::ALL {
-                let (v, note) = s.figures.get(m).cloned().unwrap_or((None, Some("not recorded".into())));
+                let f = s.figures.get(m);
+                let v = f.and_then(crate::metrics::Figure::value);
                 figs.insert(m.name().into(), v.map_or(Value::Null, |v| json!(v)));
                 if v.is_none() {
-                    why.insert(m.name().into(), json!(note));
+                    why.insert(m.name().into(), json!(f.map_or("not recorded", |f| f.why().unwrap_or_default())));
                 }
             }
             let lat: Map<String, Value> = s

@@ -9,8 +9,8 @@ use std::fmt::Write;
 
 use super::ratio::metric_ratio;
 use crate::metrics::LatencySummary;
-use crate::metrics::Metric;
 use crate::metrics::stats::{RatioCi, mean_ci, ratio_ci};
+use crate::metrics::{Figure, Metric};
 use crate::names::Status;
 use crate::results::{RunView, StepView};
 
@@ -70,9 +70,9 @@ fn merge(g: &[&StepView]) -> StepView {
         if vals.is_empty() {
             continue; // the first repetition's note says why
         }
-        let note = (vals.len() < done.len())
-            .then(|| format!("measured in {} of {} repetitions", vals.len(), done.len()));
-        s.figures.insert(m, (Some(mean(&vals)), note));
+        // The mean of the repetitions that measured it (`reps` holds
+        // them, so how many of the finished ones did is known).
+        s.figures.insert(m, Figure::Value(mean(&vals)));
         s.reps.insert(m, vals);
     }
     s.secs = Some(mean(

@@ -7,7 +7,7 @@ use super::compare::{engines, render_ratios};
 use super::parts::{cell, extra_value, gb, header, notes, workload_notes};
 use super::summary::{SIZE_TITLE, fig, pivot_as, size};
 use super::table::Table;
-use crate::metrics::Metric;
+use crate::metrics::{Figure, Metric};
 use crate::names::Status;
 use crate::results::{RunView, StepView};
 
@@ -93,7 +93,7 @@ pub fn efficiency(run: &RunView) -> (Table, BTreeSet<String>) {
             Metric::SpaceAmp,
             Metric::WriteAmp,
         ] {
-            if let Some((None, Some(why))) = s.figures.get(&n) {
+            if let Some(Figure::NotMeasured(why)) = s.figures.get(&n) {
                 if why.contains("wrote nothing") {
                     continue;
                 }
@@ -154,7 +154,7 @@ pub fn client_cost(run: &RunView) -> (Table, Vec<String>) {
             s.engine.clone(),
             s.step.clone(),
         ]);
-        if let Some((None, Some(why))) = s.figures.get(&Metric::ClientSyscallsPerOp) {
+        if let Some(Figure::NotMeasured(why)) = s.figures.get(&Metric::ClientSyscallsPerOp) {
             notes.push(format!(
                 "client system calls not measured for {} {}: {why}",
                 s.engine, s.step

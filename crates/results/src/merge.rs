@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use rusqlite::params;
 
-use super::read::{ClientInfo, ClientStep, ClientsView, IntervalView, RunView, StepView, Stored};
+use super::read::{ClientInfo, ClientStep, ClientsView, IntervalView, RunView, StepView};
 use super::{Results, WHOLE_STEP};
-use crate::metrics::{Latency, Metric};
+use crate::metrics::{Figure, Latency, Metric};
 use crate::names::Status;
 use crate::record::Note;
 
@@ -182,7 +182,7 @@ fn merge_step(
         })
         .unwrap_or(0);
     let lead_ops = ops[li];
-    let mut figures: BTreeMap<Metric, Stored> = BTreeMap::new();
+    let mut figures: BTreeMap<Metric, Figure> = BTreeMap::new();
     let names: std::collections::BTreeSet<Metric> =
         g.iter().flat_map(|s| s.figures.keys().copied()).collect();
     for m in names {
@@ -201,33 +201,35 @@ fn merge_step(
             Rule::Own => {
                 figures.insert(
                     m,
-                    (
-                        None,
-                        Some("of each client's own host: see the clients' rows".into()),
-                    ),
+                    Figure::NotMeasured("of each client's own host: see the clients' rows".into()),
                 );
                 continue;
             }
             _ => None,
         };
-        let note = match v {
-            Some(_) => None,
-            None => lead
-                .figures
-                .get(&m)
-                .and_then(|f| f.1.clone())
-                .or_else(|| Some("not given by every client".into())),
+        let f = match v {
+            Some(v) => Figure::Value(v),
+            None => Figure::NotMeasured(
+                lead.figures
+                    .get(&m)
+                    .and_then(Figure::why)
+                    .unwrap_or("not given by every client")
+                    .to_string(),
+            ),
         };
-        figures.insert(m, (v, note));
+        figures.insert(m, f);
     }
     // Space-amp of the whole database over every client's live bytes.
     let db = figures
         .get(&Metric::DbBytes)
-        .and_then(|f| f.0)
-        .or_else(|| figures.get(&Metric::SrvDbBytes).and_then(|f| f.0));
-    if let (Some(db), Some(live)) = (db, figures.get(&Metric::LogicalBytes).and_then(|f| f.0)) {
+        .and_then(Figure::value)
+        .or_else(|| figures.get(&Metric::SrvDbBytes).and_then(Figure::value));
+    if let (Some(db), Some(live)) = (
+        db,
+        figures.get(&Metric::LogicalBytes).and_then(Figure::value),
+    ) {
         if live > 0.0 {
-            figures.insert(Metric::SpaceAmp, (Some(db / live), None));
+            figures.insert(Metric::SpaceAmp, Figure::Value(db / live));
         }
     }
     // Throughput over the clients' common time on the store's clock, from
@@ -239,12 +241,12 @@ fn merge_step(
         ends.iter().flatten().copied().reduce(f64::max),
     ) {
         if ends.iter().all(Option::is_some) && last > first {
-            figures.insert(Metric::OpsPerSec, (Some(total / (last - first)), None));
+            figures.insert(Metric::OpsPerSec, Figure::Value(total / (last - first)));
         }
     }
     // Write-amp: the lead's device bytes over every client's logical
     // bytes written.
-    if let Some(wa) = figures.get(&Metric::WriteAmp).and_then(|f| f.0) {
+    if let Some(wa) = figures.get(&Metric::WriteAmp).and_then(Figure::value) {
         let written = |id: i64| -> f64 {
             r.conn()
                 .query_row(
@@ -257,7 +259,7 @@ fn merge_step(
         let all: f64 = g.iter().map(|s| written(s.id)).sum();
         if all > 0.0 {
             let w = wa * written(g[li].id) / all;
-            figures.insert(Metric::WriteAmp, (Some(w), None));
+            figures.insert(Metric::WriteAmp, Figure::Value(w));
         }
     }
     out.figures = figures;
@@ -283,7 +285,7 @@ fn merge_step(
             crate::names::ModelFigure::WriteAmp => Metric::WriteAmp,
             crate::names::ModelFigure::SpaceAmp => Metric::SpaceAmp,
         };
-        k.measured = out.figures.get(&m).and_then(|f| f.0);
+        k.measured = out.figures.get(&m).and_then(Figure::value);
         k.verdict = crate::names::Verdict::of(k.measured, k.predicted);
     }
     // What each client's workload said (its consistency check of its
@@ -389,9 +391,9 @@ fn merge_intervals(
             e.ops += iv.ops;
             e.bg_ops += iv.bg_ops;
             for m in [Metric::Ops, Metric::OpsPerSec] {
-                if let Some(v) = iv.figures.get(&m).and_then(|f| f.0) {
-                    let f = e.figures.entry(m).or_insert((Some(0.0), None));
-                    f.0 = Some(f.0.unwrap_or(0.0) + v);
+                if let Some(v) = iv.figures.get(&m).and_then(Figure::value) {
+                    let f = e.figures.entry(m).or_insert(Figure::Value(0.0));
+                    *f = Figure::Value(f.value().unwrap_or(0.0) + v);
                 }
             }
         }

@@ -8,12 +8,9 @@ use serde::Serialize;
 
 use super::db::Val;
 use super::{Results, WHOLE_STEP};
-use crate::metrics::{self, LatencySummary, Metric, WorkDone};
+use crate::metrics::{self, Figure, LatencySummary, Metric, WorkDone};
 use crate::names::Status;
 use crate::probe::Sample;
-
-/// A figure as stored: value, or the reason it was not measured.
-pub type Stored = (Option<f64>, Option<String>);
 
 /// One interval of a step.
 #[derive(Clone, Debug, Serialize)]
@@ -29,7 +26,7 @@ pub struct IntervalView {
     /// Background operations.
     pub bg_ops: i64,
     /// Figures by name.
-    pub figures: BTreeMap<Metric, Stored>,
+    pub figures: BTreeMap<Metric, Figure>,
 }
 
 /// One `--slice` slice of a step: consecutive whole intervals.
@@ -46,13 +43,13 @@ pub struct SliceView {
     /// True for a last slice shorter than nine tenths of the others.
     pub partial: bool,
     /// Figures by name.
-    pub figures: BTreeMap<Metric, Stored>,
+    pub figures: BTreeMap<Metric, Figure>,
 }
 
 impl SliceView {
     /// A figure's value.
     pub fn fig(&self, m: Metric) -> Option<f64> {
-        self.figures.get(&m).and_then(|f| f.0)
+        self.figures.get(&m).and_then(Figure::value)
     }
 }
 
@@ -92,7 +89,7 @@ pub struct StepView {
     /// What settling did after this step, if asked.
     pub settle: Option<String>,
     /// Whole-step figures by name.
-    pub figures: BTreeMap<Metric, Stored>,
+    pub figures: BTreeMap<Metric, Figure>,
     /// Whole-step response times per operation kind.
     pub latencies: Vec<(String, LatencySummary)>,
     /// The rest of its record: the harness's, the model's and the
@@ -162,7 +159,7 @@ impl RunView {
 impl StepView {
     /// A whole-step figure's value.
     pub fn fig(&self, m: Metric) -> Option<f64> {
-        self.figures.get(&m).and_then(|f| f.0)
+        self.figures.get(&m).and_then(Figure::value)
     }
 
     /// A finished step of `engine` with these whole-step figures and
@@ -182,7 +179,7 @@ impl StepView {
             error: None,
             secs: Some(1.0),
             settle: None,
-            figures: figs.iter().map(|(k, v)| (*k, (Some(*v), None))).collect(),
+            figures: figs.iter().map(|(k, v)| (*k, Figure::Value(*v))).collect(),
             latencies: Vec::new(),
             extras: Default::default(),
             notes: Vec::new(),
@@ -350,18 +347,25 @@ impl RunSel {
 
 /// The stored figures of a step or interval; a name this version does not
 /// know (a newer file's) is skipped.
-fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<Metric, Stored>> {
+fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<Metric, Figure>> {
     let mut st = r.conn().prepare_cached(
         "SELECT name, value, note FROM figures WHERE step_id = ?1 AND interval_idx = ?2",
     )?;
     let rows = st.query_map(params![step, idx], |row| {
-        Ok((row.get::<_, String>(0)?, (row.get(1)?, row.get(2)?)))
+        let (value, note): (Option<f64>, Option<String>) = (row.get(1)?, row.get(2)?);
+        Ok((row.get::<_, String>(0)?, value, note))
     })?;
     let mut out = BTreeMap::new();
     for row in rows {
-        let (name, v) = row?;
+        let (name, value, note) = row?;
         if let Ok(m) = Metric::parse(&name) {
-            out.insert(m, v);
+            // A row has its value, or its reason (a null value without
+            // one is no figure this version writes).
+            let f = match value {
+                Some(v) => Figure::Value(v),
+                None => Figure::NotMeasured(note.unwrap_or_default()),
+            };
+            out.insert(m, f);
         }
     }
     Ok(out)
@@ -614,7 +618,7 @@ pub fn histograms(
 /// Figures of a step that never finished, from its completed intervals:
 /// the first interval's start sample, the last one's end sample, and the
 /// summed operations.
-fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Stored>> {
+fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Figure>> {
     let (Some(first), Some(last)) = (s.intervals.first(), s.intervals.last()) else {
         return Ok(BTreeMap::new());
     };
@@ -635,7 +639,7 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Stored>>
         logical_bytes: last
             .figures
             .get(&Metric::LogicalBytes)
-            .and_then(|f| f.0)
+            .and_then(Figure::value)
             .unwrap_or(0.0) as u64,
         logical_written: written as u64,
     };
@@ -643,18 +647,13 @@ fn from_intervals(r: &Results, s: &StepView) -> Result<BTreeMap<Metric, Stored>>
         .disk
         .is_none()
         .then_some("no device counters were recorded");
-    let mut out: BTreeMap<Metric, Stored> = BTreeMap::new();
-    for (n, f) in metrics::compute(&a, &b, &w, no_dev, crate::probe::cpu::ticks_per_sec()) {
-        let v = match f {
-            metrics::Figure::Value(v) => (
-                Some(v),
-                Some("from completed intervals: the step did not finish".into()),
-            ),
-            metrics::Figure::NotMeasured(why) => (None, Some(why)),
-        };
-        out.insert(n, v);
-    }
-    Ok(out)
+    // Figures of the completed intervals of a step that did not finish
+    // (its status says so).
+    Ok(
+        metrics::compute(&a, &b, &w, no_dev, crate::probe::cpu::ticks_per_sec())
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// A step's [`WSREP_COUNTERS`], end less start, from its engine
