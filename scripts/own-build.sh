@@ -66,7 +66,7 @@ fail() { echo "own-build: FAILED: $*" >&2; exit 1; }
 # The crates an own build's libraries rebuild (the engine's, and those
 # above it), at opt-level 1 without debug info.
 quick=()
-for p in ampbench ampbench-engine ampbench-driver ampbench-workload; do
+for p in ampbench ampbench-engine ampbench-workload; do
   quick+=(--config "profile.release.package.$p.opt-level=1" --config "profile.release.package.$p.debug=0")
 done
 

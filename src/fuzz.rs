@@ -129,8 +129,8 @@ pub fn results(data: &[u8]) -> Option<String> {
     let out = (|| -> anyhow::Result<()> {
         let mut r = crate::results::Results::open_existing(&p.as_path().into())?;
         let view = crate::results::load(&mut r, crate::results::read::RunSel::Latest)?;
-        let _ = crate::report::render(&view, crate::report::Format::Text, None, &r)?;
-        let _ = crate::report::render(&view, crate::report::Format::Json, None, &r)?;
+        let _ = crate::report::render(&view, crate::report::Format::TEXT, None, &r)?;
+        let _ = crate::report::render(&view, crate::report::Format::JSON, None, &r)?;
         Ok(())
     })();
     for suffix in ["", "-wal", "-shm"] {

@@ -12,15 +12,72 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// What each module of src/ may import of the others; the crates below
-/// (`crate::metrics` is ampbench-metrics, re-exported) are Cargo's to
-/// check.
+/// What each module of src/ may import: the others of src/, and the
+/// crates below, by the module names src/lib.rs gives them
+/// (`crate::report` is ampbench-report). The core's modules (`names`,
+/// `units`, …) every module may use.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("runner", &[]),
-    ("crashcheck", &["runner"]),
-    ("plan", &["runner"]),
-    ("cli", &["runner", "crashcheck", "plan"]),
-    ("fuzz", &["runner", "crashcheck", "plan", "cli"]),
+    (
+        "runner",
+        &[
+            "metrics", "probe", "model", "results", "engine", "setup", "workload", "driver",
+        ],
+    ),
+    (
+        "crashcheck",
+        &[
+            "metrics", "probe", "engine", "setup", "workload", "driver", "runner",
+        ],
+    ),
+    (
+        "plan",
+        &[
+            "metrics", "probe", "model", "engine", "setup", "workload", "driver", "runner",
+        ],
+    ),
+    (
+        "cli",
+        &[
+            "address",
+            "metrics",
+            "probe",
+            "model",
+            "results",
+            "report",
+            "engine",
+            "setup",
+            "workload",
+            "driver",
+            "runner",
+            "crashcheck",
+            "plan",
+        ],
+    ),
+    (
+        "fuzz",
+        &[
+            "address",
+            "metrics",
+            "probe",
+            "model",
+            "results",
+            "report",
+            "engine",
+            "setup",
+            "workload",
+            "driver",
+            "runner",
+            "crashcheck",
+            "plan",
+            "cli",
+        ],
+    ),
+];
+
+/// The crates below the binary's, by their module names in src/lib.rs.
+const STAGES: &[&str] = &[
+    "address", "metrics", "probe", "model", "results", "report", "engine", "setup", "workload",
+    "driver",
 ];
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -38,12 +95,18 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Module of src/ → the other modules of src/ its code names.
+/// Module of src/ → the other modules of src/ and the stages its code
+/// names.
 fn edges() -> BTreeMap<String, BTreeSet<String>> {
     let src = root().join("src");
     let mut all = Vec::new();
     files(&src, &mut all);
     let own: BTreeSet<String> = ALLOWED.iter().map(|(m, _)| m.to_string()).collect();
+    let named: BTreeSet<String> = own
+        .iter()
+        .cloned()
+        .chain(STAGES.iter().map(|s| s.to_string()))
+        .collect();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in all {
         let rel = f.strip_prefix(&src).unwrap();
@@ -74,7 +137,7 @@ fn edges() -> BTreeMap<String, BTreeSet<String>> {
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                if name != module && own.contains(&name) {
+                if name != module && named.contains(&name) {
                     out.entry(module.clone()).or_default().insert(name);
                 }
             }
@@ -100,41 +163,65 @@ fn modules_import_along_the_pipeline_only() {
     );
 }
 
-/// Every crate of the workspace is one of `crates/*` and the binary's,
-/// and names only crates of the workspace below it in its Cargo.toml
-/// (Cargo refuses a circle; this says a crate is where docs/design.md
-/// puts it).
+/// Each crate of crates/ uses exactly the ampbench crates docs/design.md's
+/// table of crates says (its "the ampbench crates it uses" column), so
+/// the table is the layering and cannot drift from the Cargo.tomls.
 #[test]
-fn crates_depend_only_on_crates_below() {
-    const ORDER: &[&str] = &[
-        "core", "probe", "metrics", "model", "address", "results", "report", "mywire", "engine",
-        "setup", "driver", "workload",
-    ];
+fn crates_use_what_the_design_says() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let section = design
+        .split("\n## ")
+        .find(|s| s.starts_with("Crates"))
+        .expect("docs/design.md has a Crates section");
+    let mut table: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | `name` | what it holds | uses |
+        if cells.len() == 5 && cells[1].starts_with('`') && cells[1].ends_with('`') {
+            let name = cells[1].trim_matches('`').to_string();
+            let uses = cells[3]
+                .split(',')
+                .map(str::trim)
+                .filter(|u| !u.is_empty() && *u != "none")
+                .map(str::to_string)
+                .collect();
+            table.insert(name, uses);
+        }
+    }
     let mut seen = BTreeSet::new();
     for e in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let at = ORDER
-            .iter()
-            .position(|c| *c == name)
-            .unwrap_or_else(|| panic!("crates/{name} is not in ORDER: say where it sits"));
         let toml = std::fs::read_to_string(e.path().join("Cargo.toml")).unwrap();
+        let mut uses = BTreeSet::new();
         for line in toml.lines() {
-            if let Some(dep) = line.strip_prefix("ampbench-") {
+            let line = line.trim();
+            // Only `ampbench-x = { path = … }` lines: a table form or a
+            // renamed package would hide from this reading, so they fail.
+            assert!(
+                !line.starts_with("[dependencies.ampbench")
+                    && !line.starts_with("[dev-dependencies.ampbench")
+                    && !line.contains("package = \"ampbench"),
+                "crates/{name}/Cargo.toml: name an ampbench crate as `ampbench-x = {{ path = … }}`: {line}"
+            );
+            if let Some(dep) = line.strip_prefix("ampbench") {
                 let dep = dep.split([' ', '=', '.']).next().unwrap();
-                let below = ORDER.iter().position(|c| *c == dep);
-                assert!(
-                    below.is_some_and(|b| b < at),
-                    "crates/{name} depends on ampbench-{dep}, not below it"
-                );
+                let dep = dep.strip_prefix('-').unwrap_or_else(|| {
+                    panic!("crates/{name} depends on the binary's crate: {line}")
+                });
+                uses.insert(dep.to_string());
             }
         }
+        let said = table
+            .get(&name)
+            .unwrap_or_else(|| panic!("crates/{name} is not in docs/design.md's table of crates"));
+        assert_eq!(
+            &uses, said,
+            "crates/{name}: its Cargo.toml (left) against docs/design.md (right)"
+        );
         seen.insert(name);
     }
-    assert_eq!(
-        seen.len(),
-        ORDER.len(),
-        "crates missing: {ORDER:?} vs {seen:?}"
-    );
+    let listed: BTreeSet<String> = table.keys().cloned().collect();
+    assert_eq!(seen, listed, "crates/ against docs/design.md's table");
 }
 
 /// Import circles inside a folder of any crate (issue 50): two modules of

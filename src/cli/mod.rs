@@ -249,9 +249,9 @@ pub fn main() -> Result<i32> {
             // The short report unless -v; the full one is `ampbench report`.
             let verbose = cfgs.first().is_some_and(|c| c.verbose);
             let format = if verbose {
-                Format::Text
+                Format::TEXT
             } else {
-                Format::Summary
+                Format::SUMMARY
             };
             if ran {
                 writeln!(out)?;
@@ -265,9 +265,16 @@ pub fn main() -> Result<i32> {
             let results = results.unwrap_or_default();
             let ids = ids.join(",");
             if ran {
+                // The formats besides the two text reports a run prints.
+                let formats: Vec<&str> = crate::report::FORMATS
+                    .iter()
+                    .filter(|f| ![Format::TEXT, Format::SUMMARY].contains(f))
+                    .map(|f| f.name())
+                    .collect();
                 writeln!(
                     out,
-                    "\nresults: {results} (run {ids}) · every figure per engine and step: ampbench report --results {results} --run {ids} [--format json|csv|html|markdown|hlog]",
+                    "\nresults: {results} (run {ids}) · every figure per engine and step: ampbench report --results {results} --run {ids} [--format {}]",
+                    formats.join("|"),
                 )?;
             } else {
                 writeln!(out, "results: {results} (run {ids}): nothing ran")?;

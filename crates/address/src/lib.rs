@@ -10,8 +10,8 @@
 
 #![warn(missing_docs)]
 
-// The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// The core crate's modules, under the names the code has always used
+// (`crate::UsageError` is ampbench-core's `UsageError`).
 use ampbench_core::{UsageError, units};
 
 pub mod pg;

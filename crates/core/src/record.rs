@@ -160,7 +160,7 @@ pub struct FamilyWrites {
 }
 
 /// One column family's tree at the step's end (see
-/// [`crate::model`]'s shape).
+/// the amplification model's shape, ampbench-model).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TreeShape {
     /// Levels below L0 holding data.

@@ -25,10 +25,10 @@ pub fn exit(code: i32) -> ! {
 /// Makes Ctrl-C and SIGTERM set [`INTERRUPTED`]: work stops at its next
 /// look and cleanup runs to its end. A second signal calls `second`
 /// (None: it is ignored, as the first one's cleanup is then short and
-/// sure), for when waiting is no longer wanted: a run's [`second`] kills
+/// sure), for when waiting is no longer wanted: a run's `second` kills
 /// what it started, removes what it made and exits.
 ///
-/// [`second`]: crate::runner::abort
+/// (`second` is the binary's `runner::abort`.)
 pub fn catch_interrupts(second: Option<fn()>) {
     // Fails only when a handler is already set, which is then ours.
     let _ = ctrlc::set_handler(move || {

@@ -23,7 +23,7 @@
 #![warn(missing_docs)]
 
 // The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// `crate::metrics` is the ampbench-metrics crate (Cargo.toml lists them).
 use ampbench_core::{record, rng, signals};
 use ampbench_metrics as metrics;
 use ampbench_probe as probe;

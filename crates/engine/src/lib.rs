@@ -17,7 +17,7 @@
 #![warn(missing_docs)]
 
 // The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// `crate::address` is the ampbench-address crate (Cargo.toml lists them).
 use ampbench_address as address;
 #[cfg(test)]
 use ampbench_core::testing;

@@ -1,7 +1,7 @@
 //! The engine registry: one [`EngineDef`] per engine, declared in the
 //! engine's own file. The command line, `list`, `doctor`, `--help` and the
 //! plan template all read this table, so adding an engine is its file plus
-//! one line in `engine/mod.rs`.
+//! one line in `engines! { … }` (lib.rs).
 
 use anyhow::Result;
 use serde::{Serialize, Serializer};

@@ -24,8 +24,8 @@
 
 #![warn(missing_docs)]
 
-// The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// The core crate's modules, under the names the code has always used
+// (`crate::UsageError` is ampbench-core's `UsageError`).
 use ampbench_core::{UsageError, named, names, units};
 
 pub mod shape;

@@ -20,8 +20,8 @@
 
 #![warn(missing_docs)]
 
-// The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// The core crate's modules, under the names the code has always used
+// (`crate::sqlval` is ampbench-core's `sqlval`).
 use ampbench_core::sqlval;
 
 use std::io::{Read, Write};

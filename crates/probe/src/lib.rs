@@ -11,8 +11,8 @@
 
 #![warn(missing_docs)]
 
-// The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// The core crate's modules, under the names the code has always used
+// (`crate::testing` is ampbench-core's `testing`).
 #[cfg(test)]
 use ampbench_core::testing;
 

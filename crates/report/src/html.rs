@@ -349,6 +349,21 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o
 }
 
+/// The HTML page.
+pub struct Html;
+
+impl crate::Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+    fn about(&self) -> &'static str {
+        "A self-contained HTML page with charts"
+    }
+    fn render(&self, run: &RunView, on: &crate::Inputs<'_>) -> anyhow::Result<String> {
+        Ok(render(&crate::repeat::collapse(run), on.base))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

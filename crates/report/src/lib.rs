@@ -5,7 +5,7 @@
 #![warn(missing_docs)]
 
 // The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// `crate::metrics` is the ampbench-metrics crate (Cargo.toml lists them).
 use ampbench_core::{UsageError, names, record, seedspec, units};
 use ampbench_metrics as metrics;
 use ampbench_results as results;
@@ -14,10 +14,7 @@ pub mod charts;
 pub mod clients;
 pub mod compare;
 pub mod concurrency;
-pub mod export;
-pub mod html;
 pub mod html_charts;
-pub mod json;
 pub mod model;
 pub mod parts;
 pub mod ratio;
@@ -25,75 +22,119 @@ pub mod repeat;
 pub mod seed;
 pub mod slices;
 pub mod steps;
-pub mod summary;
 pub mod sweep;
 pub mod table;
-pub mod text;
 
 use crate::results::RunView;
 
-/// Output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Text tables in the seeds' shape.
-    Text,
-    /// The short text report `run` prints: one figure per step and
-    /// engine in each table.
-    Summary,
-    /// Every figure, stable names.
-    Json,
-    /// One row per (engine, step).
-    Csv,
-    /// A self-contained HTML page with charts.
-    Html,
-    /// Markdown tables, to paste into an issue or a post.
-    Markdown,
-    /// HdrHistogram interval log of every step's response times.
-    Hlog,
+/// One report format: `--format NAME`, a line on what it is, and how it
+/// renders a run. Each lives in its own module; [`FORMATS`] lists them.
+pub trait Exporter: Sync {
+    /// Its `--format` value.
+    fn name(&self) -> &'static str;
+    /// What it is, one line (`--help`).
+    fn about(&self) -> &'static str;
+    /// The run in this format.
+    fn render(&self, run: &RunView, on: &Inputs<'_>) -> anyhow::Result<String>;
 }
 
-/// Renders a run; text adds ratios to `base` (an engine of the run, see
-/// [`compare::base_engine`]) when there are several engines.
+/// What an exporter may read besides the run.
+pub struct Inputs<'a> {
+    /// The engine ratio tables divide by (an engine of the run, see
+    /// [`compare::base_engine`]) when there are several engines.
+    pub base: Option<&'a str>,
+    /// The results file or store (the interval log reads its stored
+    /// histograms).
+    pub results: &'a crate::results::Results,
+}
+
+/// An output format: one of [`FORMATS`].
+#[derive(Clone, Copy)]
+pub struct Format(&'static dyn Exporter);
+
+/// Declares each format's module and lists its exporter in [`FORMATS`].
+macro_rules! formats {
+    ($($module:ident :: $exporter:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// Every format, in `--help`'s order.
+        pub const FORMATS: &[Format] = &[$(Format(&$module::$exporter)),+];
+    };
+}
+
+// The registry: a format is its module (with a type implementing
+// `Exporter`) and one line here.
+formats! {
+    text::Text,
+    summary::Summary,
+    json::Json,
+    csv::Csv,
+    html::Html,
+    markdown::Markdown,
+    hlog::Hlog,
+}
+
+impl Format {
+    /// The full text report (`run -v` prints it).
+    pub const TEXT: Format = Format(&text::Text);
+    /// The short text report `run` prints.
+    pub const SUMMARY: Format = Format(&summary::Summary);
+    /// Every figure, as JSON.
+    pub const JSON: Format = Format(&json::Json);
+
+    /// Its `--format` value.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Format] {
+        FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.about()))
+    }
+}
+
+/// Renders a run in format `f`; see [`Inputs`] for `base` and `results`.
 /// Text, HTML and Markdown show repetitions (`--repeat`) as means with
 /// intervals; JSON, CSV and the interval log keep every repetition's
-/// step. The interval log reads the stored histograms from `results`.
+/// step.
 pub fn render(
     run: &RunView,
     f: Format,
     base: Option<&str>,
     results: &crate::results::Results,
 ) -> anyhow::Result<String> {
-    // A seed plan's run: the post's table beside this machine's.
-    let seed = || seed::of_run(run).map(|s| seed::render(&s, &repeat::collapse(run)));
-    Ok(match f {
-        Format::Text => {
-            let mut t = text::render(&repeat::collapse(run), base);
-            if let Some(s) = seed() {
-                t.push('\n');
-                t.push_str(&s);
-            }
-            t
+    f.0.render(run, &Inputs { base, results })
+}
+
+/// `text` with, for a seed plan's run, the post's table beside this
+/// machine's after it (fenced as code in Markdown).
+fn with_post(run: &RunView, mut text: String, fenced: bool) -> String {
+    if let Some(s) = seed::of_run(run).map(|s| seed::render(&s, &repeat::collapse(run))) {
+        if fenced {
+            text.push_str("\n```\n");
+            text.push_str(&s);
+            text.push_str("```\n");
+        } else {
+            text.push('\n');
+            text.push_str(&s);
         }
-        Format::Summary => {
-            let mut t = summary::render(&repeat::collapse(run), base);
-            if let Some(s) = seed() {
-                t.push('\n');
-                t.push_str(&s);
-            }
-            t
-        }
-        Format::Json => json::render(run),
-        Format::Csv => json::csv(run),
-        Format::Html => html::render(&repeat::collapse(run), base),
-        Format::Markdown => {
-            let mut t = export::markdown(run, base);
-            if let Some(s) = seed() {
-                t.push_str("\n```\n");
-                t.push_str(&s);
-                t.push_str("```\n");
-            }
-            t
-        }
-        Format::Hlog => export::hlog(results, run)?,
-    })
+    }
+    text
 }

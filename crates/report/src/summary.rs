@@ -375,6 +375,22 @@ fn workload_figures(run: &RunView) -> Table {
     t
 }
 
+/// The short text report.
+pub struct Summary;
+
+impl crate::Exporter for Summary {
+    fn name(&self) -> &'static str {
+        "summary"
+    }
+    fn about(&self) -> &'static str {
+        "The short text report `run` prints: one figure per step and engine in each table"
+    }
+    fn render(&self, run: &RunView, on: &crate::Inputs<'_>) -> anyhow::Result<String> {
+        let t = render(&crate::repeat::collapse(run), on.base);
+        Ok(crate::with_post(run, t, false))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -326,3 +326,19 @@ fn workload_figures(run: &RunView) -> String {
     }
     o
 }
+
+/// The full text report.
+pub struct Text;
+
+impl crate::Exporter for Text {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+    fn about(&self) -> &'static str {
+        "Text tables in the seeds' shape"
+    }
+    fn render(&self, run: &RunView, on: &crate::Inputs<'_>) -> anyhow::Result<String> {
+        let t = render(&crate::repeat::collapse(run), on.base);
+        Ok(crate::with_post(run, t, false))
+    }
+}

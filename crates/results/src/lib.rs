@@ -9,7 +9,7 @@
 #![warn(missing_docs)]
 
 // The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// `crate::address` is the ampbench-address crate (Cargo.toml lists them).
 use ampbench_address as address;
 use ampbench_core::{UsageError, names, record, seedspec};
 use ampbench_metrics as metrics;
@@ -446,7 +446,7 @@ impl Results {
         Ok(())
     }
 
-    /// Records a step's throughput over time (see [`crate::driver::rates`]):
+    /// Records a step's throughput over time (see ampbench-driver's `rates`):
     /// `(t0, t1, ops/s)` per bin.
     pub fn add_rates(&mut self, step: i64, rates: &[(f64, f64, f64)]) -> Result<()> {
         self.db.tx(|t| {

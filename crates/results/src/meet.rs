@@ -49,7 +49,7 @@ const PLAN_KEYS: &[&str] = &[
     "warmup_steady",
     "duration",
     "interval",
-    "rate",
+    "arrival",
     "seed",
     "repeat",
     "reuse",

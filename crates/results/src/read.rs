@@ -107,7 +107,7 @@ pub struct StepView {
     /// The `--slice` slices (empty without `--slice`).
     pub slices: Vec<SliceView>,
     /// Throughput over time, finer than the intervals: `(t0, t1, ops/s)`
-    /// (see [`crate::driver::rates`]).
+    /// (see ampbench-driver's `rates`).
     pub rates: Vec<(f64, f64, f64)>,
     /// Whole-step percentile spectrum per operation kind (see
     /// [`crate::metrics::Latency::spectrum`]).
@@ -359,11 +359,11 @@ fn figures(r: &Results, step: i64, idx: i64) -> Result<BTreeMap<Metric, Figure>>
     for row in rows {
         let (name, value, note) = row?;
         if let Ok(m) = Metric::parse(&name) {
-            // A row has its value, or its reason (a null value without
-            // one is no figure this version writes).
+            // A row has its value, or its reason (this version never
+            // writes a null value without one).
             let f = match value {
                 Some(v) => Figure::Value(v),
-                None => Figure::NotMeasured(note.unwrap_or_default()),
+                None => Figure::NotMeasured(note.unwrap_or_else(|| "no reason recorded".into())),
             };
             out.insert(m, f);
         }

@@ -177,7 +177,7 @@ impl MemCgroup {
     }
 
     /// The file a process writes `0` to in order to join (see
-    /// [`crate::engine::server::join_cgroup`]).
+    /// ampbench-engine's `server::join_cgroup`).
     pub fn procs_file(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
     }

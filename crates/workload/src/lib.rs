@@ -12,7 +12,7 @@
 #![warn(missing_docs)]
 
 // The crates below, under the module names the code has always used:
-// `crate::probe` is the ampbench-probe crate (Cargo.toml lists them).
+// `crate::driver` is the ampbench-driver crate (Cargo.toml lists them).
 use ampbench_core::{UsageError, named, names, record, rng, signals};
 use ampbench_driver as driver;
 use ampbench_engine as engine;
@@ -131,7 +131,8 @@ pub trait Workload: Send + Sync {
     /// with [`live_bytes`](Workload::live_bytes), the average row the
     /// model's predictions use.
     fn live_rows(&self) -> Option<u64>;
-    /// Workload-specific figures after a step (e.g. misses), reset by it.
+    /// Workload-specific figures after a step (e.g. misses), reset by it;
+    /// none for a step of another workload.
     fn figures(&self, step: Step) -> Vec<(String, f64)>;
     /// True when the workload makes multi-key read-modify-write changes,
     /// so engines open with transactions (see `OpenSpec::transactions`).
@@ -142,7 +143,8 @@ pub trait Workload: Send + Sync {
     fn configure(&mut self, steps: &[Step], threads: usize, share: Share);
     /// Drops what driving `step` has gathered so far (after a warm-up,
     /// whose operations are not the step's), without the checks
-    /// [`finish`](Workload::finish) runs.
+    /// [`finish`](Workload::finish) runs; nothing for a step of another
+    /// workload.
     fn discard(&self, step: Step);
     /// After a step: its workload figures and lines to print (e.g. a
     /// consistency check).
@@ -150,12 +152,12 @@ pub trait Workload: Send + Sync {
 }
 
 /// A workload as each is written: against its own step enum, so no
-/// workload names [`Step`], the union of them all (only `step.rs` names
-/// every workload's steps). Each method is [`Workload`]'s, for its own
-/// steps; the impl below hands it only those.
+/// workload names [`Step`], the union of them all: only `step.rs` names
+/// every workload's steps (and makes each a `Step`). Each method is
+/// [`Workload`]'s, for its own steps; the impl below hands it only those.
 pub trait TypedWorkload: Send + Sync {
-    /// The workload's own steps.
-    type Step: StepKind + Into<Step> + TryFrom<Step, Error = anyhow::Error>;
+    /// The workload's own steps (step.rs makes each one a [`Step`]).
+    type Step: StepKind;
     /// See [`Workload::tables`].
     fn tables(&self) -> Vec<String>;
     /// See [`Workload::sql_schema`]; defaults to each table's key-value
@@ -204,7 +206,11 @@ pub trait TypedWorkload: Send + Sync {
     }
 }
 
-impl<W: TypedWorkload> Workload for W {
+impl<W> Workload for W
+where
+    W: TypedWorkload,
+    W::Step: Into<Step> + TryFrom<Step, Error = anyhow::Error>,
+{
     fn tables(&self) -> Vec<String> {
         TypedWorkload::tables(self)
     }
