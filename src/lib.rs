@@ -14,13 +14,14 @@
 #![warn(missing_docs)]
 
 pub use ampbench_address as address;
+pub use ampbench_ampmodel as ampmodel;
 pub use ampbench_core::{
-    UsageError, named, names, record, rng, seedspec, signals, sqlval, sys, testing, units,
+    UsageError, bound, check, identity, named, names, postspec, record, rng, share, signals,
+    sqlval, structure, sys, testing, units,
 };
 pub use ampbench_driver as driver;
 pub use ampbench_engine as engine;
 pub use ampbench_metrics as metrics;
-pub use ampbench_model as model;
 pub use ampbench_probe as probe;
 pub use ampbench_report as report;
 pub use ampbench_results as results;

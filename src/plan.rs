@@ -32,14 +32,14 @@ pub enum Threads {
 #[serde(untagged)]
 pub enum Bounds {
     /// One corner.
-    One(crate::names::Bound),
+    One(crate::bound::Bound),
     /// Several, one run each.
-    Many(Vec<crate::names::Bound>),
+    Many(Vec<crate::bound::Bound>),
 }
 
 impl Bounds {
     /// The corners as a list.
-    pub fn into_vec(self) -> Vec<crate::names::Bound> {
+    pub fn into_vec(self) -> Vec<crate::bound::Bound> {
         match self {
             Bounds::One(b) => vec![b],
             Bounds::Many(v) => v,
@@ -218,7 +218,7 @@ pub struct Settings {
     /// The seed post this plan reproduces (`[post]`): its published
     /// figures and the comparisons it draws (`plans/seeds/`).
     #[serde(skip_serializing)]
-    pub post: Option<crate::seedspec::SeedSpec>,
+    pub post: Option<crate::postspec::PostSpec>,
     /// Workload parameters.
     pub params: BTreeMap<String, toml::Value>,
     /// Engine options, per engine.

@@ -20,7 +20,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "runner",
         &[
-            "metrics", "probe", "model", "results", "engine", "setup", "workload", "driver",
+            "metrics", "probe", "ampmodel", "results", "engine", "setup", "workload", "driver",
         ],
     ),
     (
@@ -32,7 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "plan",
         &[
-            "metrics", "probe", "model", "engine", "setup", "workload", "driver", "runner",
+            "metrics", "probe", "ampmodel", "engine", "setup", "workload", "driver", "runner",
         ],
     ),
     (
@@ -41,7 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "address",
             "metrics",
             "probe",
-            "model",
+            "ampmodel",
             "results",
             "report",
             "engine",
@@ -59,7 +59,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "address",
             "metrics",
             "probe",
-            "model",
+            "ampmodel",
             "results",
             "report",
             "engine",
@@ -76,7 +76,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// The crates below the binary's, by their module names in src/lib.rs.
 const STAGES: &[&str] = &[
-    "address", "metrics", "probe", "model", "results", "report", "engine", "setup", "workload",
+    "address", "metrics", "probe", "ampmodel", "results", "report", "engine", "setup", "workload",
     "driver",
 ];
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use ampbench::metrics::Metric;
 use ampbench::record::StepExtras;
-use ampbench::report::seed::{self, Verdict};
+use ampbench::report::post::{self, Verdict};
 use ampbench::results::{RunView, StepView};
 use common::ok;
 
@@ -56,7 +56,7 @@ fn every_seed_plan_loads_with_the_posts_figures() {
             "{name}"
         );
         // The post's own numbers satisfy every claim typed from them.
-        for c in seed::check(&post, &RunView::empty()) {
+        for c in post::check(&post, &RunView::empty()) {
             assert_ne!(
                 c.post_verdict,
                 Verdict::DoesNotHold,
@@ -112,7 +112,7 @@ fn verdicts_on_fixed_figures_both_ways() {
         .unwrap();
     let rises = "MyRocks/InnoDB rises as storage slows";
     let verdict = |run: &RunView, text: &str| {
-        seed::check(&post, run)
+        post::check(&post, run)
             .into_iter()
             .find(|c| c.claim.text.starts_with(text))
             .unwrap()
@@ -131,7 +131,7 @@ fn verdicts_on_fixed_figures_both_ways() {
         Verdict::DoesNotHold
     );
     // The text: the post's figure and ours per row, the verdict per claim.
-    let t = seed::render(&post, &good);
+    let t = post::render(&post, &good);
     assert!(
         t.contains("post 1.40 → 2.30 → 5.30; here 1.20 → 1.90 → 4.00: holds, judged in the post's regime (MyRocks' database over the memory limit 8.00 (≥ 4);"),
         "{t}"
@@ -143,14 +143,14 @@ fn verdicts_on_fixed_figures_both_ways() {
             && l.contains("4.00")),
         "{t}"
     );
-    let t = seed::render(&post, &bad);
+    let t = post::render(&post, &bad);
     assert!(
         t.contains("0.90 → 0.80 → 1.50: does not hold, judged"),
         "{t}"
     );
     // Outside the regime (here: none of its figures measured) a verdict
     // is printed as not judged, with the direction it would have.
-    let t = seed::render(&post, &run_003([1.2, 1.9, 4.0], false));
+    let t = post::render(&post, &run_003([1.2, 1.9, 4.0], false));
     assert!(
         t.contains(
             "1.20 → 1.90 → 4.00: not judged: MyRocks' database over the memory limit not measured;"
@@ -300,7 +300,7 @@ fn whole_run_figures_add_up_every_step() {
         .clone()
         .unwrap();
     let verdicts = |run: &RunView| -> Vec<Verdict> {
-        seed::check(&post, run)
+        post::check(&post, run)
             .into_iter()
             .map(|c| c.verdict)
             .collect()
@@ -321,7 +321,7 @@ fn whole_run_figures_add_up_every_step() {
     // + 74 MB of compaction) = 188 MB, kOldestSmallestSeqFirst 120 MB;
     // write-amp (20 + 74) / 20 = 4.7.
     let r = |figure: &str, setting: &str| {
-        seed::whole_run(
+        post::whole_run(
             &good,
             &format!("mariadb-myrocks[compaction_pri={setting}]"),
             figure,
@@ -341,7 +341,7 @@ fn whole_run_figures_add_up_every_step() {
     // Throughputs do not add up; an engine that did not run has nothing.
     assert_eq!(r("ops_per_sec", "kOldestLargestSeqFirst"), None);
     assert_eq!(r("cf_total_mb", "kNoSuchSetting"), None);
-    let t = seed::render(&post, &good);
+    let t = post::render(&post, &good);
     assert!(
         t.contains("post 1.34 (against 1.00); here 1.57 (against 1.00): holds, judged in the post's regime (kOldestLargestSeqFirst: link_pk's levels below L0 (the post's worked out) 4.00 (≥ 3)"),
         "{t}"
@@ -361,7 +361,7 @@ fn whole_run_figures_add_up_every_step() {
         ],
         2.0,
     );
-    let t = seed::render(&post, &shallow);
+    let t = post::render(&post, &shallow);
     assert!(
         t.contains("here 1.57 (against 1.00): not judged: kOldestLargestSeqFirst: link_pk's levels below L0 (the post's worked out) 2.00, not ≥ 3"),
         "{t}"
@@ -378,9 +378,9 @@ fn whole_run_figures_add_up_every_step() {
             t.levels = Some(2.0);
         }
     }
-    let marks: Vec<bool> = seed::check(&post, &one_off)
+    let marks: Vec<bool> = post::check(&post, &one_off)
         .into_iter()
-        .map(|c| matches!(c.regime, seed::RegimeMark::Judged(_)))
+        .map(|c| matches!(c.regime, post::RegimeMark::Judged(_)))
         .collect();
     assert_eq!(marks, vec![true, false, true]);
     // The other way round: every direction fails.

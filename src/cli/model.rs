@@ -1,12 +1,12 @@
 //! `ampbench model STRUCTURE [--KEY VALUE…]`: predicted amplification with
-//! every term shown (see `crate::model`).
+//! every term shown (see `crate::ampmodel`).
 
 use std::io::Write;
 
 use anyhow::Result;
 use clap::Args;
 
-use crate::model::{Inputs, Structure, predict, render};
+use crate::ampmodel::{Inputs, Structure, predict, render};
 
 /// Arguments of `ampbench model`; each input defaults to the seed's
 /// example value for the structure.

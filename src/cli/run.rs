@@ -275,7 +275,7 @@ pub(crate) struct RunArgs {
     bound: Option<Vec<Bound>>,
 }
 
-pub use crate::names::Bound;
+pub use crate::bound::Bound;
 
 /// `--bound cache|io`.
 fn bound_arg(s: &str) -> Result<Bound, String> {
@@ -550,7 +550,7 @@ impl RunArgs {
         if let Some(p) = &s.post {
             p.check().map_err(UsageError)?;
         }
-        let post_scale = crate::seedspec::scale(s.post.as_ref(), &mut params)?;
+        let post_scale = crate::postspec::scale(s.post.as_ref(), &mut params)?;
         let size = |flag: &str, v: &str| {
             crate::units::parse_size(v).map_err(|e| UsageError(format!("--{flag}: {e}")))
         };

@@ -199,7 +199,7 @@ fn the_recorded_config_reads_back_typed() {
     // What the runner adds as it records the run (runner::begin).
     recorded["storage_effective"] = serde_json::json!({"class_effective": "native"});
     let r = RecordedConfig::of(&recorded);
-    assert_eq!(r.bound, Some(crate::names::Bound::Io));
+    assert_eq!(r.bound, Some(crate::bound::Bound::Io));
     assert_eq!(r.memory, Some(256 << 20));
     assert_eq!(r.cache_bytes, Some(64 << 20));
     assert_eq!(r.slice, Some(2.0));
@@ -220,7 +220,7 @@ fn the_recorded_config_reads_back_typed() {
     let cached = RecordedConfig::of(&serde_json::to_value(&cfgs[0]).unwrap());
     assert_eq!(
         (cached.bound, cached.memory),
-        (Some(crate::names::Bound::Cache), None)
+        (Some(crate::bound::Bound::Cache), None)
     );
     let seed =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/seeds/000-btree-vs-lsm.toml");

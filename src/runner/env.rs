@@ -216,8 +216,8 @@ pub(super) struct Level {
 
 impl Level {
     /// The step's place in the run, typed (recorded with the step).
-    pub(super) fn identity(self, step: Step) -> crate::names::StepIdentity {
-        crate::names::StepIdentity {
+    pub(super) fn identity(self, step: Step) -> crate::identity::StepIdentity {
+        crate::identity::StepIdentity {
             step: step.name().to_string(),
             class: self.class.map(|c| c.name().to_string()),
             level: self.threads,

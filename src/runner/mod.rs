@@ -52,7 +52,7 @@ pub struct RunConfig {
     /// The seed post the plan reproduces (`[post]`), reported beside the
     /// run's figures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub post: Option<crate::seedspec::SeedSpec>,
+    pub post: Option<crate::postspec::PostSpec>,
     /// `-p scale=X` of a seed plan: the factor its size parameters were
     /// multiplied by.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,7 +143,7 @@ pub struct RunConfig {
     /// a name [`crate::engine::presets::find`] knows).
     pub preset: Option<String>,
     /// Which corner ran: `io` when a memory limit applied, else `cache`.
-    pub bound: crate::names::Bound,
+    pub bound: crate::bound::Bound,
     /// With `--bound io` and no `--memory`: the logical bytes the load
     /// writes, a quarter of which is the limit.
     #[serde(default)]

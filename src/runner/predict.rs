@@ -2,12 +2,12 @@
 //! [`Prediction`], a model and an explain [`Note`]), and, for RocksDB and
 //! MyRocks, the step's writes per column family ([`FamilyWrites`]) and
 //! each family's tree at the step's end ([`TreeShape`], from
-//! [`crate::model::shape`]).
+//! [`crate::ampmodel::shape`]).
 
+use crate::ampmodel::step::{Facts, Measured, checks, predict_step};
+use crate::check::ModelCheck;
 use crate::engine::EngineStats;
 use crate::metrics::{Figure, Metric};
-use crate::model::step::{Facts, Measured, checks, predict_step};
-use crate::names::ModelCheck;
 use crate::record::{FamilyWrites, Note, Prediction, StepExtras, TreeShape};
 use crate::workload::{Step, Workload};
 
@@ -134,7 +134,7 @@ pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
         *cf_before = now;
     }
     // Each family's tree at the step's end (regime figures of seed 004).
-    for sh in crate::model::shape::lsm_shapes(values) {
+    for sh in crate::ampmodel::shape::lsm_shapes(values) {
         lines.push(Note::Said(sh.line()));
         record.trees.insert(
             sh.family.clone(),

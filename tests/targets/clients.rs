@@ -32,6 +32,10 @@ pub struct World {
     pub target: String,
     /// The store's URL (no password).
     pub results: String,
+    /// The clients' TMPDIR, where a run keeps its data directory: a
+    /// client the test kills cannot remove its own, and this goes with
+    /// the world.
+    tmp: tempfile::TempDir,
 }
 
 impl World {
@@ -74,6 +78,7 @@ impl World {
             .map(|ip| format!("{ip}:3306"))
             .collect();
         Ok(World {
+            tmp: tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?,
             target: format!("mysql://bench@{}/", hosts.join(",")),
             results: format!("postgres://bench@{}:5432/results", net.ips[at]),
             net,
@@ -90,6 +95,7 @@ impl World {
             .args(args)
             .env("AMPBENCH_TARGET_PASSWORD", PASSWORD)
             .env("AMPBENCH_RESULTS_PASSWORD", PASSWORD)
+            .env("TMPDIR", self.tmp.path())
             .env_remove("JOB_COMPLETION_INDEX")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

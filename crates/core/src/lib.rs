@@ -4,12 +4,17 @@
 
 #![warn(missing_docs)]
 
+pub mod bound;
+pub mod check;
+pub mod identity;
 pub mod names;
+pub mod postspec;
 pub mod record;
 pub mod rng;
-pub mod seedspec;
+pub mod share;
 pub mod signals;
 pub mod sqlval;
+pub mod structure;
 pub mod sys;
 pub mod testing;
 pub mod units;

@@ -34,7 +34,7 @@ pub struct EngineLabel {
     /// The run, in a view merged from runs that are not one per corner.
     pub run: Option<i64>,
     /// The corner, in a view merged from one run per corner.
-    pub corner: Option<crate::names::Bound>,
+    pub corner: Option<crate::bound::Bound>,
     /// The engine as its run names it (`rocksdb`, `rocksdb[bloom=10]`).
     pub engine: String,
 }
@@ -67,7 +67,7 @@ impl EngineLabel {
     }
 
     /// The same engine in `corner`.
-    pub fn in_corner(&self, corner: Option<crate::names::Bound>) -> EngineLabel {
+    pub fn in_corner(&self, corner: Option<crate::bound::Bound>) -> EngineLabel {
         EngineLabel {
             corner,
             ..self.clone()
@@ -138,10 +138,10 @@ pub struct Prediction {
 
 impl Prediction {
     /// The predicted figure.
-    pub fn of(self, f: crate::names::ModelFigure) -> f64 {
+    pub fn of(self, f: crate::check::ModelFigure) -> f64 {
         match f {
-            crate::names::ModelFigure::WriteAmp => self.write_amp,
-            crate::names::ModelFigure::SpaceAmp => self.space_amp,
+            crate::check::ModelFigure::WriteAmp => self.write_amp,
+            crate::check::ModelFigure::SpaceAmp => self.space_amp,
         }
     }
 }
@@ -160,7 +160,7 @@ pub struct FamilyWrites {
 }
 
 /// One column family's tree at the step's end (see
-/// the amplification model's shape, ampbench-model).
+/// the amplification model's shape, ampbench-ampmodel).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TreeShape {
     /// Levels below L0 holding data.

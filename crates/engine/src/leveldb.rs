@@ -22,7 +22,7 @@ use super::{
     EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, WriteBatch,
 };
 use crate::UsageError;
-use crate::names::ModelKnobs;
+use crate::structure::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {

@@ -21,7 +21,7 @@
 use ampbench_address as address;
 #[cfg(test)]
 use ampbench_core::testing;
-use ampbench_core::{UsageError, names, signals, sys, units};
+use ampbench_core::{UsageError, signals, structure, sys, units};
 use ampbench_probe as probe;
 
 use std::path::{Path, PathBuf};
@@ -199,7 +199,7 @@ impl<'a> EngineRef<'a> {
     }
 }
 
-pub use crate::names::EngineStats;
+pub use crate::structure::EngineStats;
 
 /// Everything an engine needs to open.
 #[derive(Clone, Debug)]

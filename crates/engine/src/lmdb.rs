@@ -32,7 +32,7 @@ use super::{
     WriteBatch, table_of,
 };
 use crate::UsageError;
-use crate::names::ModelKnobs;
+use crate::structure::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {

@@ -7,7 +7,7 @@ use super::{
     Durability, Engine, EngineDef, EngineInfo, EngineRef, KeyRange, KvEngine, KvSession, Order,
     Structure, Table, WriteBatch,
 };
-use crate::names::ModelKnobs;
+use crate::structure::ModelKnobs;
 
 /// The version string the null engine reports.
 pub const VERSION: &str = "null (ampbench built-in)";

@@ -26,8 +26,8 @@ use super::{
     Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
     Structure,
 };
-use crate::names::ModelKnobs;
 use crate::server::{Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids};
+use crate::structure::ModelKnobs;
 
 /// The newest installed PostgreSQL's bin directory.
 pub fn bin_dir() -> Result<PathBuf> {

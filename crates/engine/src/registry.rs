@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 use super::{Engine, EngineOptions, OpenSpec};
 use crate::UsageError;
 
-pub use crate::names::EngineStructure as Structure;
+pub use crate::structure::EngineStructure as Structure;
 
 /// One engine: its name and what it is, and the functions that describe,
 /// validate and open it.
@@ -22,7 +22,7 @@ pub struct EngineDef {
     pub structure: Structure,
     /// What the write-amp and space-amp model needs of it besides its
     /// structure (its page setting, row overhead, page compression).
-    pub model: crate::names::ModelKnobs,
+    pub model: crate::structure::ModelKnobs,
     /// Proptest cases of the conformance suite (tests/conformance) run
     /// against it as a key-value engine; 0 leaves it out (servers are
     /// checked through SQL by their own tests).

@@ -31,7 +31,7 @@ use super::{
     Transactions, WriteBatch, is_conflict,
 };
 use crate::UsageError;
-use crate::names::ModelKnobs;
+use crate::structure::ModelKnobs;
 
 /// The registry entry.
 pub const ENGINES: &[EngineDef] = &[EngineDef {

@@ -6,8 +6,9 @@
 use std::fmt::Write;
 
 use crate::UsageError;
+use crate::bound::Bound;
 use crate::metrics::Metric;
-use crate::names::{Bound, Status};
+use crate::names::Status;
 use crate::record::EngineLabel;
 use crate::results::{RunView, StepView};
 

@@ -99,11 +99,11 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     }
     o.push_str("</p>");
     // A seed plan's run: the post's table beside this machine's, first.
-    if let Some(seed) = super::seed::of_run(run) {
+    if let Some(seed) = super::post::of_run(run) {
         pre(
             &mut o,
             &format!("The seed post beside this run: {}", seed.title),
-            &super::seed::render(&seed, run),
+            &super::post::render(&seed, run),
         );
     }
 
@@ -299,7 +299,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     pre(
         &mut o,
         "Predicted beside measured",
-        &super::model::render(run),
+        &super::theory::render(run),
     );
     pre(&mut o, "Slices", &super::slices::render(run));
     pre(&mut o, "Sweeps", &super::sweep::render(run));

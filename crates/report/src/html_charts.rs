@@ -5,8 +5,8 @@
 
 use super::charts::{self, Bar, Series};
 use super::compare::{find, floor, metric_ratio};
+use crate::check::ModelFigure;
 use crate::metrics::{Metric, stats, usl};
-use crate::names::ModelFigure;
 use crate::results::{RunView, StepView};
 
 /// The configuration a chart's title names: workload, the step's threads

@@ -6,7 +6,7 @@
 
 // The crates below, under the module names the code has always used:
 // `crate::metrics` is the ampbench-metrics crate (Cargo.toml lists them).
-use ampbench_core::{UsageError, names, record, seedspec, units};
+use ampbench_core::{UsageError, bound, check, names, postspec, record, units};
 use ampbench_metrics as metrics;
 use ampbench_results as results;
 
@@ -15,15 +15,15 @@ pub mod clients;
 pub mod compare;
 pub mod concurrency;
 pub mod html_charts;
-pub mod model;
 pub mod parts;
+pub mod post;
 pub mod ratio;
 pub mod repeat;
-pub mod seed;
 pub mod slices;
 pub mod steps;
 pub mod sweep;
 pub mod table;
+pub mod theory;
 
 use crate::results::RunView;
 
@@ -126,7 +126,7 @@ pub fn render(
 /// `text` with, for a seed plan's run, the post's table beside this
 /// machine's after it (fenced as code in Markdown).
 fn with_post(run: &RunView, mut text: String, fenced: bool) -> String {
-    if let Some(s) = seed::of_run(run).map(|s| seed::render(&s, &repeat::collapse(run))) {
+    if let Some(s) = post::of_run(run).map(|s| post::render(&s, &repeat::collapse(run))) {
         if fenced {
             text.push_str("\n```\n");
             text.push_str(&s);

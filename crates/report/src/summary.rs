@@ -6,8 +6,9 @@
 
 use super::compare::{base_pairs, by_corner, corner_pairs, engines, find, floor, shown, steps};
 use super::table::Table;
+use crate::check::ModelFigure;
 use crate::metrics::Metric;
-use crate::names::{ModelFigure, Status};
+use crate::names::Status;
 use crate::record::SLICES;
 use crate::results::{RunView, StepView};
 
@@ -26,7 +27,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o.push_str(&super::sweep::render(run));
     // The model's divergences in one line: their table is in the full
     // report (`run -v`, `ampbench report`).
-    o.push_str(&super::model::diverging_line(run));
+    o.push_str(&super::theory::diverging_line(run));
     o.push_str(&super::parts::workload_notes(run));
     o.push_str(&super::parts::notes(run, &[]));
     o.push_str(&super::concurrency::render(run));

@@ -62,7 +62,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     o.push_str(&response_times(run).text());
     o.push_str(&super::steps::render_slices(run));
     o.push_str(&super::slices::render(run));
-    o.push_str(&super::model::render(run));
+    o.push_str(&super::theory::render(run));
     o.push_str(&super::sweep::render(run));
     o.push_str(&workload_figures(run));
     o.push_str(&workload_notes(run));

@@ -11,7 +11,9 @@
 // The crates below, under the module names the code has always used:
 // `crate::address` is the ampbench-address crate (Cargo.toml lists them).
 use ampbench_address as address;
-use ampbench_core::{UsageError, names, record, seedspec};
+use ampbench_core::{
+    UsageError, bound, check, identity, names, postspec, record, share, structure,
+};
 use ampbench_metrics as metrics;
 use ampbench_probe as probe;
 
@@ -29,9 +31,9 @@ use anyhow::{Context, Result};
 use rusqlite::{Connection, params};
 
 use crate::metrics::{Figure, Latency, Metric};
-use crate::names::EngineStats;
 use crate::names::Status;
 use crate::probe::Sample;
+use crate::structure::EngineStats;
 use db::{Db, Exec, Val, vals};
 pub use location::Location;
 
@@ -582,7 +584,7 @@ impl Results {
     pub fn add_model_checks(
         &mut self,
         step: i64,
-        checks: &[crate::names::ModelCheck],
+        checks: &[crate::check::ModelCheck],
     ) -> Result<()> {
         self.db.tx(|tx| {
             for k in checks {

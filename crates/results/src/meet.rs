@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::Results;
 use super::db::{Db, Val, vals};
-use crate::names::Share;
+use crate::share::Share;
 
 /// The environment variable a Kubernetes Indexed Job sets to each pod's
 /// index: the client number when `--client` is not given.

@@ -282,11 +282,11 @@ fn merge_step(
     // The model's checks against the merged figures.
     for k in &mut out.checks {
         let m = match k.figure {
-            crate::names::ModelFigure::WriteAmp => Metric::WriteAmp,
-            crate::names::ModelFigure::SpaceAmp => Metric::SpaceAmp,
+            crate::check::ModelFigure::WriteAmp => Metric::WriteAmp,
+            crate::check::ModelFigure::SpaceAmp => Metric::SpaceAmp,
         };
         k.measured = out.figures.get(&m).and_then(Figure::value);
-        k.verdict = crate::names::Verdict::of(k.measured, k.predicted);
+        k.verdict = crate::check::Verdict::of(k.measured, k.predicted);
     }
     // What each client's workload said (its consistency check of its
     // tables, its retries), each line under its client; the model's

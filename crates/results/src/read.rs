@@ -67,7 +67,7 @@ pub struct StepView {
     /// Its place in the run (step, sweep class, thread level), as
     /// recorded in its spec, or from its label in an older file.
     #[serde(skip)]
-    pub identity: crate::names::StepIdentity,
+    pub identity: crate::identity::StepIdentity,
     /// Engine name, as shown: its label's text.
     pub engine: String,
     /// Which engine, and in a merged view which run or corner.
@@ -101,7 +101,7 @@ pub struct StepView {
     pub notes: Vec<crate::record::Note>,
     /// Its write-amp and space-amp beside the model's predictions (empty
     /// when the model has none for its engine).
-    pub checks: Vec<crate::names::ModelCheck>,
+    pub checks: Vec<crate::check::ModelCheck>,
     /// The intervals.
     pub intervals: Vec<IntervalView>,
     /// The `--slice` slices (empty without `--slice`).
@@ -170,7 +170,7 @@ impl StepView {
             ordinal: 0,
             rep: 0,
             threads: None,
-            identity: crate::names::StepIdentity::parse(step),
+            identity: crate::identity::StepIdentity::parse(step),
             engine: engine.into(),
             label: crate::record::EngineLabel::plain(engine),
             step: step.into(),
@@ -480,7 +480,7 @@ pub(super) fn load_steps(r: &mut Results, sel: RunSel) -> Result<RunView> {
                 identity: spec
                     .as_ref()
                     .and_then(|v| serde_json::from_value(v["identity"].clone()).ok())
-                    .unwrap_or_else(|| crate::names::StepIdentity::parse(&label)),
+                    .unwrap_or_else(|| crate::identity::StepIdentity::parse(&label)),
                 figures: BTreeMap::new(),
                 latencies: Vec::new(),
                 extras: Default::default(),
@@ -686,8 +686,8 @@ fn status(s: String, col: usize) -> rusqlite::Result<Status> {
 /// A step's model checks as stored; for a step recorded before they were
 /// (a results file of an older ampbench), the verdicts from its measured
 /// figures and the stored prediction, without a reason.
-fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::names::ModelCheck>> {
-    use crate::names::{ModelCheck, ModelFigure, Verdict};
+fn model_checks(c: &rusqlite::Connection, s: &StepView) -> Result<Vec<crate::check::ModelCheck>> {
+    use crate::check::{ModelCheck, ModelFigure, Verdict};
     let mut q = c.prepare_cached(
         "SELECT figure, measured, predicted, dominant, verdict, reason FROM model_checks
          WHERE step_id = ?1 ORDER BY figure DESC",

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::names::Bound;
-use crate::seedspec::SeedSpec;
+use crate::bound::Bound;
+use crate::postspec::PostSpec;
 
 /// What the reports read of a run's recorded configuration. Every field
 /// is optional: a results file from before a field existed still reads.
@@ -25,7 +25,7 @@ pub struct RecordedConfig {
     /// The option sweep's axes (`--sweep`), as recorded.
     pub sweep: Vec<serde_json::Value>,
     /// The seed post a seed plan reproduces.
-    pub post: Option<SeedSpec>,
+    pub post: Option<PostSpec>,
     /// `-p scale=` of a seed plan.
     pub post_scale: Option<f64>,
     /// The storage asked for.

@@ -13,7 +13,7 @@
 
 // The crates below, under the module names the code has always used:
 // `crate::driver` is the ampbench-driver crate (Cargo.toml lists them).
-use ampbench_core::{UsageError, named, names, record, rng, signals};
+use ampbench_core::{UsageError, named, record, rng, share, signals};
 use ampbench_driver as driver;
 use ampbench_engine as engine;
 use ampbench_probe as probe;
@@ -55,7 +55,7 @@ pub struct StepCtx {
     pub share: Share,
 }
 
-pub use crate::names::Share;
+pub use crate::share::Share;
 
 impl StepCtx {
     /// The driver spec of a step with no background writer. A `fill` step

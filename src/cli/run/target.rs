@@ -105,7 +105,7 @@ pub(super) fn config(
         (
             s.bound
                 .clone()
-                .is_some_and(|b| b.into_vec().contains(&crate::names::Bound::Io)),
+                .is_some_and(|b| b.into_vec().contains(&crate::bound::Bound::Io)),
             "--bound io",
         ),
         (

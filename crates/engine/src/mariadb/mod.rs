@@ -41,8 +41,8 @@ use super::mysql_conn::MySqlConn;
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::target::mysql::{Counters, global_status};
 use super::{Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure};
-use crate::names::ModelKnobs;
 use crate::server::Server;
+use crate::structure::ModelKnobs;
 
 /// The registry entries: one server, two storage engines.
 pub const ENGINES: &[EngineDef] = &[

@@ -47,7 +47,7 @@ use super::{
     BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats,
     KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
 };
-use crate::names::ModelKnobs;
+use crate::structure::ModelKnobs;
 use options::options_string;
 pub use options::{default_settings, validate};
 

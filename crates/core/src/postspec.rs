@@ -1,6 +1,6 @@
 //! A seed plan's `[post]` table as types: which seed post a plan
 //! reproduces, the figures it published and the comparisons it draws
-//! (checked by `report::seed` against a run), and `-p scale=X`. Below
+//! (checked by `report::post` against a run), and `-p scale=X`. Below
 //! the plan, the runner and the report, which all read it.
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use crate::UsageError;
 /// what it published and which comparisons it draws.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct SeedSpec {
+pub struct PostSpec {
     /// The post's file in the seeds directory (`003_00017efa7efe7952.txt`).
     pub file: String,
     /// The post's title.
@@ -226,7 +226,7 @@ impl ClaimKind {
     }
 }
 
-impl SeedSpec {
+impl PostSpec {
     /// Checks that every claim names known figures, in a number its kind
     /// takes; the error names the claim.
     pub fn check(&self) -> Result<(), String> {
@@ -271,7 +271,7 @@ impl SeedSpec {
 /// naming the key for a plan without `[seed]`, a bad number, or a size
 /// parameter the plan does not set.
 pub fn scale(
-    seed: Option<&SeedSpec>,
+    seed: Option<&PostSpec>,
     params: &mut Vec<(String, String)>,
 ) -> Result<Option<f64>, crate::UsageError> {
     let Some(i) = params.iter().rposition(|(k, _)| k == "scale") else {

@@ -12,7 +12,7 @@ use crate::names::Status;
 use crate::record::{FamilyWrites, StepExtras};
 use crate::results::{RunView, StepView};
 
-pub use crate::seedspec::*;
+pub use crate::postspec::*;
 
 /// A figure of an engine's whole run (`step = "all"`): a workload figure
 /// (an extra, such as `cf.NAME.flush_mb`) added up over every step, or
@@ -206,7 +206,7 @@ pub fn regime_value(run: &RunView, r: &Regime) -> Option<f64> {
 }
 
 /// The claim's regime figures checked against the run.
-fn regime_mark(seed: &SeedSpec, run: &RunView, c: &Claim) -> RegimeMark {
+fn regime_mark(seed: &PostSpec, run: &RunView, c: &Claim) -> RegimeMark {
     if c.regime.is_empty() {
         return RegimeMark::Unstated;
     }
@@ -230,7 +230,7 @@ fn regime_mark(seed: &SeedSpec, run: &RunView, c: &Claim) -> RegimeMark {
 }
 
 /// Every claim of the seed checked against the run.
-pub fn check<'a>(seed: &'a SeedSpec, run: &RunView) -> Vec<Checked<'a>> {
+pub fn check<'a>(seed: &'a PostSpec, run: &RunView) -> Vec<Checked<'a>> {
     seed.claims
         .iter()
         .map(|c| {
@@ -254,7 +254,7 @@ pub fn check<'a>(seed: &'a SeedSpec, run: &RunView) -> Vec<Checked<'a>> {
 }
 
 /// The run's seed post, from its stored configuration.
-pub fn of_run(run: &RunView) -> Option<SeedSpec> {
+pub fn of_run(run: &RunView) -> Option<PostSpec> {
     run.recorded.post.clone()
 }
 
@@ -265,7 +265,7 @@ pub fn scale_of(run: &RunView) -> f64 {
 
 /// The text section: the post's figures beside ours, then each claim with
 /// its verdict.
-pub fn render(seed: &SeedSpec, run: &RunView) -> String {
+pub fn render(seed: &PostSpec, run: &RunView) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -401,10 +401,10 @@ mod tests {
             )],
             ..RunView::empty()
         };
-        cache.recorded.bound = Some(crate::names::Bound::Cache);
+        cache.recorded.bound = Some(crate::bound::Bound::Cache);
         let mut io = cache.clone();
         io.id = 2;
-        io.recorded.bound = Some(crate::names::Bound::Io);
+        io.recorded.bound = Some(crate::bound::Bound::Io);
         io.recorded.memory = Some(250_000_000);
         let run = crate::compare::merge(vec![cache, io]);
         let r: Regime = toml::from_str(
@@ -491,9 +491,9 @@ mod tests {
 
     #[test]
     fn scale_multiplies_the_named_sizes_and_names_bad_input() {
-        let seed = SeedSpec {
+        let seed = PostSpec {
             scale_params: vec!["maxid1".into()],
-            ..SeedSpec::default()
+            ..PostSpec::default()
         };
         let kv = |v: &[(&str, &str)]| {
             v.iter()
@@ -564,7 +564,7 @@ mod tests {
             figures = ["a", "b"]
             regime = ["q", "db", "cpu"]
         "#;
-        let seed: SeedSpec = toml::from_str(toml).unwrap();
+        let seed: PostSpec = toml::from_str(toml).unwrap();
         seed.check().unwrap();
         let run = |qd: f64| {
             let mut r = RunView {
@@ -637,7 +637,7 @@ mod tests {
         );
         // A regime id that does not exist, or a regime without bounds.
         let bad = toml.replace(r#"regime = ["q", "db", "cpu"]"#, r#"regime = ["nope"]"#);
-        let e = toml::from_str::<SeedSpec>(&bad)
+        let e = toml::from_str::<PostSpec>(&bad)
             .unwrap()
             .check()
             .unwrap_err();
@@ -649,7 +649,7 @@ mod tests {
             "[[regime]]
             id = \"db\"",
         );
-        let e = toml::from_str::<SeedSpec>(&bad)
+        let e = toml::from_str::<PostSpec>(&bad)
             .unwrap()
             .check()
             .unwrap_err();

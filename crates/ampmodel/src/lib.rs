@@ -26,7 +26,7 @@
 
 // The core crate's modules, under the names the code has always used
 // (`crate::UsageError` is ampbench-core's `UsageError`).
-use ampbench_core::{UsageError, named, names, units};
+use ampbench_core::{UsageError, check, named, structure, units};
 
 pub mod shape;
 pub mod step;

@@ -9,13 +9,13 @@ use std::fmt::Write;
 
 use super::parts::cell;
 use super::table::Table;
+use crate::check::{ModelCheck, Verdict};
 use crate::metrics::Metric;
-use crate::names::{ModelCheck, Verdict};
 use crate::record::Note;
 use crate::results::{RunView, StepView};
 
 /// The model's predicted write-amp or space-amp of a step.
-fn pred(s: &StepView, f: crate::names::ModelFigure) -> Option<f64> {
+fn pred(s: &StepView, f: crate::check::ModelFigure) -> Option<f64> {
     s.extras.prediction.map(|p| p.of(f))
 }
 
@@ -53,9 +53,9 @@ pub fn render(run: &RunView) -> String {
             s.engine,
             s.step,
             cell(s.fig(Metric::WriteAmp), 2),
-            cell(pred(s, crate::names::ModelFigure::WriteAmp), 2),
+            cell(pred(s, crate::check::ModelFigure::WriteAmp), 2),
             cell(s.fig(Metric::SpaceAmp), 2),
-            cell(pred(s, crate::names::ModelFigure::SpaceAmp), 2),
+            cell(pred(s, crate::check::ModelFigure::SpaceAmp), 2),
         );
     }
     o.push_str(&diverging(run).text());
@@ -188,7 +188,7 @@ fn groups<'a>(steps: &[&'a StepView]) -> Vec<Group<'a>> {
     };
     let mut out: Vec<Group> = Vec::new();
     // Per engine and figure, the group the previous step extended.
-    let mut open: Vec<(&str, crate::names::ModelFigure, Option<usize>)> = Vec::new();
+    let mut open: Vec<(&str, crate::check::ModelFigure, Option<usize>)> = Vec::new();
     for s in steps {
         for k in &s.checks {
             let slot = match open

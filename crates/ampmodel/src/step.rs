@@ -10,8 +10,8 @@
 //! measured is named in [`StepModel::assumed`].
 
 use super::{Figure, Inputs, Structure, predict};
-use crate::names::{EngineStructure, ModelKnobs};
-use crate::names::{ModelCheck, ModelFigure, Verdict};
+use crate::check::{ModelCheck, ModelFigure, Verdict};
+use crate::structure::{EngineStructure, ModelKnobs};
 
 /// What a step knows that the model uses.
 pub struct Facts<'a> {
