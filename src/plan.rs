@@ -193,6 +193,9 @@ pub struct Settings {
     pub fs: crate::setup::storage::Fs,
     /// Dedicated device size.
     pub device_size: Option<String>,
+    /// Seconds of each phase of the class probe (0 skips it).
+    #[serde(deserialize_with = "opt_secs")]
+    pub storage_probe: Option<f64>,
     /// IOPS cap `R[,W]`.
     pub iops: Option<String>,
     /// MB/s cap `R[,W]`.
@@ -264,6 +267,7 @@ impl Default for Settings {
             storage: None,
             fs: crate::setup::storage::Fs::Ext4,
             device_size: None,
+            storage_probe: None,
             iops: None,
             mbps: None,
             device_model: Vec::new(),

@@ -228,6 +228,11 @@ pub(crate) struct RunArgs {
     /// Size of the dedicated device, e.g. 4GB.
     #[arg(long)]
     device_size: Option<String>,
+    /// Seconds of each phase of the probe that measures the dedicated
+    /// device before the run (reads at QD1 to 32, writes, a mix, syncs,
+    /// sequential reads); 0 skips it, and the storage line says so.
+    #[arg(long, value_parser = crate::units::parse_secs)]
+    storage_probe: Option<f64>,
     /// IOPS cap READ[,WRITE] on the dedicated device (implies --storage custom
     /// unless a class is given, whose cap it replaces).
     #[arg(long)]
@@ -351,6 +356,7 @@ impl RunArgs {
             rate,
             cache,
             device_size,
+            storage_probe,
             iops,
             mbps,
             io_scale,

@@ -122,11 +122,14 @@ pub(super) fn begin<'c>(
         writeln!(out, "leftover of a killed run: {l}")?;
     }
     // A class that limits the device (caps or a model) is probed longer.
-    let probe_secs = if cfg.storage.caps.none() && !cfg.storage.modelled() {
-        0.5
-    } else {
-        1.0
-    };
+    let probe_secs =
+        cfg.storage
+            .probe_secs
+            .unwrap_or(if cfg.storage.caps.none() && !cfg.storage.modelled() {
+                0.5
+            } else {
+                1.0
+            });
     let mut storage = setup::prepare(&cfg.storage, &cfg.dir, probe_secs);
     if cfg.keep {
         if let Some(d) = storage.device.as_mut() {

@@ -62,6 +62,10 @@ pub struct StorageConfig {
     /// memory limit, else the machine's memory, bytes (0: unknown).
     #[serde(default)]
     pub memory: u64,
+    /// Seconds of each phase of the class probe (`--storage-probe`; 0
+    /// skips it); None: 1 s on a limited class, 0.5 s otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_secs: Option<f64>,
 }
 
 /// `--io-scale cores=N`: a class's budgets times this machine's cores over
@@ -433,7 +437,11 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     // device; a cap or the bare device gets the short one (QD1, QD32,
     // synced writes), which keeps the default run under 5 minutes.
     let full = cfg.modelled();
-    if probe_secs > 0.0 && cfg.sweep.is_empty() {
+    let skipped = "not measured: --storage-probe 0 skipped the class probe";
+    if probe_secs <= 0.0 {
+        lines.push(format!("  measured: {skipped}"));
+        record["measured"] = skipped.into();
+    } else if cfg.sweep.is_empty() {
         let (line, value) = probe(&dev, probe_secs, full);
         lines.push(format!("  measured: {line}"));
         record["measured"] = value;
@@ -444,7 +452,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         }
     }
     let mut measured = serde_json::Map::new();
-    for (class, caps) in &cfg.sweep {
+    for (class, caps) in cfg.sweep.iter().filter(|_| probe_secs > 0.0) {
         if let Err(e) = switch_model(&mut dev, cfg, *class, path_us) {
             lines.push(format!("  {class}: {e:#}"));
         }
@@ -459,7 +467,9 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     }
     if !cfg.sweep.is_empty() {
         record["sweep"] = serde_json::to_value(&cfg.sweep).unwrap_or_default();
-        record["measured"] = measured.into();
+        if probe_secs > 0.0 {
+            record["measured"] = measured.into();
+        }
         if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
             lines.push(format!("  {}: {e:#}", cfg.class));
         }

@@ -111,6 +111,7 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .as_deref()
             .and_then(|m| crate::units::parse_size(m).ok())
             .unwrap_or_else(crate::runner::mem_total_bytes),
+        probe_secs: s.storage_probe,
     };
     if !cfg.model_set.is_empty() && !cfg.modelled() {
         return Err(UsageError(format!(
