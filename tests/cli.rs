@@ -313,6 +313,8 @@ fn bad_input_is_one_line_exit_2() {
         (vec!["run", "--interval", "1e20"], "--interval 1e20"),
         (vec!["run", "--interval", "1e-300"], "--interval"),
         (vec!["run", "--rate", "1e-300"], "--rate"),
+        (vec!["run", "--storage-probe", "1e300"], "--storage-probe"),
+        (vec!["run", "--storage-probe=-1"], "--storage-probe"),
         (vec!["run", "--threads", "100000000"], "--threads"),
         (
             vec![

@@ -111,7 +111,20 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .as_deref()
             .and_then(|m| crate::units::parse_size(m).ok())
             .unwrap_or_else(crate::runner::mem_total_bytes),
-        probe_secs: s.storage_probe,
+        probe_secs: match s.storage_probe {
+            Some(v) if !(0.0..=60.0).contains(&v) => {
+                let shown = if v.abs() < 1e6 {
+                    format!("{v}")
+                } else {
+                    format!("{v:e}")
+                };
+                return Err(UsageError(format!(
+                    "--storage-probe {shown}: seconds a phase, 0 (no probe) to 60"
+                ))
+                .into());
+            }
+            p => p,
+        },
     };
     if !cfg.model_set.is_empty() && !cfg.modelled() {
         return Err(UsageError(format!(
