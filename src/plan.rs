@@ -193,7 +193,7 @@ pub struct Settings {
     pub fs: crate::setup::storage::Fs,
     /// Dedicated device size.
     pub device_size: Option<String>,
-    /// Seconds of each phase of the class probe (0 skips it).
+    /// Seconds of each phase of the class probe, 0.1 to 10 (0 skips it).
     #[serde(deserialize_with = "opt_secs")]
     pub storage_probe: Option<f64>,
     /// IOPS cap `R[,W]`.

@@ -230,7 +230,8 @@ pub(crate) struct RunArgs {
     device_size: Option<String>,
     /// Seconds of each phase of the probe that measures the dedicated
     /// device before the run (reads at QD1 to 32, writes, a mix, syncs,
-    /// sequential reads); 0 skips it, and the storage line says so.
+    /// sequential reads): 0.1 to 10 (at least 1 in a storage sweep), or
+    /// 0 to skip it, and the storage line says so.
     #[arg(long, value_parser = crate::units::parse_secs)]
     storage_probe: Option<f64>,
     /// IOPS cap READ[,WRITE] on the dedicated device (implies --storage custom

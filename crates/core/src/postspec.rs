@@ -268,7 +268,7 @@ impl PostSpec {
 /// `-p scale=X` on a seed plan: removes it from the parameters and
 /// multiplies each of the seed's `scale_params` by it (rounded; the
 /// parameter must be set in the plan). None without `scale`; an error
-/// naming the key for a plan without `[seed]`, a bad number, or a size
+/// naming the key for a plan without `[post]`, a bad number, or a size
 /// parameter the plan does not set.
 pub fn scale(
     seed: Option<&PostSpec>,

@@ -322,7 +322,11 @@ fn phase_counts(
                     let mut r = 0x9e37_79b9_7f4a_7c15_u64 ^ (i as u64 + 1);
                     let mut buf = Aligned::new(SEQ, 0xa5);
                     let mut n = 0;
-                    while t0.elapsed() < t_end {
+                    // A Ctrl-C or SIGTERM ends the phase: the run's
+                    // orderly end follows the probe.
+                    while t0.elapsed() < t_end
+                        && !crate::signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+                    {
                         op(f, &mut r, &mut buf)?;
                         if counted.load(std::sync::atomic::Ordering::Relaxed) {
                             n += 1;

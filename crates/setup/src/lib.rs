@@ -62,8 +62,9 @@ pub struct StorageConfig {
     /// memory limit, else the machine's memory, bytes (0: unknown).
     #[serde(default)]
     pub memory: u64,
-    /// Seconds of each phase of the class probe (`--storage-probe`; 0
-    /// skips it); None: 1 s on a limited class, 0.5 s otherwise.
+    /// Seconds of each phase of the class probe (`--storage-probe`, 0.1
+    /// to 10, at least 1 in a sweep; 0 skips it); None: 1 s on a limited
+    /// class, 0.5 s otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_secs: Option<f64>,
 }
@@ -440,7 +441,16 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     let skipped = "not measured: --storage-probe 0 skipped the class probe";
     if probe_secs <= 0.0 {
         lines.push(format!("  measured: {skipped}"));
-        record["measured"] = skipped.into();
+        record["measured"] = if cfg.sweep.is_empty() {
+            skipped.into()
+        } else {
+            // As a sweep's probe records it: by class.
+            cfg.sweep
+                .iter()
+                .map(|(c, _)| (c.name().to_string(), serde_json::Value::from(skipped)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
     } else if cfg.sweep.is_empty() {
         let (line, value) = probe(&dev, probe_secs, full);
         lines.push(format!("  measured: {line}"));

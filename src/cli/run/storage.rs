@@ -112,14 +112,14 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .and_then(|m| crate::units::parse_size(m).ok())
             .unwrap_or_else(crate::runner::mem_total_bytes),
         probe_secs: match s.storage_probe {
-            Some(v) if !(0.0..=60.0).contains(&v) => {
+            Some(v) if v != 0.0 && !(0.1..=10.0).contains(&v) => {
                 let shown = if v.abs() < 1e6 {
                     format!("{v}")
                 } else {
                     format!("{v:e}")
                 };
                 return Err(UsageError(format!(
-                    "--storage-probe {shown}: seconds a phase, 0 (no probe) to 60"
+                    "--storage-probe {shown}: seconds a phase, 0.1 to 10, or 0 for no probe"
                 ))
                 .into());
             }
