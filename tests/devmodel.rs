@@ -127,8 +127,6 @@ fn a_dead_device_model_stops_the_run_in_one_line_and_leaves_nothing() {
             "slow-ssd",
             "--device-size",
             "1GB",
-            "--storage-probe",
-            "0",
             "--dir",
             &dir,
         ])

@@ -97,8 +97,6 @@ fn throttle_holds_for_lsm_btree_and_server() {
         "40",
         "--device-size",
         "2GB",
-        "--storage-probe",
-        "0",
         "--warmup",
         "0",
         "--duration",
@@ -112,10 +110,6 @@ fn throttle_holds_for_lsm_btree_and_server() {
     ]);
     assert!(out.contains("storage: custom on /dev/loop"), "{out}");
     assert!(out.contains("read 300 IOPS 40 MB/s"), "{out}");
-    assert!(
-        out.contains("measured: not measured: --storage-probe 0 skipped the class probe"),
-        "{out}"
-    );
     let rows = interval_iops(&res);
     for engine in ["rocksdb", "wiredtiger", "mariadb-innodb"] {
         let writes: f64 = rows
@@ -346,10 +340,6 @@ fn spawn(d: &Path, extra: &[&str]) -> std::process::Child {
             "60",
             "--device-size",
             "1GB",
-            // What these runs check is their end, not the device: no
-            // class probe (10 s of a modelled class's setup).
-            "--storage-probe",
-            "0",
         ])
         .args(extra)
         .arg("--results")
