@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
 LANES=${LANES:-4}
+# Modules of the merged test binaries run as a job per submodule.
+SPLIT=targets
 case "$LANES" in
   ''|*[!0-9]*|0) echo "LANES=$LANES: give a number of test binaries to run at once, 1 or more" >&2; exit 2 ;;
 esac
@@ -43,19 +45,27 @@ for b in $bins; do
       if ! "$b" --list --format terse > "$list.all" 2> "$list.err"; then
         echo "== $(basename "$b"): cannot list its tests:" >&2; cat "$list.err" >&2; exit 1
       fi
-      sed -n 's/: test$//p' "$list.all" > "$list"
+      # Each line: the test's job, a tab, the test. A test's job is its
+      # module; in a module of SPLIT (whose tests sit in submodules that
+      # each start servers of their own) a submodule's tests are a job
+      # of their own (`targets::galera`), so the two lanes share them
+      # out. A test at the binary's root (no module) is a job under the
+      # binary's name.
+      sed -n 's/: test$//p' "$list.all" |
+        awk -F'::' -v root="$(unhashed "$b")" -v splits=",$SPLIT," '{
+          if (NF == 1) k = root
+          else if (NF >= 3 && index(splits, "," $1 ",")) k = $1 "::" $2
+          else k = $1
+          print k "\t" $0 }' > "$list"
       [ -s "$list" ] || { echo "== $(basename "$b"): lists no test" >&2; exit 1; }
-      # A test at the binary's root (no module) is its own job, under
-      # the binary's name.
-      mods=$(sed -n 's/^\([a-z0-9_]*\)::.*/\1/p' "$list" | sort -u)
-      grep -qv '::' "$list" && mods="$mods $(unhashed "$b")"
-      for m in $mods; do jobs="$jobs $b@$m"; done ;;
+      for m in $(cut -f1 "$list" | sort -u); do jobs="$jobs $b@$m"; done ;;
     *) jobs="$jobs $b" ;;
   esac
 done
 if [ -n "${ONLY:-}" ]; then
   jobs=$(for j in $jobs; do
-    case ",$ONLY," in *",$(show "$j"),"*) echo "$j" ;; esac
+    n=$(show "$j")
+    case ",$ONLY," in *",$n,"*|*",${n%%::*},"*) echo "$j" ;; esac
   done)
   [ -n "$jobs" ] || { echo "ONLY=$ONLY: no such module (they are the files of tests/, ampbench_CRATE for a crate's unit tests, ampbench for the binary crate's)" >&2; exit 2; }
 fi
@@ -75,11 +85,7 @@ run_one() {
   args=()
   if [ "$b" != "$j" ]; then
     list="$dir/$(basename "$b").list"
-    if [ "$k" = "$(unhashed "$b")" ]; then
-      mapfile -t args < <(grep -v '::' "$list")
-    else
-      mapfile -t args < <(grep "^$k::" "$list")
-    fi
+    mapfile -t args < <(awk -F'\t' -v k="$k" '$1 == k { print $2 }' "$list")
     if [ ${#args[@]} -eq 0 ]; then
       echo "     FAILED $name: no test of it in $list"
       echo 1 > "$dir/$k.rc"

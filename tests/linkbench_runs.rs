@@ -28,6 +28,7 @@ fn run_ok(d: &tempfile::TempDir, args: &[&str]) -> String {
 #[test]
 fn linkbench_end_to_end() {
     let d = tempfile::tempdir().unwrap();
+    let degrees = common::small_degrees(d.path());
     let res = d.path().join("r.db");
     let out = run_ok(
         &d,
@@ -38,6 +39,8 @@ fn linkbench_end_to_end() {
             "rocksdb,leveldb,postgres",
             "-p",
             "maxid1=3001",
+            "-p",
+            &degrees,
             "--threads",
             "2",
             "--warmup",
@@ -108,6 +111,7 @@ fn linkbench_end_to_end() {
 #[test]
 fn linkbench_over_unix_sockets() {
     let d = tempfile::tempdir().unwrap();
+    let degrees = common::small_degrees(d.path());
     let out = run_ok(
         &d,
         &[
@@ -117,6 +121,8 @@ fn linkbench_over_unix_sockets() {
             "mariadb-innodb,postgres",
             "-p",
             "maxid1=1001",
+            "-p",
+            &degrees,
             "--threads",
             "2",
             "--warmup",
@@ -196,6 +202,7 @@ fn linkbench_over_unix_sockets() {
 #[test]
 fn a_sweeps_later_levels_do_not_replay_the_first() {
     let d = tempfile::tempdir().unwrap();
+    let degrees = common::small_degrees(d.path());
     let out = run_ok(
         &d,
         &[
@@ -205,6 +212,8 @@ fn a_sweeps_later_levels_do_not_replay_the_first() {
             "postgres",
             "-p",
             "maxid1=3001",
+            "-p",
+            &degrees,
             "--threads",
             "1,2",
             "--warmup",

@@ -15,6 +15,7 @@ mod exports;
 mod fuzz_corpora;
 mod html_browser;
 mod layers;
+mod lengths;
 mod model;
 mod output;
 mod repeat;

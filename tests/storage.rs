@@ -86,7 +86,7 @@ fn throttle_holds_for_lsm_btree_and_server() {
     let out = ok(&[
         "run",
         "-e",
-        "rocksdb,wiredtiger,mariadb-innodb",
+        "rocksdb,wiredtiger,postgres",
         "--steps",
         "load,ows.1,owa.1",
         "-p",
@@ -111,7 +111,7 @@ fn throttle_holds_for_lsm_btree_and_server() {
     assert!(out.contains("storage: custom on /dev/loop"), "{out}");
     assert!(out.contains("read 300 IOPS 40 MB/s"), "{out}");
     let rows = interval_iops(&res);
-    for engine in ["rocksdb", "wiredtiger", "mariadb-innodb"] {
+    for engine in ["rocksdb", "wiredtiger", "postgres"] {
         let writes: f64 = rows
             .iter()
             .filter(|r| r.0 == engine && r.1.starts_with("ow"))
@@ -757,6 +757,7 @@ fn a_storage_sweeps_classes_run_the_same_workload() {
     need_device!(_serial);
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("r.db");
+    let degrees = common::small_degrees(d.path());
     let out = ok(&[
         "run",
         "-w",
@@ -765,6 +766,8 @@ fn a_storage_sweeps_classes_run_the_same_workload() {
         "postgres",
         "-p",
         "maxid1=3001",
+        "-p",
+        &degrees,
         "--storage",
         "dedicated,disk-array-cap",
         "--device-size",

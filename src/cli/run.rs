@@ -20,9 +20,10 @@ mod check;
 mod corner;
 mod storage;
 mod target;
+mod timing;
 
 pub use check::{check_args, check_plan};
-use corner::corner;
+use corner::corners;
 
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
@@ -460,174 +461,22 @@ impl RunArgs {
                 .collect::<Result<Vec<_>, _>>()?,
             _ => workload.steps(),
         };
-        if let Some(r) = s.rate {
-            if !(r.is_finite() && r >= RATE_RANGE.0 && r <= RATE_RANGE.1) {
-                return Err(UsageError(format!(
-                    "--rate {}: must be {} to {} ops/s",
-                    shown(r),
-                    RATE_RANGE.0,
-                    shown(RATE_RANGE.1)
-                ))
-                .into());
-            }
-        }
-        let levels = match &s.threads {
-            crate::plan::Threads::One(n) => vec![*n],
-            crate::plan::Threads::Many(v) => v.clone(),
-        };
-        if levels.is_empty() || levels.iter().any(|&l| l == 0 || l > MAX_THREADS) {
-            return Err(
-                UsageError(format!("--threads: every level must be 1 to {MAX_THREADS}")).into(),
-            );
-        }
-        if workload == WorkloadKind::Insert && levels.len() > 1 {
-            return Err(UsageError(format!(
-                "--threads {}: the insert benchmark's clients own a table each, so one run has one client count; run each count on its own (bench/seed-001-insert.sh runs 1, 2, 4 and 8)",
-                levels.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(",")
-            ))
-            .into());
-        }
+        timing::rate(&s)?;
+        let levels = timing::levels(&s, workload)?;
         let threads = levels[0];
-        let duration = positive("duration", s.duration)?;
-        let slice = s.slice.map(|v| positive("slice", v)).transpose()?;
-        let interval = match (s.interval, slice) {
-            (Some(i), _) if i < MIN_INTERVAL => {
-                return Err(UsageError(format!(
-                    "--interval {}: at least {MIN_INTERVAL} s",
-                    shown(i)
-                ))
-                .into());
-            }
-            (Some(i), _) => positive("interval", i)?,
-            (None, Some(sl)) => (sl / 6.0).min(10.0),
-            (None, None) => 10.0,
-        };
-        if let Some(sl) = slice {
-            if sl < interval {
-                return Err(UsageError(format!(
-                    "--slice {sl}s is shorter than --interval {interval}s: a slice is made of whole intervals"
-                ))
-                .into());
-            }
-        }
-        if !(0.0..=MAX_SECS).contains(&s.warmup) {
-            return Err(UsageError(format!(
-                "--warmup {}: must be 0 to {MAX_SECS} seconds (366 days)",
-                shown(s.warmup)
-            ))
-            .into());
-        }
-        if let Some(m) = s.warmup_steady {
-            // A fixed rate holds the throughput flat from the start, and
-            // several clients would each judge their own: refused rather
-            // than judged wrong.
-            if s.rate.is_some() || s.clients > 1 {
-                return Err(UsageError(format!(
-                    "--warmup-steady {}: judged by throughput, so not with --rate or --clients (use --warmup)",
-                    shown(m)
-                ))
-                .into());
-            }
-            if !(m > 0.0 && m <= MAX_SECS) || m < s.warmup {
-                return Err(UsageError(format!(
-                    "--warmup-steady {}: must be more than 0, at least --warmup ({}) and at most {MAX_SECS} seconds",
-                    shown(m),
-                    shown(s.warmup)
-                ))
-                .into());
-            }
-            // Slices are whole: the limit's whole slices must hold three
-            // and --warmup, or the warm-up would end short of either.
-            let least = crate::runner::shortest_warmup_steady(interval);
-            let slice = least / 3.0;
-            let whole = (m / slice + 1e-9).floor() * slice;
-            if whole < least.max(s.warmup) {
-                return Err(UsageError(format!(
-                    "--warmup-steady {}: its whole slices of --interval ({} s, 5 s at least) must hold three and --warmup ({} s): {} s at least",
-                    shown(m),
-                    shown(interval),
-                    shown(s.warmup),
-                    least.max((s.warmup / slice - 1e-9).ceil() * slice)
-                ))
-                .into());
-            }
-        }
+        let timing::Timing {
+            duration,
+            slice,
+            interval,
+        } = timing::timing(&s)?;
         let mut params = s.param_pairs();
         params.extend(crate::workload::params::parse_pairs(&self.param)?);
         if let Some(p) = &s.post {
             p.check().map_err(UsageError)?;
         }
         let post_scale = crate::postspec::scale(s.post.as_ref(), &mut params)?;
-        let size = |flag: &str, v: &str| {
-            crate::units::parse_size(v).map_err(|e| UsageError(format!("--{flag}: {e}")))
-        };
-        let given_memory = match s.memory.as_deref() {
-            Some(m) => {
-                let b = size("memory", m)?;
-                if b < 16 << 20 {
-                    return Err(UsageError(format!("--memory {m}: at least 16MB")).into());
-                }
-                Some(b)
-            }
-            None => None,
-        };
-        let mut bounds: Vec<Bound> = Vec::new();
-        let listed = s.bound.clone().map(|b| b.into_vec());
-        for b in listed.unwrap_or_else(|| match given_memory {
-            Some(_) => vec![Bound::Io],
-            None => vec![Bound::Cache],
-        }) {
-            if !bounds.contains(&b) {
-                bounds.push(b);
-            }
-        }
-        if bounds == [Bound::Cache] && given_memory.is_some() {
-            return Err(UsageError(
-                "--bound cache: not with --memory (cache means no limit)".into(),
-            )
-            .into());
-        }
-        let mut corners = Vec::new();
-        for b in bounds {
-            corners.push(corner(
-                b,
-                given_memory,
-                s.cache.as_deref(),
-                workload,
-                &params,
-            )?);
-        }
-        let strict = |kind: EngineKind, pairs: Vec<(String, String)>| {
-            let o = crate::engine::EngineOptions {
-                pairs,
-                allow_unsafe: false,
-            };
-            crate::engine::guard::check(kind, &o)
-                .map_err(|e| UsageError(format!("plan file: {e:#}")))
-        };
-        for (k, o) in sets::parse_sets(&plan_sets)? {
-            strict(k, o.pairs)?;
-        }
-        let mut all_sets = plan_sets;
-        all_sets.extend(self.set.iter().cloned());
-        let mut sets = sets::parse_sets(&all_sets)?;
-        for o in sets.values_mut() {
-            o.allow_unsafe = self.allow_unsafe_settings;
-        }
-        let mut sweep = Vec::new();
-        for (i, a) in s.sweep.iter().enumerate() {
-            let axis = crate::runner::sweep::parse(a, &engines)?;
-            if i < plan_sweep.len() {
-                for v in &axis.values {
-                    strict(axis.engine, vec![(axis.key.clone(), v.clone())])?;
-                }
-            }
-            sweep.push(axis);
-        }
-        crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;
-        if !self.host {
-            crate::runner::sweep::confirm(&sweep, &engines, self.yes)?;
-        }
+        let corners = corners(&s, workload, &params)?;
+        let (sets, sweep) = self.sets_and_sweep(&s, plan_sets, plan_sweep.len(), &engines)?;
         if s.repeat == 0 {
             return Err(UsageError("--repeat 0: repeat at least once".into()).into());
         }
@@ -712,6 +561,55 @@ impl RunArgs {
                 ..base.clone()
             })
             .collect())
+    }
+
+    /// The engine settings (`--set` over the plan's) and the sweep's
+    /// axes. What the plan sets and the first `plan_sweep` axes (the
+    /// plan's) must pass the guard as they are, whatever
+    /// --allow-unsafe-settings says: someone else may have written the
+    /// plan.
+    fn sets_and_sweep(
+        &self,
+        s: &Settings,
+        plan_sets: Vec<String>,
+        plan_sweep: usize,
+        engines: &[EngineKind],
+    ) -> Result<(
+        std::collections::BTreeMap<EngineKind, crate::engine::EngineOptions>,
+        Vec<crate::runner::sweep::SweepAxis>,
+    )> {
+        let strict = |kind: EngineKind, pairs: Vec<(String, String)>| {
+            let o = crate::engine::EngineOptions {
+                pairs,
+                allow_unsafe: false,
+            };
+            crate::engine::guard::check(kind, &o)
+                .map_err(|e| UsageError(format!("plan file: {e:#}")))
+        };
+        for (k, o) in sets::parse_sets(&plan_sets)? {
+            strict(k, o.pairs)?;
+        }
+        let mut all_sets = plan_sets;
+        all_sets.extend(self.set.iter().cloned());
+        let mut sets = sets::parse_sets(&all_sets)?;
+        for o in sets.values_mut() {
+            o.allow_unsafe = self.allow_unsafe_settings;
+        }
+        let mut sweep = Vec::new();
+        for (i, a) in s.sweep.iter().enumerate() {
+            let axis = crate::runner::sweep::parse(a, engines)?;
+            if i < plan_sweep {
+                for v in &axis.values {
+                    strict(axis.engine, vec![(axis.key.clone(), v.clone())])?;
+                }
+            }
+            sweep.push(axis);
+        }
+        crate::runner::sweep::check(&sweep, &sets, self.allow_unsafe_settings)?;
+        if !self.host {
+            crate::runner::sweep::confirm(&sweep, engines, self.yes)?;
+        }
+        Ok((sets, sweep))
     }
 }
 

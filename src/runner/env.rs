@@ -93,7 +93,7 @@ pub(super) fn engine_options(
     o.allow_unsafe = cfg.allow_unsafe_settings;
     // The name was checked when the configuration was made.
     if let Some(p) = cfg.preset.as_deref().and_then(|n| presets::find(n).ok()) {
-        o.pairs = o.merged_over(&(p.settings)(kind, cfg.memory));
+        o.pairs = o.merged_over(&p.settings(kind, cfg.memory));
     }
     if let Some(memory) = cfg.memory {
         o.pairs = o.merged_over(&(kind.def().io_bound)(memory));

@@ -113,6 +113,17 @@ pub fn sql(e: &dyn ampbench::engine::Engine) -> &dyn ampbench::engine::SqlEngine
     e.face().sql().expect("a server engine")
 }
 
+/// LinkBench's `-p distribution_file=…` for a small out-degree
+/// distribution (about 6 links a node, at most 100), written in `dir`:
+/// a load of seconds rather than the built-in curve's million links (its
+/// first id takes the maximum, 961,963), for tests of what a run does
+/// rather than of the curve.
+pub fn small_degrees(dir: &std::path::Path) -> String {
+    let p = dir.join("Distribution.dat");
+    std::fs::write(&p, "nlinks\n0 10\n1 30\n5 70\n20 95\n100 100\n").unwrap();
+    format!("distribution_file={}", p.display())
+}
+
 /// Statements per ADD_LINK in each `statements per request:` line a
 /// LinkBench run printed on a SQL engine, in order.
 pub fn add_link_statements(out: &str) -> Vec<f64> {

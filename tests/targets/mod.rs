@@ -140,7 +140,10 @@ fn mariadb_by_url() {
     );
     let out = passes(
         &net,
-        &format!("-w linkbench -p maxid1=2001 --warmup 0 --duration 3 --target {url} {at}"),
+        &format!(
+            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 3 --target {url} {at}",
+            common::small_degrees(d.path())
+        ),
         &[],
     );
     assert!(out.contains("consistency check: 0 mismatches"), "{out}");
@@ -384,7 +387,8 @@ fn postgres_by_url() {
     let out = passes(
         &net,
         &format!(
-            "-w linkbench -p maxid1=2001 --warmup 0 --duration 8 --threads 16 {with_pw} --target-db scratch {at}"
+            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 8 --threads 16 {with_pw} --target-db scratch {at}",
+            common::small_degrees(d.path())
         ),
         &[],
     );

@@ -264,6 +264,12 @@ fn busy_store(w: &World) {
             "the run waited {took:?} behind another session's lock:\n{t}"
         );
         eprintln!("busy store: the run ended in {took:?} beside a held lock");
+        // The holder's sleep is cancelled rather than waited out: its
+        // transaction ends, its locks with it.
+        w.store_sql(
+            "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+             WHERE query LIKE '%pg_sleep(%' AND pid <> pg_backend_pid()",
+        );
         let _ = holder.join();
     });
 }

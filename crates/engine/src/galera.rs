@@ -53,6 +53,13 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings: |cache| super::mariadb::default_settings(false, cache),
     io_bound: super::mariadb::innodb_io_bound,
     direct_io: true,
+    // The cluster's nodes share the one limit.
+    presets: &[(crate::presets::ERA_2015, |m| {
+        vec![(
+            "innodb_buffer_pool_size".into(),
+            crate::presets::innodb_pool(m, NODES as u64),
+        )]
+    })],
     validate: super::mariadb_options::validate,
     guard: super::mariadb_options::guard,
     open: |kind, spec| match &spec.target {

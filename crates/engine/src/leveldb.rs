@@ -43,6 +43,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings,
     io_bound: |_| Vec::new(),
     direct_io: false,
+    presets: &[],
     validate,
     guard: super::guard::none,
     open: |kind, spec| Ok(Box::new(LevelDb::open(kind, spec)?)),

@@ -51,6 +51,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     // per 10,000 faults, the 400 MB/s cap, instead of 40 MB).
     io_bound: |_| vec![("nordahead".into(), "true".into())],
     direct_io: false,
+    presets: &[],
     validate: validate_by_opening,
     guard: super::guard::none,
     open: |kind, spec| Ok(Box::new(Lmdb::open(kind, spec)?)),

@@ -26,6 +26,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings: |_| Vec::new(),
     io_bound: |_| Vec::new(),
     direct_io: false,
+    presets: &[],
     validate: |kind, options| options.reject_all(kind),
     guard: super::guard::none,
     open: |kind, spec| {

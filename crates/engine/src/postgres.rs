@@ -91,6 +91,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings,
     io_bound: |_| Vec::new(),
     direct_io: false,
+    presets: &[],
     validate,
     guard,
     open: |kind, spec| match &spec.target {

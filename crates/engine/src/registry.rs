@@ -11,6 +11,9 @@ use crate::UsageError;
 
 pub use crate::structure::EngineStructure as Structure;
 
+/// Settings made from a size in bytes (a cache, a memory limit).
+pub type SettingsFor = fn(u64) -> Vec<(String, String)>;
+
 /// One engine: its name and what it is, and the functions that describe,
 /// validate and open it.
 pub struct EngineDef {
@@ -41,15 +44,19 @@ pub struct EngineDef {
     /// through the C API); None for servers and bundled engines.
     pub library: fn() -> Option<String>,
     /// The default settings for a cache size in bytes (`--cache`).
-    pub default_settings: fn(u64) -> Vec<(String, String)>,
+    pub default_settings: SettingsFor,
     /// Settings added for IO-bound runs, from the memory limit in bytes
     /// (`--memory`): the engine's direct IO, so reads the cache misses
     /// reach the device rather than the page cache, and its memory sized
     /// to the limit. `--set` overrides them.
-    pub io_bound: fn(u64) -> Vec<(String, String)>,
+    pub io_bound: SettingsFor,
     /// True when `io_bound` gives the engine direct IO; false: it reads
     /// and writes through the page cache (said at run time).
     pub direct_io: bool,
+    /// Its settings under each named preset (`--preset`, see
+    /// [`super::presets`]) that changes it, from the memory limit in
+    /// bytes; a preset not listed leaves the engine as it is.
+    pub presets: &'static [(&'static str, SettingsFor)],
     /// Checks `--set` options without opening anything; the error names
     /// the first bad key.
     pub validate: fn(EngineKind, &EngineOptions) -> Result<()>,

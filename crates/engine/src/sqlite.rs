@@ -47,6 +47,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings,
     io_bound: |_| Vec::new(),
     direct_io: false,
+    presets: &[],
     validate,
     guard,
     open: |kind, spec| Ok(Box::new(Sqlite::open(kind, spec)?)),

@@ -52,6 +52,11 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     default_settings,
     io_bound: |_| vec![("direct_io".into(), "[data]".into())],
     direct_io: true,
+    // MongoDB's WiredTiger never used direct IO: the page cache held its
+    // compressed blocks beside its own cache.
+    presets: &[(crate::presets::ERA_2015, |_| {
+        vec![("direct_io".into(), "[]".into())]
+    })],
     validate,
     guard,
     open: |kind, spec| Ok(Box::new(WiredTiger::open(kind, spec)?)),

@@ -191,7 +191,6 @@ pub fn compute(
     ticks_per_sec: f64,
 ) -> Vec<(Metric, Figure)> {
     let ops = w.ops as f64;
-    let no_ops = "no operations in this phase";
     let dev_why = no_device.unwrap_or("device counters could not be read");
     let disk = match (a.disk, b.disk) {
         (Some(x), Some(y)) => Some((
@@ -222,68 +221,7 @@ pub fn compute(
         )),
         _ => None,
     };
-    let per_op = |v: Option<f64>, why: &str| Figure::ratio(v, ops, why, no_ops);
-    let client = |f: fn(&crate::probe::ProcCounters) -> Option<u64>| match (a.client, b.client) {
-        (Some(x), Some(y)) => match (f(&x), f(&y)) {
-            (Some(x), Some(y)) => per_op(Some(y.saturating_sub(x) as f64), ""),
-            _ => Figure::NotMeasured(
-                crate::probe::syscalls::not_counted().unwrap_or_else(|| "not counted".into()),
-            ),
-        },
-        _ => Figure::NotMeasured(
-            "embedded engine: the client's cost is in the engine's figures".into(),
-        ),
-    };
-    let logical = w.logical_bytes as f64;
-    let local_size = |v: u64| {
-        if remote {
-            Figure::NotMeasured(
-                "external target: its files are on another host (srv_db_bytes is the server's figure)"
-                    .into(),
-            )
-        } else {
-            Figure::Value(v as f64)
-        }
-    };
-    let no_server = if a.server.is_none() || b.server.is_none() {
-        "no server counters: not a server engine, or the server could not be asked"
-    } else {
-        "the server keeps no such counter"
-    };
-    let sd = |f: fn(&crate::probe::ServerCounters) -> Option<u64>| match (a.server, b.server) {
-        (Some(x), Some(y)) => match (f(&x), f(&y)) {
-            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
-            _ => None,
-        },
-        _ => None,
-    };
-    let srv_written = match (sd(|s| s.data_written), sd(|s| s.log_written)) {
-        (Some(d), Some(l)) => Some(d + l),
-        _ => None,
-    };
-    let no_host = if a.host.is_none() || b.host.is_none() {
-        "no node exporter: give --host-metrics http://HOST:9100/metrics, or it did not answer"
-    } else {
-        ""
-    };
-    let hd = |f: fn(&crate::probe::HostCounters) -> u64| match (a.host, b.host) {
-        (Some(x), Some(y)) => Some(f(&y).saturating_sub(f(&x)) as f64),
-        _ => None,
-    };
-    let not_modelled = "the device is not modelled (disk-array and slow-ssd are)";
-    let model = match (a.model, b.model) {
-        (Some(x), Some(y)) => Some((x, y)),
-        _ => None,
-    };
-    let md = |f: fn(&crate::probe::modelstats::ModelCounters) -> u64| {
-        model.map(|(x, y)| f(&y).saturating_sub(f(&x)) as f64)
-    };
-    let dev_ios = md(|m| m.ios).unwrap_or(0.0);
-    let of_ios = |v: Option<f64>, scale: f64| match v {
-        None => Figure::NotMeasured(not_modelled.into()),
-        Some(_) if dev_ios <= 0.0 => Figure::NotMeasured("the device served no IO".into()),
-        Some(v) => Figure::Value(v / dev_ios / scale),
-    };
+    let per_op = |v: Option<f64>, why: &str| per_op(v, ops, why);
     let mut out = vec![
         (Metric::Ops, Figure::Value(ops)),
         (
@@ -308,14 +246,66 @@ pub fn compute(
             per_op(pd(|p| p.write_bytes).map(|v| v / 1024.0), proc_why),
         ),
         (Metric::CpuUsPerOp, per_op(pd(|p| p.cpu_us), proc_why)),
+    ];
+    out.extend(client(a, b, ops));
+    out.extend([
+        (Metric::SysCpuUsPerOp, per_op(sys.map(|s| s.0), cpu_why)),
+        (Metric::CsPerOp, per_op(pd(|p| p.ctx_switches), proc_why)),
+        (Metric::SysCsPerOp, per_op(sys.map(|s| s.1), cpu_why)),
+    ]);
+    out.extend(sizes(b, w, disk.map(|d| d.2), dev_why, proc_why));
+    out.extend(device_model(a, b, ops));
+    out.extend(server(a, b, ops));
+    out.extend(host(a, b, ops));
+    out
+}
+
+/// What the harness's own process (a server engine's client) cost, per
+/// operation (`client_*`).
+fn client(a: &Sample, b: &Sample, ops: f64) -> Vec<(Metric, Figure)> {
+    let per_op = |v: Option<f64>, why: &str| per_op(v, ops, why);
+    let client = |f: fn(&crate::probe::ProcCounters) -> Option<u64>| match (a.client, b.client) {
+        (Some(x), Some(y)) => match (f(&x), f(&y)) {
+            (Some(x), Some(y)) => per_op(Some(y.saturating_sub(x) as f64), ""),
+            _ => Figure::NotMeasured(
+                crate::probe::syscalls::not_counted().unwrap_or_else(|| "not counted".into()),
+            ),
+        },
+        _ => Figure::NotMeasured(
+            "embedded engine: the client's cost is in the engine's figures".into(),
+        ),
+    };
+    vec![
         (Metric::ClientCpuUsPerOp, client(|c| Some(c.cpu_us))),
         (Metric::ClientUserUsPerOp, client(|c| Some(c.user_us))),
         (Metric::ClientSysUsPerOp, client(|c| Some(c.sys_us))),
         (Metric::ClientCsPerOp, client(|c| Some(c.ctx_switches))),
         (Metric::ClientSyscallsPerOp, client(|c| c.syscalls)),
-        (Metric::SysCpuUsPerOp, per_op(sys.map(|s| s.0), cpu_why)),
-        (Metric::CsPerOp, per_op(pd(|p| p.ctx_switches), proc_why)),
-        (Metric::SysCsPerOp, per_op(sys.map(|s| s.1), cpu_why)),
+    ]
+}
+
+/// Memory and sizes at the phase's end, and the amplification they give
+/// (`written`: the device bytes written in the phase).
+fn sizes(
+    b: &Sample,
+    w: &WorkDone,
+    written: Option<f64>,
+    dev_why: &str,
+    proc_why: &str,
+) -> Vec<(Metric, Figure)> {
+    let remote = b.remote;
+    let logical = w.logical_bytes as f64;
+    let local_size = |v: u64| {
+        if remote {
+            Figure::NotMeasured(
+                "external target: its files are on another host (srv_db_bytes is the server's figure)"
+                    .into(),
+            )
+        } else {
+            Figure::Value(v as f64)
+        }
+    };
+    vec![
         (
             Metric::RssBytes,
             b.process.map_or(Figure::NotMeasured(proc_why.into()), |p| {
@@ -346,14 +336,38 @@ pub fn compute(
         (
             Metric::WriteAmp,
             Figure::ratio(
-                disk.map(|d| d.2),
+                written,
                 w.logical_written as f64,
                 dev_why,
                 "the workload wrote nothing in this phase",
             ),
         ),
-    ];
-    out.extend([
+    ]
+}
+
+/// `v / ops`, or why it is not measured.
+fn per_op(v: Option<f64>, ops: f64, why: &str) -> Figure {
+    Figure::ratio(v, ops, why, "no operations in this phase")
+}
+
+/// The modelled device's figures (`dev_*`), over `ops` operations.
+fn device_model(a: &Sample, b: &Sample, ops: f64) -> Vec<(Metric, Figure)> {
+    let per_op = |v: Option<f64>, why: &str| per_op(v, ops, why);
+    let not_modelled = "the device is not modelled (disk-array and slow-ssd are)";
+    let model = match (a.model, b.model) {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => None,
+    };
+    let md = |f: fn(&crate::probe::modelstats::ModelCounters) -> u64| {
+        model.map(|(x, y)| f(&y).saturating_sub(f(&x)) as f64)
+    };
+    let dev_ios = md(|m| m.ios).unwrap_or(0.0);
+    let of_ios = |v: Option<f64>, scale: f64| match v {
+        None => Figure::NotMeasured(not_modelled.into()),
+        Some(_) if dev_ios <= 0.0 => Figure::NotMeasured("the device served no IO".into()),
+        Some(v) => Figure::Value(v / dev_ios / scale),
+    };
+    vec![
         (
             Metric::DevFlushPerOp,
             per_op(md(|m| m.flushes), not_modelled),
@@ -397,6 +411,30 @@ pub fn compute(
                 Some(v) => Figure::Value(v / 1e3 / (b.t - a.t) / (1u64 << 20) as f64),
             },
         ),
+    ]
+}
+
+/// The figures the server counted itself (`srv_*`), over `ops`
+/// operations.
+fn server(a: &Sample, b: &Sample, ops: f64) -> Vec<(Metric, Figure)> {
+    let per_op = |v: Option<f64>, why: &str| per_op(v, ops, why);
+    let no_server = if a.server.is_none() || b.server.is_none() {
+        "no server counters: not a server engine, or the server could not be asked"
+    } else {
+        "the server keeps no such counter"
+    };
+    let sd = |f: fn(&crate::probe::ServerCounters) -> Option<u64>| match (a.server, b.server) {
+        (Some(x), Some(y)) => match (f(&x), f(&y)) {
+            (Some(x), Some(y)) => Some(y.saturating_sub(x) as f64),
+            _ => None,
+        },
+        _ => None,
+    };
+    let srv_written = match (sd(|s| s.data_written), sd(|s| s.log_written)) {
+        (Some(d), Some(l)) => Some(d + l),
+        _ => None,
+    };
+    vec![
         (Metric::SrvRPerOp, per_op(sd(|s| s.reads), no_server)),
         (
             Metric::SrvRkbPerOp,
@@ -417,6 +455,23 @@ pub fn compute(
                 None => Figure::NotMeasured(no_server.into()),
             },
         ),
+    ]
+}
+
+/// The server host's figures by its node exporter (`host_*`), over `ops`
+/// operations.
+fn host(a: &Sample, b: &Sample, ops: f64) -> Vec<(Metric, Figure)> {
+    let per_op = |v: Option<f64>, why: &str| per_op(v, ops, why);
+    let no_host = if a.host.is_none() || b.host.is_none() {
+        "no node exporter: give --host-metrics http://HOST:9100/metrics, or it did not answer"
+    } else {
+        ""
+    };
+    let hd = |f: fn(&crate::probe::HostCounters) -> u64| match (a.host, b.host) {
+        (Some(x), Some(y)) => Some(f(&y).saturating_sub(f(&x)) as f64),
+        _ => None,
+    };
+    vec![
         (Metric::HostRPerOp, per_op(hd(|h| h.reads), no_host)),
         (
             Metric::HostRkbPerOp,
@@ -430,8 +485,7 @@ pub fn compute(
             Metric::HostCpuUsPerOp,
             per_op(hd(|h| h.cpu_busy_us), no_host),
         ),
-    ]);
-    out
+    ]
 }
 
 #[cfg(test)]

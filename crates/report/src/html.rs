@@ -45,12 +45,62 @@ fn pre(o: &mut String, title: &str, text: &str) {
     }
 }
 
+/// The figures behind the charts: (metric, heading, decimals).
+const COLS: &[(Metric, &str, usize)] = &[
+    (Metric::DbBytes, "db GB", 3),
+    (Metric::RPerOp, "r/o", 3),
+    (Metric::RkbPerOp, "rKB/o", 3),
+    (Metric::WkbPerOp, "wKB/o", 3),
+    (Metric::CsPerOp, "cs/o", 2),
+    (Metric::CpuUsPerOp, "cpu µs/o", 1),
+    (Metric::RssBytes, "rss GB", 3),
+    (Metric::SpaceAmp, "space-amp", 2),
+    (Metric::WriteAmp, "write-amp", 2),
+];
+
 /// Renders the page; `base` is the ratio table's base engine.
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let es = engines(run);
     let ss = steps(run);
-    let colour = |e: &str| css(es.iter().position(|x| x == e).unwrap_or(0));
     let mut o = String::new();
+    head(&mut o, run, &es);
+    throughput(&mut o, run, &es, &ss);
+    charts(&mut o, run, &es, &ss, base);
+    efficiency(&mut o, run, &es, &ss);
+    if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
+        ratios(&mut o, run, &es, &ss, &b);
+    }
+    pre(
+        &mut o,
+        "Predicted beside measured",
+        &super::theory::render(run),
+    );
+    pre(&mut o, "Slices", &super::slices::render(run));
+    pre(&mut o, "Sweeps", &super::sweep::render(run));
+    pre(
+        &mut o,
+        "Concurrency and the Universal Scalability Law",
+        &super::concurrency::render(run),
+    );
+    latencies(&mut o, run);
+    for f in failures(run) {
+        let _ = write!(o, "<p><b>note:</b> {}</p>", esc(&f));
+    }
+    o.push_str(
+        "<p>r/o, rKB/o, wKB/o: device reads, KB read and KB written per operation · cs/o, \
+         cpu µs/o: context switches and CPU µs per operation of the engine's process · \
+         space-amp: database bytes / live logical bytes · write-amp: device bytes written / \
+         logical bytes written. A '-' is a figure that was not measured (the JSON report says why).</p>\
+         </body></html>\n",
+    );
+    o
+}
+
+/// The page's head and style, its title, the run's command and
+/// versions, the engines' colour key, and a seed plan's post beside the
+/// run.
+fn head(o: &mut String, run: &RunView, es: &[String]) {
+    let colour = |e: &str| css(es.iter().position(|x| x == e).unwrap_or(0));
     let which = title(run);
     let _ = write!(
         o,
@@ -89,7 +139,7 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
     }
     o.push_str("<p class=key>");
-    for e in &es {
+    for e in es {
         let _ = write!(
             o,
             "<span style=\"background:{}\"></span>{}",
@@ -101,16 +151,18 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
     // A seed plan's run: the post's table beside this machine's, first.
     if let Some(seed) = super::post::of_run(run) {
         pre(
-            &mut o,
+            o,
             &format!("The seed post beside this run: {}", seed.title),
             &super::post::render(&seed, run),
         );
     }
+}
 
-    // Throughput per step: a chart (linear, or log by a switch that
-    // needs no script), then the figures.
+/// Operations/second per step: a chart (linear, or log by a switch that
+/// needs no script), then the figures.
+fn throughput(o: &mut String, run: &RunView, es: &[String], ss: &[String]) {
     o.push_str("<h2>Operations/second for each step</h2>");
-    if let Some((lin, log)) = html_charts::throughput(run, &es, &ss) {
+    if let Some((lin, log)) = html_charts::throughput(run, es, ss) {
         let _ = write!(
             o,
             "<input type=checkbox id=logops><label for=logops> log scale</label>\
@@ -119,13 +171,13 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         );
     }
     o.push_str("<table><tr><th>step</th>");
-    for e in &es {
+    for e in es {
         let _ = write!(o, "<th>{}</th>", esc(e));
     }
     o.push_str("</tr>");
-    for st in &ss {
+    for st in ss {
         let _ = write!(o, "<tr><td>{}</td>", esc(st));
-        for e in &es {
+        for e in es {
             let v = find(run, e, st).map_or("-".into(), |s| {
                 super::repeat::with_ci(s, Metric::OpsPerSec, 0)
             });
@@ -134,12 +186,16 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         o.push_str("</tr>");
     }
     o.push_str("</table>");
+}
 
+/// The charts: throughput over time, response-time spectra, cost
+/// relative to the base engine, sizes, amplification, concurrency.
+fn charts(o: &mut String, run: &RunView, es: &[String], ss: &[String], base: Option<&str>) {
     o.push_str("<h2>Throughput over time</h2>");
     figures(
-        &mut o,
+        o,
         ss.iter()
-            .filter_map(|st| html_charts::over_time(run, st, &es)),
+            .filter_map(|st| html_charts::over_time(run, st, es)),
     );
 
     o.push_str(
@@ -148,8 +204,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
          nines, 90 % to 99.99 %; the y axis is logarithmic).</p>",
     );
     figures(
-        &mut o,
-        ss.iter().flat_map(|st| html_charts::spectra(run, st, &es)),
+        o,
+        ss.iter().flat_map(|st| html_charts::spectra(run, st, es)),
     );
 
     let base_e = base.map(str::to_string).or_else(|| es.first().cloned());
@@ -164,8 +220,8 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             esc(b)
         );
         let mut svgs = Vec::new();
-        for st in &ss {
-            if let Some((svg, skipped)) = html_charts::efficiency(run, st, &es, b) {
+        for st in ss {
+            if let Some((svg, skipped)) = html_charts::efficiency(run, st, es, b) {
                 svgs.push(svg);
                 if !skipped.is_empty() {
                     let _ = write!(
@@ -177,43 +233,34 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
                 }
             }
         }
-        figures(&mut o, svgs);
+        figures(o, svgs);
     }
 
     o.push_str("<h2>Database size and memory</h2>");
-    figures(&mut o, html_charts::sizes(run, &es, &ss));
+    figures(o, html_charts::sizes(run, es, ss));
     o.push_str("<h2>Amplification</h2>");
-    figures(&mut o, html_charts::amplification(run, &es, &ss));
-    let conc = html_charts::concurrency(run, &es);
+    figures(o, html_charts::amplification(run, es, ss));
+    let conc = html_charts::concurrency(run, es);
     if !conc.is_empty() {
         o.push_str("<h2>Concurrency</h2>");
-        figures(&mut o, conc);
+        figures(o, conc);
     }
+}
 
-    // The figures behind the charts.
-    let cols: &[(Metric, &str, usize)] = &[
-        (Metric::DbBytes, "db GB", 3),
-        (Metric::RPerOp, "r/o", 3),
-        (Metric::RkbPerOp, "rKB/o", 3),
-        (Metric::WkbPerOp, "wKB/o", 3),
-        (Metric::CsPerOp, "cs/o", 2),
-        (Metric::CpuUsPerOp, "cpu µs/o", 1),
-        (Metric::RssBytes, "rss GB", 3),
-        (Metric::SpaceAmp, "space-amp", 2),
-        (Metric::WriteAmp, "write-amp", 2),
-    ];
+/// The figures behind the charts, per step and engine.
+fn efficiency(o: &mut String, run: &RunView, es: &[String], ss: &[String]) {
     o.push_str(
         "<h2>Efficiency per operation and amplification</h2><table><tr><th>step</th><th>engine</th>",
     );
-    for (_, t, _) in cols {
+    for (_, t, _) in COLS {
         let _ = write!(o, "<th>{t}</th>");
     }
     o.push_str("</tr>");
-    for st in &ss {
-        for e in &es {
+    for st in ss {
+        for e in es {
             let Some(s) = find(run, e, st) else { continue };
             let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
-            for (name, _, prec) in cols {
+            for (name, _, prec) in COLS {
                 let scale = if name.name().ends_with("_bytes") {
                     1e9
                 } else {
@@ -230,86 +277,78 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
     }
     o.push_str("</table>");
+}
 
-    // Ratios to the base engine.
-    if let Some(b) = base.map(str::to_string).or_else(|| es.first().cloned()) {
-        let others: Vec<&String> = es.iter().filter(|e| **e != b).collect();
-        if !others.is_empty() {
-            let _ = write!(
-                o,
-                "<h2>Ratios to {}</h2><p>Each engine's figure divided by {}'s in the same step.</p>\
-                 <table><tr><th>step</th><th>engine</th>",
-                esc(&b),
-                esc(&b)
-            );
-            for (_, t, _) in std::iter::once(&(Metric::OpsPerSec, "ops/s", 2)).chain(cols) {
-                let _ = write!(o, "<th>{t}</th>");
+/// Each engine's figures over base engine `b`'s in the same step, with
+/// intervals where repeats give them.
+fn ratios(o: &mut String, run: &RunView, es: &[String], ss: &[String], b: &str) {
+    let others: Vec<&String> = es.iter().filter(|e| *e != b).collect();
+    if others.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<h2>Ratios to {}</h2><p>Each engine's figure divided by {}'s in the same step.</p>\
+         <table><tr><th>step</th><th>engine</th>",
+        esc(b),
+        esc(b)
+    );
+    for (_, t, _) in std::iter::once(&(Metric::OpsPerSec, "ops/s", 2)).chain(COLS) {
+        let _ = write!(o, "<th>{t}</th>");
+    }
+    o.push_str("</tr>");
+    let mut floored = false;
+    let mut not_significant = false;
+    for st in ss {
+        let Some(bs) = find(run, b, st) else {
+            continue;
+        };
+        for e in &others {
+            let Some(s) = find(run, e, st) else { continue };
+            let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
+            for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(COLS) {
+                let cell = match super::repeat::ratio(*name, s, bs) {
+                    Ok((v, Some(ci))) if !ci.significant() => {
+                        not_significant = true;
+                        format!(
+                            "<span class=ns>{v:.2}~</span><br><small>{:.2}–{:.2}</small>",
+                            ci.lo, ci.hi
+                        )
+                    }
+                    Ok((v, Some(ci))) => {
+                        format!("{v:.2}<br><small>{:.2}–{:.2}</small>", ci.lo, ci.hi)
+                    }
+                    Ok((v, None)) => format!("{v:.2}"),
+                    Err(true) => {
+                        floored = true;
+                        "-*".into()
+                    }
+                    Err(false) => "-".into(),
+                };
+                let _ = write!(o, "<td class=n>{cell}</td>");
             }
             o.push_str("</tr>");
-            let mut floored = false;
-            let mut not_significant = false;
-            for st in &ss {
-                let Some(bs) = find(run, &b, st) else {
-                    continue;
-                };
-                for e in &others {
-                    let Some(s) = find(run, e, st) else { continue };
-                    let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
-                    for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(cols) {
-                        let cell = match super::repeat::ratio(*name, s, bs) {
-                            Ok((v, Some(ci))) if !ci.significant() => {
-                                not_significant = true;
-                                format!(
-                                    "<span class=ns>{v:.2}~</span><br><small>{:.2}–{:.2}</small>",
-                                    ci.lo, ci.hi
-                                )
-                            }
-                            Ok((v, Some(ci))) => {
-                                format!("{v:.2}<br><small>{:.2}–{:.2}</small>", ci.lo, ci.hi)
-                            }
-                            Ok((v, None)) => format!("{v:.2}"),
-                            Err(true) => {
-                                floored = true;
-                                "-*".into()
-                            }
-                            Err(false) => "-".into(),
-                        };
-                        let _ = write!(o, "<td class=n>{cell}</td>");
-                    }
-                    o.push_str("</tr>");
-                }
-            }
-            o.push_str("</table>");
-            if not_significant {
-                o.push_str(
-                    "<p class=foot>~ the ratio's 95% interval (shown below it) includes 1: \
-                     the difference is not significant.</p>",
-                );
-            }
-            if floored {
-                o.push_str(
-                    "<p class=foot>-* the base's figure is below its noise floor (wKB/o or rKB/o \
-                     under 0.01, r/o under 0.001, cs/o under 0.01, cpu/o under 0.1 µs, an \
-                     amplification under 0.01, a database under 1 MB): a ratio to it would say \
-                     nothing.</p>",
-                );
-            }
         }
     }
-    pre(
-        &mut o,
-        "Predicted beside measured",
-        &super::theory::render(run),
-    );
-    pre(&mut o, "Slices", &super::slices::render(run));
-    pre(&mut o, "Sweeps", &super::sweep::render(run));
-    pre(
-        &mut o,
-        "Concurrency and the Universal Scalability Law",
-        &super::concurrency::render(run),
-    );
+    o.push_str("</table>");
+    if not_significant {
+        o.push_str(
+            "<p class=foot>~ the ratio's 95% interval (shown below it) includes 1: \
+             the difference is not significant.</p>",
+        );
+    }
+    if floored {
+        o.push_str(
+            "<p class=foot>-* the base's figure is below its noise floor (wKB/o or rKB/o \
+             under 0.01, r/o under 0.001, cs/o under 0.01, cpu/o under 0.1 µs, an \
+             amplification under 0.01, a database under 1 MB): a ratio to it would say \
+             nothing.</p>",
+        );
+    }
+}
 
-    // Response times.
+/// Response time per operation kind, µs.
+fn latencies(o: &mut String, run: &RunView) {
     o.push_str(
         "<h2>Response time per operation (µs)</h2><table><tr><th>engine</th><th>step</th>\
          <th>op</th><th>count</th><th>mean</th><th>p50</th><th>p95</th><th>p99</th>\
@@ -336,17 +375,6 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
         }
     }
     o.push_str("</table>");
-    for f in failures(run) {
-        let _ = write!(o, "<p><b>note:</b> {}</p>", esc(&f));
-    }
-    o.push_str(
-        "<p>r/o, rKB/o, wKB/o: device reads, KB read and KB written per operation · cs/o, \
-         cpu µs/o: context switches and CPU µs per operation of the engine's process · \
-         space-amp: database bytes / live logical bytes · write-amp: device bytes written / \
-         logical bytes written. A '-' is a figure that was not measured (the JSON report says why).</p>\
-         </body></html>\n",
-    );
-    o
 }
 
 /// The HTML page.

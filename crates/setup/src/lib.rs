@@ -321,7 +321,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         }
         Ok(d)
     });
-    let dev = match made {
+    let mut dev = match made {
         Ok(d) => d,
         Err(e) => {
             let why = format!("{e:#}");
@@ -336,6 +336,52 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             );
         }
     };
+    let mut lines = vec![describe(&dev, cfg, size, v2, model.as_ref(), &mut record)];
+    let path_us = match &model {
+        Some(p) => serve_model(&mut dev, cfg, p, &mut record, &mut lines),
+        None => 0.0,
+    };
+    lines.extend(class_notes(cfg, v2, &mut record));
+    probe_classes(
+        &mut dev,
+        cfg,
+        v2,
+        path_us,
+        probe_secs,
+        &mut record,
+        &mut lines,
+    );
+    let io_max = (v2 && (!cfg.caps.none() || !cfg.sweep.is_empty()))
+        .then(|| storage::io_max_line(&dev.maj_min(), &cfg.caps));
+    Prepared {
+        parent: dev.mount.clone(),
+        io_max,
+        device: Some(dev),
+        record,
+        lines,
+        models: cfg
+            .sweep
+            .iter()
+            .map(|(c, _)| {
+                cfg.model_of(*c).ok().flatten().map(|mut p| {
+                    p.path_us = path_us;
+                    p
+                })
+            })
+            .collect(),
+        sweep: cfg.sweep.clone(),
+    }
+}
+
+/// The device's facts into `record`, and the run's `storage:` line.
+fn describe(
+    dev: &Device,
+    cfg: &StorageConfig,
+    size: u64,
+    v2: bool,
+    model: Option<&devmodel::Params>,
+    record: &mut serde_json::Value,
+) -> String {
     record["device"] = dev.name().into();
     record["maj_min"] = dev.maj_min().into();
     // What the model sees of the loop device (checked when it is made).
@@ -352,7 +398,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     }
     record["size_bytes"] = size.into();
     record["image"] = dev.image.display().to_string().into();
-    if let Some(p) = &model {
+    if let Some(p) = model {
         record["model"] = serde_json::to_value(p).unwrap_or_default();
         record["model_seed"] = MODEL_SEED.into();
     }
@@ -363,7 +409,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     } else {
         "cgroup v1 blkio device rule (every submitter, writeback included)".into()
     };
-    let mut lines = vec![format!(
+    format!(
         "storage: {} on {} ({} {}, {:.1} GiB, image {}), {}",
         cfg.class,
         dev.loopdev.display(),
@@ -374,36 +420,53 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         dev.maj_min(),
         size as f64 / (1u64 << 30) as f64,
         dev.image.display(),
-        match &model {
+        match model {
             Some(p) if !p.is_transparent() && cfg.caps.none() =>
                 "a device model, no throttle".into(),
             _ => cfg.caps.show(),
         }
-    )];
-    let mut dev = dev;
+    )
+}
+
+/// Puts the class's model in front of `dev`, measured against the path
+/// to it (loop device, filesystem, FUSE); its lines and record. The
+/// path's latency in µs (0 where it could not be measured).
+fn serve_model(
+    dev: &mut Device,
+    cfg: &StorageConfig,
+    p: &devmodel::Params,
+    record: &mut serde_json::Value,
+    lines: &mut Vec<String>,
+) -> f64 {
     let mut path_us = 0.0;
-    if let Some(p) = &model {
-        match ioprobe::path_latency_us(&dev.mount, 0.5) {
-            Ok(us) => path_us = us,
-            Err(e) => lines.push(format!("  the path's latency not measured: {e:#}")),
-        }
-        record["model_path_us"] = path_us.into();
-        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
-            lines.push(format!("  {}: {e:#}", cfg.class));
-        }
-        lines.push(format!(
-            "  device model: {}; the path to it (loop device, filesystem, FUSE) takes {path_us:.0} µs per IO, taken off the model's times",
-            p.show()
-        ));
-        if let Some(warn) = path_warning(p, path_us) {
-            lines.push(format!("  warning: {warn}"));
-            record["model_path_warning"] = warn.into();
-        }
-        if let Some(m) = dev.model.as_ref() {
-            record["model_server"] = m.serving.clone().into();
-            lines.push(format!("  the model's server: {}", m.serving));
-        }
+    match ioprobe::path_latency_us(&dev.mount, 0.5) {
+        Ok(us) => path_us = us,
+        Err(e) => lines.push(format!("  the path's latency not measured: {e:#}")),
     }
+    record["model_path_us"] = path_us.into();
+    if let Err(e) = switch_model(dev, cfg, cfg.class, path_us) {
+        lines.push(format!("  {}: {e:#}", cfg.class));
+    }
+    lines.push(format!(
+        "  device model: {}; the path to it (loop device, filesystem, FUSE) takes {path_us:.0} µs per IO, taken off the model's times",
+        p.show()
+    ));
+    if let Some(warn) = path_warning(p, path_us) {
+        lines.push(format!("  warning: {warn}"));
+        record["model_path_warning"] = warn.into();
+    }
+    if let Some(m) = dev.model.as_ref() {
+        record["model_server"] = m.serving.clone().into();
+        lines.push(format!("  the model's server: {}", m.serving));
+    }
+    path_us
+}
+
+/// What the class's lines say besides the device: its scaling to this
+/// machine's cores, why fast-ssd is not modelled, where a cgroup v2
+/// throttle holds.
+fn class_notes(cfg: &StorageConfig, v2: bool, record: &mut serde_json::Value) -> Vec<String> {
+    let mut lines = Vec::new();
     if let Some(s) = &cfg.io_scale {
         lines.push(scale_line(cfg, s));
         record["io_scale"] = serde_json::json!({
@@ -431,6 +494,20 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             "  cgroup v2: the throttle holds the engine's cgroup (io.max), not the device".into(),
         );
     }
+    lines
+}
+
+/// Probes the class (or each class of a sweep, then throttles back to
+/// the first), unless `probe_secs` is 0; the figures into `record`.
+fn probe_classes(
+    dev: &mut Device,
+    cfg: &StorageConfig,
+    v2: bool,
+    path_us: f64,
+    probe_secs: f64,
+    record: &mut serde_json::Value,
+    lines: &mut Vec<String>,
+) {
     // On v2 the probe runs unthrottled (it is not in an engine's cgroup);
     // on v1 it sees the class. A sweep probes every class, then throttles
     // to the first.
@@ -452,18 +529,18 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
                 .into()
         };
     } else if cfg.sweep.is_empty() {
-        let (line, value) = probe(&dev, probe_secs, full);
+        let (line, value) = probe(dev, probe_secs, full);
         lines.push(format!("  measured: {line}"));
         record["measured"] = value;
         // The probe's writes are forgotten by a fresh model: the engines
         // start on an empty write cache.
-        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
+        if let Err(e) = switch_model(dev, cfg, cfg.class, path_us) {
             lines.push(format!("  {}: {e:#}", cfg.class));
         }
     }
     let mut measured = serde_json::Map::new();
     for (class, caps) in cfg.sweep.iter().filter(|_| probe_secs > 0.0) {
-        if let Err(e) = switch_model(&mut dev, cfg, *class, path_us) {
+        if let Err(e) = switch_model(dev, cfg, *class, path_us) {
             lines.push(format!("  {class}: {e:#}"));
         }
         if !v2 {
@@ -471,7 +548,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
                 lines.push(format!("  {class}: cannot throttle: {e:#}"));
             }
         }
-        let (line, value) = probe(&dev, probe_secs.max(1.0), full);
+        let (line, value) = probe(dev, probe_secs.max(1.0), full);
         lines.push(format!("  {class} ({}): measured {line}", caps.show()));
         measured.insert(class.name().into(), value);
     }
@@ -480,7 +557,7 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
         if probe_secs > 0.0 {
             record["measured"] = measured.into();
         }
-        if let Err(e) = switch_model(&mut dev, cfg, cfg.class, path_us) {
+        if let Err(e) = switch_model(dev, cfg, cfg.class, path_us) {
             lines.push(format!("  {}: {e:#}", cfg.class));
         }
         if !v2 {
@@ -492,26 +569,6 @@ pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
             "  loads run at {}; every other step at each class in turn (STEP@CLASS)",
             cfg.class
         ));
-    }
-    let io_max = (v2 && (!cfg.caps.none() || !cfg.sweep.is_empty()))
-        .then(|| storage::io_max_line(&dev.maj_min(), &cfg.caps));
-    Prepared {
-        parent: dev.mount.clone(),
-        io_max,
-        device: Some(dev),
-        record,
-        lines,
-        models: cfg
-            .sweep
-            .iter()
-            .map(|(c, _)| {
-                cfg.model_of(*c).ok().flatten().map(|mut p| {
-                    p.path_us = path_us;
-                    p
-                })
-            })
-            .collect(),
-        sweep: cfg.sweep.clone(),
     }
 }
 

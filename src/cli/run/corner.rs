@@ -4,6 +4,7 @@ use anyhow::Result;
 
 use super::Bound;
 use crate::UsageError;
+use crate::plan::Settings;
 use crate::workload::WorkloadKind;
 
 /// What one corner sets: its memory limit and the engine cache.
@@ -15,11 +16,50 @@ pub(super) struct Corner {
     pub(super) cache_from_memory: bool,
 }
 
+/// Every corner of the run, in `--bound`'s order without repeats: `io`
+/// alone when `--memory` is given and `--bound` is not, else `cache`.
+pub(super) fn corners(
+    s: &Settings,
+    workload: WorkloadKind,
+    params: &[(String, String)],
+) -> Result<Vec<Corner>> {
+    let given_memory = match s.memory.as_deref() {
+        Some(m) => {
+            let b =
+                crate::units::parse_size(m).map_err(|e| UsageError(format!("--memory: {e}")))?;
+            if b < 16 << 20 {
+                return Err(UsageError(format!("--memory {m}: at least 16MB")).into());
+            }
+            Some(b)
+        }
+        None => None,
+    };
+    let mut bounds: Vec<Bound> = Vec::new();
+    let listed = s.bound.clone().map(|b| b.into_vec());
+    for b in listed.unwrap_or_else(|| match given_memory {
+        Some(_) => vec![Bound::Io],
+        None => vec![Bound::Cache],
+    }) {
+        if !bounds.contains(&b) {
+            bounds.push(b);
+        }
+    }
+    if bounds == [Bound::Cache] && given_memory.is_some() {
+        return Err(
+            UsageError("--bound cache: not with --memory (cache means no limit)".into()).into(),
+        );
+    }
+    bounds
+        .into_iter()
+        .map(|b| corner(b, given_memory, s.cache.as_deref(), workload, params))
+        .collect()
+}
+
 /// The memory limit and cache of one corner. `cache`: unlimited, the
 /// given cache or 256MB. `io`: `--memory`, or a quarter of the bytes the
 /// load writes (at least 64MB); the cache a quarter of the limit unless
 /// given.
-pub(super) fn corner(
+fn corner(
     bound: Bound,
     given_memory: Option<u64>,
     given_cache: Option<&str>,

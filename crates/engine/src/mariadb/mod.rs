@@ -59,6 +59,12 @@ pub const ENGINES: &[EngineDef] = &[
         default_settings: |cache| default_settings(false, cache),
         io_bound: innodb_io_bound,
         direct_io: true,
+        presets: &[(crate::presets::ERA_2015, |m| {
+            vec![(
+                "innodb_buffer_pool_size".into(),
+                crate::presets::innodb_pool(m, 1),
+            )]
+        })],
         validate,
         guard: super::mariadb_options::guard,
         open,
@@ -117,6 +123,10 @@ pub const ENGINES: &[EngineDef] = &[
             ]
         },
         direct_io: true,
+        // Read through the page cache (MyRocks' direct reads came later).
+        presets: &[(crate::presets::ERA_2015, |_| {
+            vec![("rocksdb_use_direct_reads".into(), "OFF".into())]
+        })],
         validate,
         guard: super::mariadb_options::guard,
         open,

@@ -113,6 +113,11 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         ]
     },
     direct_io: true,
+    // Read through the page cache; flushes and compactions keep direct
+    // IO, so written files do not crowd the blocks read.
+    presets: &[(crate::presets::ERA_2015, |_| {
+        vec![("use_direct_reads".into(), "false".into())]
+    })],
     validate,
     guard: options::guard,
     open: |kind, spec| Ok(Box::new(RocksDb::open(kind, spec)?)),
