@@ -33,6 +33,10 @@ fn a_custom_device_scaled_to_this_machines_cores_gives_the_scaled_budget() {
         "cores=24",
         "--device-size",
         "1GB",
+        // Its probe's figures are checked: the phase a run takes
+        // whatever AMPBENCH_STORAGE_PROBE says.
+        "--storage-probe",
+        "1",
         "--warmup",
         "0",
         "--duration",
@@ -246,6 +250,10 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
                     "custom:units=2,read_us=2000,write_us=2000,iops=600,mbps=100",
                     "--device-size",
                     "1GB",
+                    // Its probe's figures are checked: the phase a run takes
+                    // whatever AMPBENCH_STORAGE_PROBE says.
+                    "--storage-probe",
+                    "1",
                     "--warmup",
                     "0",
                     "--duration",

@@ -20,40 +20,79 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The line without its string and char literals and its `//` comment,
-/// so that the braces left are code's.
-fn code(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars().peekable();
-    let mut in_str = false;
-    while let Some(c) = chars.next() {
-        if in_str {
-            match c {
-                '\\' => {
-                    chars.next();
+/// Each line's braces in code (not in a string, raw string, char or
+/// comment), as (opened, closed), read across lines: a string or block
+/// comment may span several.
+fn braces(text: &str) -> Vec<(i64, i64)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum In {
+        Code,
+        Str,
+        Raw(usize),
+        Block(usize),
+    }
+    let mut state = In::Code;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let c: Vec<char> = line.chars().collect();
+        let (mut open, mut close, mut i) = (0, 0, 0);
+        while i < c.len() {
+            let at = |k: usize| c.get(i + k).copied();
+            match state {
+                In::Str => match c[i] {
+                    '\\' => i += 1,
+                    '"' => state = In::Code,
+                    _ => {}
+                },
+                In::Raw(h) => {
+                    if c[i] == '"' && (1..=h).all(|k| at(k) == Some('#')) {
+                        state = In::Code;
+                        i += h;
+                    }
                 }
-                '"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '/' if chars.peek() == Some(&'/') => break,
-            // A char literal ('{'); a lifetime ('a) has no closing quote
-            // two or three characters on.
-            '\'' => {
-                let rest: String = chars.clone().take(3).collect();
-                if rest.starts_with("\\") && rest.ends_with('\'') {
-                    chars.nth(2);
-                } else if rest.chars().nth(1) == Some('\'') {
-                    chars.nth(1);
-                } else {
-                    out.push(c);
+                In::Block(d) => {
+                    if c[i] == '*' && at(1) == Some('/') {
+                        state = if d == 1 { In::Code } else { In::Block(d - 1) };
+                        i += 1;
+                    } else if c[i] == '/' && at(1) == Some('*') {
+                        state = In::Block(d + 1);
+                        i += 1;
+                    }
                 }
+                In::Code => match c[i] {
+                    '/' if at(1) == Some('/') => break,
+                    '/' if at(1) == Some('*') => {
+                        state = In::Block(1);
+                        i += 1;
+                    }
+                    '"' => state = In::Str,
+                    'r' if (at(1) == Some('"') || at(1) == Some('#'))
+                        && (i == 0 || !(c[i - 1].is_alphanumeric() || c[i - 1] == '_')) =>
+                    {
+                        let h = c[i + 1..].iter().take_while(|&&x| x == '#').count();
+                        if at(1 + h) == Some('"') {
+                            state = In::Raw(h);
+                            i += 1 + h;
+                        }
+                    }
+                    // A char literal ('{', '\'', '\\'); a lifetime ('a)
+                    // has no closing quote right after.
+                    '\'' => {
+                        if at(1) == Some('\\') {
+                            let end = (i + 2..c.len()).find(|&k| c[k] == '\'');
+                            i = end.unwrap_or(i);
+                        } else if at(2) == Some('\'') {
+                            i += 2;
+                        }
+                    }
+                    '{' => open += 1,
+                    '}' => close += 1,
+                    _ => {}
+                },
             }
-            _ => out.push(c),
+            i += 1;
         }
+        out.push((open, close));
     }
     out
 }
@@ -61,14 +100,14 @@ fn code(line: &str) -> String {
 /// The name of the function a line starts, if it starts one.
 fn fn_name(line: &str) -> Option<String> {
     let mut rest = line.trim_start();
-    for prefix in [
-        "pub(crate) ",
-        "pub(super) ",
-        "pub ",
-        "const ",
-        "async ",
-        "unsafe ",
-    ] {
+    // pub, pub(crate), pub(super), pub(in path)
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = match r.strip_prefix('(') {
+            Some(inner) => inner.split_once(')')?.1.trim_start(),
+            None => r.strip_prefix(' ')?,
+        };
+    }
+    for prefix in ["const ", "async ", "unsafe "] {
         rest = rest.strip_prefix(prefix).unwrap_or(rest);
     }
     rest = rest.strip_prefix("extern \"C\" ").unwrap_or(rest);
@@ -81,13 +120,21 @@ fn fn_name(line: &str) -> Option<String> {
 }
 
 /// (line, name, lines) of each function of a file's `text` over
-/// [`LIMIT`] lines whose doc comment or first lines give no reason.
+/// [`LIMIT`] lines whose doc comment or first lines give no reason; a
+/// function that never closes is reported with 0 lines.
 fn long_in(text: &str) -> Vec<(usize, String, usize)> {
     let lines: Vec<&str> = text.lines().collect();
-    // A file's tests module is its last item.
-    let end = lines
-        .iter()
-        .position(|l| l.trim() == "#[cfg(test)]")
+    let counts = braces(text);
+    // The tests module (`#[cfg(test)]` on a `mod`) and what follows it.
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .map(|l| l.trim_start())
+                    .find(|l| !l.starts_with("#["))
+                    .is_some_and(|l| l.starts_with("mod ") || l.starts_with("pub mod "))
+        })
         .unwrap_or(lines.len());
     let mut out = Vec::new();
     let mut i = 0;
@@ -98,28 +145,24 @@ fn long_in(text: &str) -> Vec<(usize, String, usize)> {
         };
         let (mut depth, mut opened, mut j) = (0i64, false, i);
         while j < end {
-            let c = code(lines[j]);
-            if !opened && c.trim_end().ends_with(';') {
+            let (o, c) = counts[j];
+            if !opened && o == 0 && lines[j].trim_end().ends_with(';') {
                 break;
             }
-            for ch in c.chars() {
-                match ch {
-                    '{' => {
-                        depth += 1;
-                        opened = true;
-                    }
-                    '}' => depth -= 1,
-                    _ => {}
-                }
-            }
-            if opened && depth == 0 {
+            opened |= o > 0;
+            depth += o - c;
+            if opened && depth <= 0 {
                 break;
             }
             j += 1;
         }
+        if opened && j == end {
+            out.push((i + 1, name, 0));
+            break;
+        }
         let n = j - i + 1;
         if opened && n > LIMIT {
-            // The doc comment and attributes above, and the body's first
+            // The comments and attributes above it, and the body's first
             // lines.
             let mut k = i;
             while k > 0 && {
@@ -149,6 +192,14 @@ fn long_without_reason() -> Vec<(String, usize, String, usize)> {
     files(&root.join("src"), &mut paths);
     files(&root.join("crates"), &mut paths);
     let mut out = Vec::new();
+    // Files that are a tests module of their own (`tests.rs`,
+    // `*_tests.rs`, a `tests/` folder) are tests, not sources.
+    paths.retain(|p| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        name != "tests.rs"
+            && !name.ends_with("_tests.rs")
+            && !p.components().any(|c| c.as_os_str() == "tests")
+    });
     for p in paths {
         let text = std::fs::read_to_string(&p).unwrap();
         let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
@@ -175,25 +226,33 @@ fn no_long_function_without_a_reason() {
 
 #[test]
 fn the_counter_sees_a_long_function_and_its_reason() {
-    // Braces in strings and chars, a lifetime, a one-line function, a
-    // long one with and without its reason, and one in the tests module.
+    // Braces in strings, chars, a string over two lines, a raw string and
+    // a block comment; a lifetime; a one-line function; long ones with
+    // and without their reason; a `#[cfg(test)]` helper (not a module)
+    // above a long one; one in the tests module.
     let body = |name: &str, reason: &str, n: usize| {
         format!(
-            "/// Doc.\n{reason}pub(crate) fn {name}<'a>(x: &'a str) -> &'a str {{\n{}    x\n}}\n",
-            "    let _ = (\"}\", '{', '\\'');\n".repeat(n)
+            "/// Doc.\n{reason}pub(in crate::x) fn {name}<'a>(x: &'a str) -> &'a str {{\n{}    x\n}}\n",
+            "    let _ = (\"}\", '{', '\\'', \"{\n }\", r#\"}\"#); /* { */\n".repeat(n / 2)
         )
     };
     let text = format!(
-        "fn short() {{}}\n{}{}{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "fn short() {{}}\n{}{}{}#[cfg(test)]\nfn helper() {{}}\n{}#[cfg(test)]\nmod tests {{\n{}}}\n",
         body("plain", "", LIMIT),
-        body("flagged", "", LIMIT - 1),
+        body("flagged", "", LIMIT - 2),
         body("excused", "// Long: one sequence.\n", LIMIT),
+        body("after_helper", "", LIMIT),
         body("in_tests", "", LIMIT),
     );
     let long = long_in(&text);
     let names: Vec<&str> = long.iter().map(|(_, n, _)| n.as_str()).collect();
-    assert_eq!(names, ["plain", "flagged"], "{long:?}");
-    // The first's lines: its head, LIMIT lines, `x` and the brace.
+    assert_eq!(names, ["plain", "flagged", "after_helper"], "{long:?}");
+    // The first's lines: its head, LIMIT body lines (two a repeat), `x`
+    // and the brace.
     assert_eq!(long[0], (3, "plain".to_string(), LIMIT + 3));
-    assert_eq!(long[1].2, LIMIT + 2);
+    assert_eq!(long[1].2, LIMIT + 1);
+    // Short ones pass; one that never closes is reported, not skipped.
+    assert!(long_in(&body("short", "", 10)).is_empty());
+    let open = long_in("fn broken() {\n    if x {\n");
+    assert_eq!(open, [(1, "broken".to_string(), 0)]);
 }

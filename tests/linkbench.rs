@@ -387,11 +387,18 @@ fn no_link_is_dated_in_the_future() {
             .as_millis() as u64
     };
     let d = tempfile::tempdir().unwrap();
-    let maxid1 = 301u64;
+    let maxid1 = 1001u64;
+    // A small out-degree curve: the dates are the check, not the count
+    // (the built-in curve's first node alone holds 961,963 links).
+    let degrees = crate::common::small_degrees(d.path());
+    let (key, file) = degrees.split_once('=').unwrap();
     let p = Params::new(
         "linkbench",
         WorkloadKind::Linkbench.params(),
-        &[("maxid1".into(), maxid1.to_string())],
+        &[
+            ("maxid1".into(), maxid1.to_string()),
+            (key.into(), file.into()),
+        ],
     )
     .unwrap();
     let mut w = WorkloadKind::Linkbench.build(&p).unwrap();

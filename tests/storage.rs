@@ -147,6 +147,10 @@ fn memory_limit_makes_point_reads_reach_the_device() {
         "load,pq.1",
         "-p",
         "docs=200000",
+        // Its probe's figures are checked: the phase a run takes
+        // whatever AMPBENCH_STORAGE_PROBE says.
+        "--storage-probe",
+        "1",
         "--warmup",
         "0",
         "--duration",
@@ -691,6 +695,10 @@ fn disk_array_is_a_modelled_array_of_disks() {
             &format!("cache={cache}"),
             "--device-size",
             "1GB",
+            // Its probe's figures are checked: the phase a run takes
+            // whatever AMPBENCH_STORAGE_PROBE says.
+            "--storage-probe",
+            "1",
             "--warmup",
             "0",
             "--duration",

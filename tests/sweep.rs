@@ -88,6 +88,10 @@ fn storage_sweep_runs_later_steps_at_every_class() {
         "40",
         "--device-size",
         "2GB",
+        // Its probe's figures are checked: the phase a run takes
+        // whatever AMPBENCH_STORAGE_PROBE says.
+        "--storage-probe",
+        "1",
         "--warmup",
         "0",
         "--duration",

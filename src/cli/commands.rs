@@ -15,6 +15,8 @@ use crate::runner;
 
 /// `ampbench run`: every corner's run, then the report of them all
 /// (merged by corner); 0 when every run is done, 1 otherwise.
+// Long: `ampbench run`'s orchestration: corners in turn, the merged view, the
+// short report, the results line and the exit code.
 pub(super) fn run(a: RunArgs, out: &mut dyn Write) -> Result<i32> {
     // Recorded and reported: a target's password never is.
     let command = redact_args(std::env::args());

@@ -232,7 +232,10 @@ pub(crate) struct RunArgs {
     /// Seconds of each phase of the probe that measures the dedicated
     /// device before the run (reads at QD1 to 32, writes, a mix, syncs,
     /// sequential reads): 0.1 to 10 (at least 1 in a storage sweep), or
-    /// 0 to skip it, and the storage line says so.
+    /// 0 to skip it, and the storage line says so. Where neither the
+    /// flag nor the plan gives it, AMPBENCH_STORAGE_PROBE in the
+    /// environment does, said and recorded (the test suite's runs probe
+    /// 0.2 s a phase).
     #[arg(long, value_parser = crate::units::parse_secs)]
     storage_probe: Option<f64>,
     /// IOPS cap READ[,WRITE] on the dedicated device (implies --storage custom
@@ -326,6 +329,8 @@ impl RunArgs {
     /// plan's settings (whose missing keys already hold the defaults).
     /// Lists (`-p`, `--set`, `--sweep`) add to the plan's; a switch
     /// turns its key on.
+    // Long: one line per setting: the flag over the plan's key, all settings
+    // in one place.
     fn merge(&self, s: &mut Settings) {
         macro_rules! given {
             ($($f:ident),*) => { $( if let Some(v) = &self.$f { s.$f = v.clone(); } )* };
@@ -411,6 +416,11 @@ impl RunArgs {
     }
 
     /// One validated configuration per corner, in run order.
+    // Long: flags and plan merged into one configuration per corner: checks in
+    // the order their inputs are needed (storage, workload, engines, target,
+    // timing, corners, sets and sweep, repeats), most in storage.rs,
+    // target.rs, timing.rs, corner.rs and sets_and_sweep; the rest is the
+    // record built from them.
     pub(crate) fn into_configs(self) -> Result<Vec<RunConfig>> {
         let plan = match &self.plan {
             Some(p) => Settings::load(p)?,

@@ -230,6 +230,8 @@ fn pump(
 
 /// One round: the child's writers, killed `delay` after their first
 /// commit, then recovery and the check.
+// Long: one crash round in order (child writers, the kill, recovery, the
+// check); its steps share the round's files and counts.
 pub fn round(
     check: &Check,
     kind: EngineKind,

@@ -280,6 +280,8 @@ pub fn check_args(args: CrashArgs) -> Result<()> {
 }
 
 /// Runs the check; returns the exit code (0: nothing lost or wrong).
+// Long: the crash check's sequence (engines, devices, rounds, the summary),
+// one table of results built as it goes.
 pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     let check = args.check()?;
     // As `run --dir` does: a directory not there yet is made.
@@ -393,6 +395,9 @@ pub fn run(args: CrashArgs, out: &mut dyn Write) -> Result<i32> {
     Ok(if failed == 0 && !interrupted { 0 } else { 1 })
 }
 
+// Long: one engine's rounds in order (the server opened and its tables made,
+// the device settled, each round at a random delay in the window and settled
+// after, said with -v); the rounds share the engine and the device.
 fn engine_rounds(
     check: &Check,
     kind: EngineKind,

@@ -24,6 +24,9 @@ pub fn setup(e: &dyn SqlEngine) -> Result<()> {
 
 /// One round: the writers, the server killed `delay` after their first
 /// commit, the restart and the check.
+// Long: one crash round on a server in order (writers, the kill, restart, the
+// check); its steps share the ledger, the stop flag, the channel and the power
+// device.
 pub fn round(
     check: &Check,
     e: &dyn SqlEngine,

@@ -73,6 +73,10 @@ pub(super) fn announce(r: &Run<'_>, out: &mut dyn Write) -> Result<()> {
 
 /// Validates everything before anything runs, adds the load step a
 /// selection needs, opens the results file and records the run.
+// Long: the run's start in order: the checks that need nothing made, the data
+// directory, the results store (before any device), the storage set up and
+// probed, the versions, then the run recorded or joined; each needs the ones
+// before.
 pub(super) fn begin<'c>(
     cfg: &'c RunConfig,
     command: &str,

@@ -154,6 +154,9 @@ pub(super) struct Hosted {
 impl Hosted {
     /// Starts the host for `kind` in `dir`, joined to the engine's memory
     /// group; None when the engine did not open there (recorded).
+    // Long: the engine host's start in order (reply pipe, command line, the
+    // child joined to its memory group before exec, its first reply); the
+    // steps share the pipe's ends and the child.
     pub(super) fn start(
         r: &mut Run<'_>,
         kind: EngineKind,
@@ -407,6 +410,9 @@ impl EngineSide for Hosted {
 /// The host: opens the engine as `cfg` (the parent's command line,
 /// parsed again by the cli: [`HostArgs::args`]) configures it, then runs
 /// the steps it is asked for, one reply each.
+// Long: the engine host's life: checked against its parent's configuration,
+// the engine opened, then one reply per step asked for; the run record and the
+// reply pipe are shared throughout.
 pub fn main(a: HostArgs, cfg: &super::RunConfig) -> Result<i32> {
     if fingerprint(cfg) != a.fingerprint {
         bail!(

@@ -423,14 +423,8 @@ fn run_engine(
     r.cf_before.clear();
     r.label = sweep::label(kind, setting);
     let options = engine_options(cfg, kind, setting);
-    if !setting.is_empty() {
-        writeln!(out, "{}: sweep setting", r.label)?;
-        // A value the engine refuses fails this run only.
-        if let Err(e) = engine::validate_options(kind, &options) {
-            writeln!(out, "{}: {e:#}", r.label)?;
-            fail_open(r, &format!("{e:#}"))?;
-            return Ok(After::Next);
-        }
+    if !setting.is_empty() && refused_setting(r, kind, &options, out)? {
+        return Ok(After::Next);
     }
     let parent = r.storage.parent.clone();
     let tmp = tempfile::Builder::new()
@@ -447,17 +441,8 @@ fn run_engine(
         }
     };
     let mem = EngineMem { cg };
-    let hosted = mem.cg.is_some() && !kind.is_server();
-    let mut side: Box<dyn EngineSide> = if hosted {
-        match host::Hosted::start(r, kind, setting, tmp.path(), &mem, out)? {
-            Some(h) => Box::new(h),
-            None => return Ok(After::Next),
-        }
-    } else {
-        match InProcess::open(r, kind, options, tmp.path(), &mem, out)? {
-            Some(e) => Box::new(e),
-            None => return Ok(After::Next),
-        }
+    let Some(mut side) = open_side(r, kind, (setting, options), tmp.path(), &mem, out)? else {
+        return Ok(After::Next);
     };
     let mut after = After::Next;
     // Without -v the steps print no line of their own (a terminal shows
@@ -503,6 +488,59 @@ fn run_engine(
     let (life, waited) = close_side(r, side, out)?;
     waited?;
     r.joined_db = None;
+    end_engine(r.cfg, kind, mem, life, &r.storage, tmp, out)?;
+    Ok(after)
+}
+
+/// Says a sweep's setting; true when the engine refuses it, which fails
+/// this engine's run only (recorded and printed).
+fn refused_setting(
+    r: &mut Run<'_>,
+    kind: EngineKind,
+    options: &engine::EngineOptions,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    writeln!(out, "{}: sweep setting", r.label)?;
+    if let Err(e) = engine::validate_options(kind, options) {
+        writeln!(out, "{}: {e:#}", r.label)?;
+        fail_open(r, &format!("{e:#}"))?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The engine opened in a host of its own (an embedded engine under a
+/// memory group) or in this process; None when it did not open
+/// (recorded and printed).
+fn open_side(
+    r: &mut Run<'_>,
+    kind: EngineKind,
+    (setting, options): (&[(String, String)], engine::EngineOptions),
+    dir: &std::path::Path,
+    mem: &EngineMem,
+    out: &mut dyn Write,
+) -> Result<Option<Box<dyn EngineSide>>> {
+    let hosted = mem.cg.is_some() && !kind.is_server();
+    Ok(if hosted {
+        host::Hosted::start(r, kind, setting, dir, mem, out)?
+            .map(|h| Box::new(h) as Box<dyn EngineSide>)
+    } else {
+        InProcess::open(r, kind, options, dir, mem, out)?
+            .map(|e| Box::new(e) as Box<dyn EngineSide>)
+    })
+}
+
+/// After an engine closed: its memory group's peak said and the group
+/// removed, its data directory removed or kept (`--keep`).
+fn end_engine(
+    cfg: &RunConfig,
+    kind: EngineKind,
+    mem: EngineMem,
+    life: Option<MemLife>,
+    storage: &crate::setup::Prepared,
+    tmp: tempfile::TempDir,
+    out: &mut dyn Write,
+) -> Result<()> {
     if let Some(mut c) = mem.cg {
         let life = life.or_else(|| Some((c.life_peak()?, c.life_limit_hits().unwrap_or(0))));
         if let (Some(limit), Some((peak, hits))) = (cfg.memory, life) {
@@ -520,7 +558,7 @@ fn run_engine(
     note_dir(None);
     if cfg.keep {
         let kept = tmp.keep();
-        match &r.storage.device {
+        match &storage.device {
             // The device is unmounted when the run ends; its image stays.
             Some(d) => writeln!(
                 out,
@@ -532,7 +570,7 @@ fn run_engine(
             None => writeln!(out, "  kept {}", kept.display())?,
         }
     }
-    Ok(after)
+    Ok(())
 }
 
 /// The memory group's peak and the charges it refused, over an engine's

@@ -55,6 +55,9 @@ pub(super) fn cf_counters(values: &[(String, f64)]) -> Vec<(String, f64)> {
 /// The model's part of the record, note lines and checks for a step; `cf_before`
 /// holds the engine's cumulative column-family writes at the previous
 /// step's end and is updated.
+// Long: the model's part of a step in order: the prediction and its two checks
+// against the measured figures, each column family's writes since the last
+// step, each family's tree shape; they fill one record.
 pub(super) fn notes(d: &Done, cf_before: &mut Vec<(String, f64)>) -> Said {
     let mut record = StepExtras::default();
     let mut lines = Vec::new();

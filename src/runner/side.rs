@@ -43,6 +43,10 @@ pub(super) struct InProcess {
 impl InProcess {
     /// Builds the workload and opens the engine in `dir`; None when it
     /// could not open (recorded and printed).
+    // Long: the engine opened in this process around the clients' open
+    // barrier: a follower joins client 0's database, the leader passes its own
+    // on and drops it when no client came; each path records why it could not
+    // open.
     pub(super) fn open(
         r: &mut Run<'_>,
         kind: EngineKind,

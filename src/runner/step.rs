@@ -20,6 +20,9 @@ use crate::workload::{Step, Workload};
 /// One step: planned by the workload, driven, its figures, notes, latencies
 /// and engine statistics recorded, settled after a load with `--settle`,
 /// and a line printed.
+// Long: the step's sequence (memory group, warm-up, meeting the other clients,
+// the driver, the figures, the model, the line printed) shares the run, the
+// context and the measured result.
 pub(super) fn run_step(
     r: &mut Run<'_>,
     eng: &dyn Engine,

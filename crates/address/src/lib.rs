@@ -274,6 +274,8 @@ fn endpoint(h: &str, default_port: u16) -> Result<Endpoint, UsageError> {
 }
 
 /// Parses one URL.
+// Long: one URL read left to right (scheme, authority, hosts, path, query),
+// each part's error naming it; the parts share the positions cut so far.
 fn parse_one(url: &str) -> Result<Target, UsageError> {
     let (scheme, rest) = url
         .split_once("://")

@@ -239,6 +239,8 @@ pub struct Prediction {
 }
 
 /// Predicts `s` from `i`.
+// Long: one match arm per engine structure (the model's formulas), each with
+// its terms named as `ampbench model` prints them.
 pub fn predict(s: Structure, i: &Inputs) -> Result<Prediction, crate::UsageError> {
     i.check()?;
     let t = |name: String, value: f64| Term { name, value };

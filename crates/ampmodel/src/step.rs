@@ -79,6 +79,9 @@ fn sum_stat(stats: &[(String, f64)], prefix: &str) -> f64 {
 }
 
 /// The prediction for a step; None for an engine that stores nothing.
+// Long: the model's inputs for a step from the engine's settings and
+// statistics (page, row; a leveled LSM's levels and compression, a B-Tree's
+// rows per write-back), each said as measured or assumed.
 pub fn predict_step(f: &Facts) -> Option<StepModel> {
     let structure = match f.structure {
         EngineStructure::LeveledLsm => Structure::LsmLeveled,

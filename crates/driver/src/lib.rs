@@ -225,6 +225,9 @@ fn named(
 
 /// Runs one step to its end (or its first error, or Ctrl-C), feeding the
 /// sink as intervals close, and returns what it measured.
+// Long: the driver's step: threads started, intervals closed and fed to the
+// sink, Ctrl-C and errors, threads joined; one scope holds the threads and
+// what they share.
 pub fn run_step<'w>(
     spec: &StepSpec,
     fg: &WorkerFactory<'w>,

@@ -188,8 +188,16 @@ fn a_writer_that_does_not_catch_up_loses_a_stall() {
         run_step(&s, &fg, Some(&bg), &p, &mut Collect::default()).bg_ops
     };
     let (caught, lost) = (ops(true), ops(false));
-    assert!((85..=115).contains(&caught), "catching up: {caught}");
+    // 100 writes are due in the 0.5 s; the stall holds 40 of them. The
+    // writer that catches up does them late (on a loaded machine the
+    // last few may miss the step's end: 82 was seen beside other tests);
+    // the other loses them.
+    assert!((70..=115).contains(&caught), "catching up: {caught}");
     assert!((20..=75).contains(&lost), "not catching up: {lost}");
+    assert!(
+        caught >= lost + 20,
+        "catching up {caught}, not catching up {lost}"
+    );
 }
 
 #[test]

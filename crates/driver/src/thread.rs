@@ -178,6 +178,8 @@ impl Thread<'_> {
         }
     }
 
+    // Long: a worker thread's loop, on the measured path of every operation:
+    // recorders, the interval hand-over, pacing and stopping share its locals.
     pub(super) fn run<'w>(self, mut w: Box<dyn Worker + 'w>) -> Ran<'w> {
         // Each operation is recorded once, by the interval's recorders
         // (usually one counter of a flat array); their histograms are added

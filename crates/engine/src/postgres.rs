@@ -138,6 +138,9 @@ fn connect(
 impl Postgres {
     /// Creates a cluster, starts the server and creates the benchmark role
     /// and database.
+    // Long: the start of a server as root, in the order its safety needs
+    // (files written before the directory is handed to postgres, initdb as
+    // postgres, the server in its group, the role and database).
     pub fn open(kind: EngineKind, spec: &OpenSpec) -> Result<Postgres> {
         validate(kind, &spec.options)?;
         let (uid, gid) = user_ids("postgres")

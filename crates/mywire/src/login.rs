@@ -94,6 +94,9 @@ impl Conn {
     /// Reads the handshake, answers it (under TLS when `tls` is given)
     /// and reads the server's verdict; `key_request`: see
     /// [`Conn::connect`]'s `public_key_request`.
+    // Long: the greeting read field by field (scramble, capabilities, plugin),
+    // then TLS and the handshake response built from them; the server's
+    // answers are verdict()'s.
     pub(super) fn login(
         &mut self,
         user: &str,

@@ -313,6 +313,8 @@ pub struct Bar {
 /// `log_y` draws a log axis; `base` draws bars from that value (e.g. 1 for
 /// ratios to a base engine: above the line is more, below is less) with a
 /// line across it.
+// Long: one SVG chart (axes, groups, bars, base line, legend) drawn in order;
+// its parts share the scales.
 pub fn bars(
     title: &str,
     y_desc: &str,

@@ -18,6 +18,8 @@ type Row = (
 );
 
 /// The clients' tables; empty for a run of one client.
+// Long: the clients' tables (who joined, skew, each client's steps) built from
+// one pass over the run.
 pub fn render(run: &RunView) -> String {
     let Some(c) = &run.clients else {
         return String::new();

@@ -165,6 +165,9 @@ pub(crate) fn by_corner(run: &RunView) -> bool {
 
 /// Rows of `engine / base` ratios for each (engine, base) pair, step by
 /// step, under `heading`; nothing when there are no pairs.
+// Long: one ratio table, its footnotes, then its intervals' table; each cell's
+// rule (significant, below its floor, not measured) is decided once for all
+// three.
 fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> String {
     let mut o = String::new();
     if pairs.is_empty() {
@@ -275,6 +278,8 @@ pub(crate) fn shown(run: &RunView, label: &str) -> String {
 /// corners (`--bound cache,io`), else `RUN:ENGINE`; steps keep their order
 /// within each run. The header fields list every run, and `corners` says
 /// what each label ran with.
+// Long: runs merged by label in one pass: the header fields, the steps
+// relabelled, the corners said.
 pub fn merge(views: Vec<RunView>) -> RunView {
     let corners: Vec<Option<Bound>> = views.iter().map(|v| v.recorded.bound).collect();
     let by_corner = corners.iter().all(Option::is_some)

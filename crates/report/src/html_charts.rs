@@ -186,6 +186,8 @@ const EFFICIENCY: &[(Metric, &str)] = &[
 
 /// Efficiency of one step as bars of engine / base (log axis, bars from
 /// 1), with the figures left out because the base is below its floor.
+// Long: one step's efficiency chart: each engine against its corner's base,
+// the figures whose base is below its floor left out and listed.
 pub fn efficiency(
     run: &RunView,
     step: &str,

@@ -41,6 +41,8 @@ fn rule(o: &mut String, n: usize, first_left: usize) {
 /// per operation, and ratios to `base` (repetitions as means with their
 /// intervals, ratios below their floor as `-*`, not-significant ones
 /// with `~`).
+// Long: the Markdown report's sections in the text report's order, each a
+// table or a list.
 pub fn render(run: &RunView, base: Option<&str>) -> String {
     let run = &repeat::collapse(run);
     let (es, ss) = (engines(run), steps(run));

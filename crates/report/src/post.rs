@@ -265,6 +265,8 @@ pub fn scale_of(run: &RunView) -> f64 {
 
 /// The text section: the post's figures beside ours, then each claim with
 /// its verdict.
+// Long: the post's section in its order (its figures beside this run's, its
+// regimes here, each claim with its verdict).
 pub fn render(seed: &PostSpec, run: &RunView) -> String {
     let mut o = String::new();
     let _ = writeln!(

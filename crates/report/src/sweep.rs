@@ -87,6 +87,8 @@ fn cf_mb(s: &StepView, cf: &str) -> (f64, f64, f64) {
 }
 
 /// The tables; empty for a run without `--sweep`.
+// Long: the sweep's tables, one per step with a row per setting, then the
+// whole run's; they share the column families that wrote anything.
 pub fn render(run: &RunView) -> String {
     let mut o = String::new();
     if run.recorded.sweep.is_empty() {

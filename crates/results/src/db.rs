@@ -510,6 +510,8 @@ pub fn columns(db: &mut Db, table: &str) -> Result<Vec<String>> {
 /// to them from `from` to `to`, keeping their ids; a run whose id `to`
 /// already holds is an error naming it. The columns copied are those both
 /// stores have.
+// Long: a store's copy table by table in one order (runs before the rows that
+// name them), the columns both stores have.
 pub fn copy(from: &mut Db, to: &mut Db, runs: &[i64]) -> Result<usize> {
     let ids: Vec<i64> = if runs.is_empty() {
         from.tx(|t| t.query("SELECT id FROM runs ORDER BY id", &[]))?

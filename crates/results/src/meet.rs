@@ -240,6 +240,10 @@ impl Meeting {
     /// Registers this client: creates the run named `me.run_name` (the
     /// first to arrive, with `record`) or joins it; takes the liveness
     /// lock and listens on the run's channel.
+    // Long: a client's join: the clock's skew, then one transaction (the run
+    // made, or found and checked against this client's plan, the client
+    // registered under its liveness lock), then the channel listened to and
+    // the heartbeat started.
     pub fn join(results: &mut Results, me: &Clients, record: &super::RunRecord) -> Result<Meeting> {
         let skew = measure_skew(pg(results)?, 7)?;
         results.set_client(me.client);
@@ -335,6 +339,9 @@ impl Meeting {
     /// Waits at barrier `name` until every client has arrived there (or
     /// died), leaving `note` for the others; past the timeout, an error
     /// naming the clients that never came.
+    // Long: a barrier's wait: arrive (a row and a notification), then read the
+    // arrivals, the dead and the deadline until all are in or the absent are
+    // named.
     pub fn barrier(
         &mut self,
         results: &mut Results,
@@ -517,6 +524,9 @@ impl Meeting {
     /// running steps failed) or silent for longer than
     /// `--client-timeout` (stopped or cut off: marked `lost`, their
     /// running steps failed) — and those absent (never registered).
+    // Long: the missing clients judged (absent, left, died without its lock,
+    // lost for silence) from one read of the clients and their locks; each
+    // dead one marked and its running steps failed.
     fn find_dead(
         &mut self,
         results: &mut Results,

@@ -134,6 +134,9 @@ pub fn merge_clients(r: &Results, run: &mut RunView, name: String, n: usize) -> 
 }
 
 /// One step from its clients' (client 0's first, when it has one).
+// Long: one merged step, field by field from its clients' (status, operations,
+// each figure's rule: summed, over the common window, or the lead's); the
+// rules read best side by side.
 fn merge_step(
     r: &Results,
     g: &[StepView],

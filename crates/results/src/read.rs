@@ -412,6 +412,9 @@ pub fn latest_ids(r: &mut Results) -> Result<Vec<i64>> {
 
 /// Reads a run with all its steps, each client's apart (see
 /// [`super::load`], which merges a run of several clients).
+// Long: one read of a run and every step's rows (figures, latencies,
+// intervals, extras, notes), each decoded where it is read; the steps' fields
+// are one record.
 pub(super) fn load_steps(r: &mut Results, sel: RunSel) -> Result<RunView> {
     let id: i64 = match sel {
         RunSel::Latest => r

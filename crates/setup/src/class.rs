@@ -89,6 +89,8 @@ impl std::fmt::Display for StorageClass {
 
 /// The modelled parameters of a class, or None for a class the model
 /// does not serve.
+// Long: one arm per modelled class (disk-array, slow-ssd), each its device's
+// parameters with their sources.
 pub fn class_params(class: StorageClass) -> Option<Params> {
     use StorageClass as C;
     match class {

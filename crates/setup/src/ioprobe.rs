@@ -290,6 +290,8 @@ fn phase(
 
 /// One thread per op for `d`: the phase's figures with its length in
 /// seconds, and each thread's count.
+// Long: one probe phase: threads started on the same clock, their counts and
+// the device's gathered at one instant.
 fn phase_counts(
     dev: &str,
     d: Duration,

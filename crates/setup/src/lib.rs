@@ -67,6 +67,11 @@ pub struct StorageConfig {
     /// class, 0.5 s otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_secs: Option<f64>,
+    /// Where `probe_secs` came from when neither the flag nor the plan
+    /// gave it: the environment variable that did (said on the storage
+    /// lines and recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_from: Option<String>,
 }
 
 /// `--io-scale cores=N`: a class's budgets times this machine's cores over
@@ -266,6 +271,10 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 /// Makes the run's storage: for every class but native a dedicated
 /// device under `dir`, throttled, and probed once. Where the machine
 /// cannot, falls back to native and says why (one line, recorded).
+// Long: the storage's set-up in order (the class's model, the device, its
+// line, the model served, the notes, the probe); only the model and the device
+// fall back to native storage, with the reason; its parts are describe,
+// serve_model, class_notes and probe_classes.
 pub fn prepare(cfg: &StorageConfig, dir: &Path, probe_secs: f64) -> Prepared {
     let mut record = serde_json::json!({
         "class": cfg.class,
@@ -515,6 +524,9 @@ fn probe_classes(
     // device; a cap or the bare device gets the short one (QD1, QD32,
     // synced writes), which keeps the default run under 5 minutes.
     let full = cfg.modelled();
+    if let Some(from) = &cfg.probe_from {
+        lines.push(format!("  probe: its phase from {from}"));
+    }
     let skipped = "not measured: --storage-probe 0 skipped the class probe";
     if probe_secs <= 0.0 {
         lines.push(format!("  measured: {skipped}"));

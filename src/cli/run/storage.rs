@@ -12,6 +12,8 @@ use crate::setup::{IoScale, StorageConfig};
 
 /// `storage` with `iops`, `mbps`, `fs`, `device_size`, `device_model`
 /// and `io_scale`, as the flags and the plan left them.
+// Long: the storage flags (class, caps, fs, size, model, scale) checked
+// against each other, each error naming its flag.
 pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
     let iops = s.iops.clone();
     let mbps = s.mbps.clone();
@@ -96,6 +98,7 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .ok_or_else(|| UsageError(format!("--device-model {kv}: expected KEY=VALUE")))?;
         model_set.push((k.trim().to_string(), v.trim().to_string()));
     }
+    let (probe_secs, probe_from) = probe_secs(s)?;
     let cfg = StorageConfig {
         class,
         caps,
@@ -111,20 +114,8 @@ pub(super) fn config(s: &Settings) -> Result<StorageConfig> {
             .as_deref()
             .and_then(|m| crate::units::parse_size(m).ok())
             .unwrap_or_else(crate::runner::mem_total_bytes),
-        probe_secs: match s.storage_probe {
-            Some(v) if v != 0.0 && !(0.1..=10.0).contains(&v) => {
-                let shown = if v.abs() < 1e6 {
-                    format!("{v}")
-                } else {
-                    format!("{v:e}")
-                };
-                return Err(UsageError(format!(
-                    "--storage-probe {shown}: seconds a phase, 0.1 to 10, or 0 for no probe"
-                ))
-                .into());
-            }
-            p => p,
-        },
+        probe_secs,
+        probe_from,
     };
     if !cfg.model_set.is_empty() && !cfg.modelled() {
         return Err(UsageError(format!(
@@ -263,6 +254,37 @@ pub(crate) fn parse_io_scale(s: &str) -> Result<IoScale, UsageError> {
         reference_cores: n,
         cores: crate::setup::machine_cores(),
     })
+}
+
+/// The probe's phase: `--storage-probe` (or the plan's `storage_probe`),
+/// else the environment's AMPBENCH_STORAGE_PROBE (the test suite's
+/// shorter probe), with where it came from; 0.1 to 10 s, or 0 for none.
+fn probe_secs(s: &Settings) -> Result<(Option<f64>, Option<String>), UsageError> {
+    const VAR: &str = "AMPBENCH_STORAGE_PROBE";
+    let (v, from) = match (s.storage_probe, std::env::var(VAR)) {
+        (Some(v), _) => (v, None),
+        (None, Ok(e)) => {
+            let v = crate::units::parse_secs(&e)
+                .map_err(|why| UsageError(format!("{VAR}={e}: {why}")))?;
+            (v, Some(format!("{VAR}={e}")))
+        }
+        (None, Err(_)) => return Ok((None, None)),
+    };
+    if v != 0.0 && !(0.1..=10.0).contains(&v) {
+        let shown = if v.abs() < 1e6 {
+            format!("{v}")
+        } else {
+            format!("{v:e}")
+        };
+        let name = match &from {
+            Some(_) => VAR,
+            None => "--storage-probe",
+        };
+        return Err(UsageError(format!(
+            "{name} {shown}: seconds a phase, 0.1 to 10, or 0 for no probe"
+        )));
+    }
+    Ok((Some(v), from))
 }
 
 #[cfg(test)]

@@ -12,6 +12,9 @@ use crate::plan::Settings;
 /// The target of a run, if any. `engines` is replaced by the URL's engine
 /// when it is the default list; otherwise each must speak the URL's
 /// protocol. `sets` are the `--set` flags (the plan's are in `s`).
+// Long: --target checked in the order its errors make sense (URL, password,
+// database, the engines it speaks, then each setting only a server ampbench
+// starts can honour), each error naming its flag.
 pub(super) fn config(
     s: &Settings,
     sets: &[String],

@@ -49,6 +49,10 @@ impl MariaDb {
 
     /// [`MariaDb::open`], as a member of a Galera cluster when `member`
     /// says so.
+    // Long: the server's start as root in the order its safety needs (install,
+    // my.cnf, the directory handed to the server's user, the process, the
+    // benchmark user); its parts are install, server_settings, write_cnf and
+    // bench_user.
     pub(crate) fn start(
         kind: EngineKind,
         spec: &OpenSpec,
@@ -222,6 +226,9 @@ struct Installed {
 
 /// Makes the data, temporary and file directories in `spec.dir` and runs
 /// install-db in them as the server's user.
+// Long: the directories made by root with their modes and given to the
+// server's user, then install-db run as that user: the order their safety
+// needs.
 fn install(spec: &OpenSpec) -> Result<Installed> {
     let root = spec.dir.clone();
     let datadir = root.join("data");
@@ -418,14 +425,14 @@ fn write_cnf(c: &Cnf, settings: &[(String, String)]) -> Result<PathBuf> {
 }
 
 /// The benchmark user and database, made on the first node (a joining
-/// one received them with its state); the user's password. It needs
-/// this run's password (hex: nothing to quote); root@localhost reaches only the socket, as the system's
-/// root. `bench` has all of its own database and, server-wide, only
-/// SUPER (workers set global durability) and PROCESS (the insert
-/// benchmark reads InnoDB's metrics): no FILE, and no write to the
-/// `mysql` schema through which it could grant itself more. The
-/// socket account install-db makes for the server's system user
-/// goes.
+/// one received them with its state); returns the user's password, new
+/// for this run (hex: nothing to quote). root@localhost reaches only the
+/// socket, as the system's root. `bench` has all of its own database
+/// and, server-wide, only SUPER (workers set global durability) and
+/// PROCESS (the insert benchmark reads InnoDB's metrics): no FILE, and
+/// no write to the `mysql` schema through which it could grant itself
+/// more. The socket account install-db makes for the server's system
+/// user goes.
 fn bench_user(c: &mut mysql::Conn, member: Option<&Member>) -> Result<String> {
     Ok(match member.and_then(|m| m.password.clone()) {
         // A joining node received the user and database from the

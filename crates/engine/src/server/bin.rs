@@ -201,6 +201,8 @@ impl ServerBin {
     /// or one ampbench cannot run (MySQL's tree, a version too old), or
     /// (run as root) a tree anyone but root could change, since root runs
     /// its programs (`--version`, `mariadb-install-db`).
+    // Long: the checks of a server tree root will run, in order (ownership of
+    // every directory up, the binaries, their versions).
     pub fn detect(dir: &Path) -> Result<ServerBin, UsageError> {
         let dir = std::fs::canonicalize(dir)
             .map_err(|e| UsageError(format!("--server-bin {}: {e}", dir.display())))?;

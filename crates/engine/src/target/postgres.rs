@@ -164,6 +164,9 @@ pub fn preflight(spec: &TargetSpec) -> Result<()> {
 }
 
 /// Opens the target: checks who it is, makes or checks the database.
+// Long: the checks of a server reached by URL, in the order that leaves
+// nothing behind on failure (who it is, its settings, its database) before a
+// database is made.
 pub fn open(kind: EngineKind, open: &OpenSpec, spec: &TargetSpec) -> Result<Box<dyn Engine>> {
     let tls = super::tls::client_config(&spec.target)?;
     let shown = spec.target.shown();

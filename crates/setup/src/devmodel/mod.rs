@@ -54,6 +54,9 @@ impl Served {
     /// `name` in a new private directory under `parent`. With `medium`,
     /// the model keeps what the medium holds under a volatile cache, so
     /// [`Served::power_cut`] can drop what the cache held.
+    // Long: the device model's start (private directory, backing file,
+    // counters, the io_uring switch set for the start, the server process and
+    // its ready line); the guard, then Served's drop, undo it on failure.
     pub fn start(
         parent: &Path,
         name: &str,

@@ -441,6 +441,8 @@ impl Model {
         }
     }
 
+    // Long: the write cache's accept rule (hit, room by bytes, room by count,
+    // destage), on the measured path of every write.
     fn cache_write(&mut self, t: Nanos, offset: u64, len: u64) -> Done {
         let Some(c) = &mut self.cache else {
             return self.medium(t, Op::Write, offset, len);

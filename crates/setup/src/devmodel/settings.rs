@@ -95,6 +95,7 @@ pub fn set_all(p: &mut Params, kv: &[(String, String)]) -> Result<(), String> {
 }
 
 /// Sets `key` to `value` in `p`; the error names the key.
+// Long: one match arm per device-model key, each with its range.
 pub fn set(p: &mut Params, key: &str, value: &str) -> Result<(), String> {
     // Every value within what a device could be: out of range is a
     // one-line error naming the key (and never an overflow in the model).

@@ -276,6 +276,9 @@ fn now_secs() -> u64 {
 
 impl Insert {
     /// Reads parameters.
+    // Long: one read of the insert benchmark's parameters, each checked where
+    // it is read (its range; tables against delete, data_min against
+    // data_max), the error naming it.
     pub fn new(p: &Params) -> Result<Insert> {
         let usage = |m: String| crate::UsageError(m);
         let indexes = p.u64("secondary_indexes")?;
@@ -504,6 +507,9 @@ impl TypedWorkload for Insert {
         )
     }
 
+    // Long: one match arm per step of the insert benchmark (load, index, the
+    // write steps, the query steps), each its threads' plan beside the
+    // reference's shape.
     fn plan<'a>(
         &'a self,
         step: InsertStep,

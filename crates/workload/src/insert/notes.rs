@@ -16,6 +16,9 @@ use crate::record::workload_figure::{WRITER_BEHIND, WRITER_DPS, WRITER_IPS, WRIT
 /// The share of its target below which the writer is flagged.
 const BEHIND: f64 = 0.95;
 
+// Long: the insert step's notes in order: the rows counted, the step's own
+// line (debt, index build), the query steps' writer against its target, then
+// the index check on each node.
 pub(super) fn finish(wl: &Insert, s: InsertStep, engine: EngineRef<'_>) -> Result<StepNotes> {
     let c = &wl.counts;
     let mut n = StepNotes::default();

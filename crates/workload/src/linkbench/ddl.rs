@@ -17,6 +17,8 @@ pub const PARTITIONS: usize = 16;
 /// The tables' DDL; `with_index` adds id1_type at creation (otherwise the
 /// `index` step creates it). `options` is the engine's table options
 /// (e.g. `ENGINE=ROCKSDB`).
+// Long: the LinkBench schema in both dialects, statement by statement as the
+// reference's.
 pub fn schema(dialect: Dialect, options: &str, with_index: bool) -> Vec<String> {
     match dialect {
         Dialect::MySql => {
@@ -175,6 +177,9 @@ pub struct Texts {
 
 impl Texts {
     /// The statements of `d`.
+    // Long: every statement a store sends, built once: the three that differ
+    // by dialect side by side, the rest one text with the dialect's
+    // placeholders.
     pub fn new(d: Dialect) -> Texts {
         let p = |n: usize| d.ph(n);
         let list = |from: usize, n: usize| (from..from + n).map(p).collect::<Vec<_>>().join(", ");

@@ -75,6 +75,9 @@ impl Loader<'_> {
 }
 
 impl Worker for Loader<'_> {
+    // Long: the loader's operation: a batch of nodes, else one chunk of links
+    // with their counts (taken in reverse, as the reference queues them), else
+    // the last flush; the branches share the worker's buffers and generator.
     fn op(&mut self) -> Result<Option<Done>> {
         let wl = self.wl;
         if let Some(next) = self.nodes {

@@ -139,6 +139,9 @@ impl Linkbench {
     /// The request step's notes: rows per GET_LINKS_LIST (whole step and
     /// per interval), MULTIGET hits, the consistency check, and per
     /// operation kind the retries, rollbacks, fallbacks and statements.
+    // Long: the request step's figures and lines: the client's cost, the
+    // consistency check, GET_LINKS_LIST rows (step and per interval), MULTIGET
+    // hits, then per operation kind the retries, rollbacks and statements.
     pub(super) fn request_notes(&self, engine: EngineRef<'_>, notes: &mut StepNotes) -> Result<()> {
         let per_interval =
             std::mem::take(&mut *self.rows.lock().unwrap_or_else(|p| p.into_inner()));
@@ -302,6 +305,9 @@ impl Linkbench {
 
     /// The client's cost per request on a server, against its floor: the
     /// statements per request times one loopback round trip.
+    // Long: the client's cost per request against its floor, each term
+    // (statements, round trips, the server's own count) computed and said
+    // beside the others.
     fn client_cost(
         &self,
         engine: EngineRef<'_>,

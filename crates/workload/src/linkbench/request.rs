@@ -119,6 +119,8 @@ impl Drop for Requester<'_> {
 }
 
 impl Worker for Requester<'_> {
+    // Long: one match arm per LinkBench operation (the reference's request
+    // mix), on the measured path.
     fn op(&mut self) -> Result<Option<Done>> {
         let wl = self.wl;
         let op = choose(&wl.mix, &mut self.rng);

@@ -339,6 +339,9 @@ fn say_ready(how: &str) -> Result<()> {
 
 /// The hidden command: mounts and serves until unmounted. Prints `ready`
 /// and how it serves on standard output once the file can be opened.
+// Long: the hidden command's sequence (backing file, signals ignored, the
+// model and its power thread, mount, FUSE_INIT awaited, io_uring or /dev/fuse
+// chosen, ready line, serve until unmounted); its steps share the model.
 pub fn main(a: ServeArgs) -> Result<i32> {
     let params: Params = serde_json::from_str(&a.params).context("--params")?;
     let file = std::fs::OpenOptions::new()

@@ -194,6 +194,8 @@ fn page_size() -> u32 {
 /// `out` (at least [`MIN_READ_BUFFER`] bytes); `agreed` is set at
 /// `FUSE_INIT`. Unknown operations get `ENOSYS`, which the kernel
 /// remembers for most of them.
+// Long: one match arm per FUSE metadata operation (the kernel's protocol),
+// each answer beside its opcode.
 pub fn meta(s: &Shape, h: &InHeader, arg: &[u8], out: &mut [u8], agreed: &mut Agreed) -> Meta {
     let ok = |out: &mut [u8], body: usize| {
         out_header(out, OUT_HEADER + body, 0, h.unique);

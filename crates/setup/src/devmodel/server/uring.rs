@@ -296,6 +296,8 @@ impl Queue {
     }
 
     /// A request arrived in entry `i` at `t`.
+    // Long: one match arm per FUSE request kind on the io_uring path, on the
+    // measured path of every IO.
     fn request(&mut self, i: usize, t: Nanos) -> Result<()> {
         let e = &mut self.ents[i];
         let h = InHeader::parse(&e.hdr[..proto::IN_HEADER]);
@@ -444,6 +446,8 @@ impl Queue {
 
     /// Serves until the filesystem is unmounted. `registered` is told
     /// once the entries are registered (or why not).
+    // Long: the io_uring server's loop, on the measured path of every IO: the
+    // ring, the timers and the entries are shared by every branch.
     fn run(&mut self, registered: &mut Option<std::sync::mpsc::Sender<Result<()>>>) -> Result<()> {
         self.register()?;
         if let Some(tx) = registered.take() {
