@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common;
-use common::{BIN, ok, run};
+use common::{BIN, ok, run, run_config};
 
 const ENGINES: &str = "rocksdb,wiredtiger,lmdb,leveldb,sqlite,null";
 
@@ -342,6 +342,72 @@ fn bad_input_is_one_line_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// AMPBENCH_STORAGE_PROBE gives the probe's phase only where neither the
+/// flag nor the plan does: a bad value is one line naming the variable;
+/// under the flag it is not read; taken, the storage lines say so and
+/// the record keeps it.
+#[test]
+fn the_probe_phase_from_the_environment_is_below_the_flag() {
+    let env = |v: &str, args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("AMPBENCH_STORAGE_PROBE", v)
+            .output()
+            .expect("run ampbench")
+    };
+    for (v, needle) in [
+        ("x", "AMPBENCH_STORAGE_PROBE=x"),
+        ("50", "AMPBENCH_STORAGE_PROBE 50"),
+    ] {
+        let o = env(v, &["run", "-e", "null"]);
+        assert_eq!(o.status.code(), Some(2), "{v}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{v}: {err}");
+        assert!(err.contains(needle), "{v}: {err}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let res = d.path().join("r.db");
+    let run = |v: &str, flag: &[&str]| {
+        let mut a = vec![
+            "run",
+            "-e",
+            "null",
+            "-p",
+            "docs=100",
+            "--steps",
+            "load",
+            "--warmup",
+            "0",
+            "--results",
+        ];
+        a.push(res.to_str().unwrap());
+        a.extend(["--dir", d.path().to_str().unwrap()]);
+        a.extend(flag);
+        let o = env(v, &a);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    // The flag wins: the variable's bad value is never read.
+    let out = run("50", &["--storage-probe", "0"]);
+    assert!(out.contains("skipped the class probe"), "{out}");
+    assert!(!out.contains("AMPBENCH_STORAGE_PROBE"), "{out}");
+    let out = run("0", &[]);
+    assert!(
+        out.contains("  probe: its phase from AMPBENCH_STORAGE_PROBE=0\n"),
+        "{out}"
+    );
+    let cfg = run_config(&res, 2);
+    assert_eq!(
+        cfg["storage"]["probe_from"], "AMPBENCH_STORAGE_PROBE=0",
+        "{cfg}"
+    );
 }
 
 #[test]
