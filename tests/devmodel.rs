@@ -251,9 +251,10 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
                     "--device-size",
                     "1GB",
                     // Its probe's figures are checked: the phase a run takes
-                    // whatever AMPBENCH_STORAGE_PROBE says.
+                    // whatever AMPBENCH_STORAGE_PROBE says (0.5 s: 250
+                    // QD1 reads, 300 at QD32, a phase).
                     "--storage-probe",
-                    "1",
+                    "0.5",
                     "--warmup",
                     "0",
                     "--duration",
@@ -289,22 +290,26 @@ fn every_server_serves_the_probe_and_puts_the_switch_back() {
             );
             let m = &eff["measured"];
             let qd32 = m["read_qd32"]["ops_per_sec"].as_f64().unwrap();
-            assert!(
-                (480.0..=660.0).contains(&qd32),
-                "{server}: QD32 {qd32}/s against 600: {m}"
-            );
             let err = m["model_qd1_error"].as_f64().unwrap();
             errs.push(err);
             // Only a late server is measured again, twice at most: load
             // beside it makes a server late (CI, 2026-11-29: fuse-dev +69%
             // with the model's CPU at 109 µs per IO while a cluster
             // started), never early; an early one is the model's error.
-            let late = err > bound;
+            // At QD32 a late server is one under the budget (a stall of
+            // 100 ms is 20% of a 0.5 s phase).
+            let late = err > bound || qd32 < 480.0;
             if !late || errs.len() == 3 {
                 break (m.clone(), err, qd32);
             }
-            eprintln!("{server}: QD1 error {err:+.3} over {bound}: measured again");
+            eprintln!(
+                "{server}: QD1 error {err:+.3} (bound {bound}), QD32 {qd32:.0}/s: measured again"
+            );
         };
+        assert!(
+            (480.0..=660.0).contains(&qd32),
+            "{server}: QD32 {qd32}/s against 600: {m}"
+        );
         assert!(err.abs() < bound, "{server}: QD1 errors {errs:?}: {m}");
         // What one timed sleep costs here is measured beside it.
         let sleep = m["sleep_cpu_us"].as_f64().unwrap_or(f64::NAN);

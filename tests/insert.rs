@@ -172,6 +172,9 @@ fn end_to_end(engines: &str) -> String {
             "0",
             "--duration",
             "0.5",
+            // Paced: the queries' work and checks are counted, not timed.
+            "--rate",
+            "2000",
         ],
     );
     let out = String::from_utf8_lossy(&o.stdout).into_owned();

@@ -12,6 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::common::rust_files;
+
 /// What each module of src/ may import: the others of src/, and the
 /// crates below, by the module names src/lib.rs gives them
 /// (`crate::report` is ampbench-report). The core's modules (`names`,
@@ -80,17 +82,6 @@ const STAGES: &[&str] = &[
     "driver",
 ];
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -100,7 +91,7 @@ fn root() -> &'static Path {
 fn edges() -> BTreeMap<String, BTreeSet<String>> {
     let src = root().join("src");
     let mut all = Vec::new();
-    files(&src, &mut all);
+    rust_files(&src, &mut all);
     let own: BTreeSet<String> = ALLOWED.iter().map(|(m, _)| m.to_string()).collect();
     let named: BTreeSet<String> = own
         .iter()
@@ -302,7 +293,7 @@ fn roots() -> Vec<(PathBuf, String)> {
 fn sibling_edges(src: &Path, label: &str) -> BTreeSet<(String, String, String)> {
     let src = src.to_path_buf();
     let mut all = Vec::new();
-    files(&src, &mut all);
+    rust_files(&src, &mut all);
     let is_module = |folder: &[String], name: &str| {
         let d = folder.iter().fold(src.clone(), |p, c| p.join(c));
         d.join(format!("{name}.rs")).is_file() || d.join(name).join("mod.rs").is_file()

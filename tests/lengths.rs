@@ -4,21 +4,12 @@
 //! one piece (one match arm per message kind, one sequence whose steps
 //! share every local).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::common::rust_files;
 
 /// Lines a function may have without a reason.
 const LIMIT: usize = 80;
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// Each line's braces in code (not in a string, raw string, char or
 /// comment), as (opened, closed), read across lines: a string or block
@@ -189,8 +180,8 @@ fn long_in(text: &str) -> Vec<(usize, String, usize)> {
 fn long_without_reason() -> Vec<(String, usize, String, usize)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
-    files(&root.join("src"), &mut paths);
-    files(&root.join("crates"), &mut paths);
+    rust_files(&root.join("src"), &mut paths);
+    rust_files(&root.join("crates"), &mut paths);
     let mut out = Vec::new();
     // Files that are a tests module of their own (`tests.rs`,
     // `*_tests.rs`, a `tests/` folder) are tests, not sources.
@@ -255,4 +246,81 @@ fn the_counter_sees_a_long_function_and_its_reason() {
     assert!(long_in(&body("short", "", 10)).is_empty());
     let open = long_in("fn broken() {\n    if x {\n");
     assert_eq!(open, [(1, "broken".to_string(), 0)]);
+}
+
+/// (file, line) of each doc comment that opens a code block: rustdoc
+/// would make it a doc test, and doc tests are off (`doctest = false` in
+/// every crate's Cargo.toml: none was written, and rustdoc's pass over
+/// the crates to find none took 40 s of the suite).
+///
+/// Seen: a fence (```` ``` ````) in a `///` or `//!` line or a
+/// `#[doc = …]`, an indented block (four spaces after a blank doc line:
+/// Markdown's code block outside a list), and any `/** */` or `/*! */`
+/// doc comment (none is written here, so none is read).
+fn doc_code_blocks(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut blank_before = false;
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim_start();
+        let doc = (t.starts_with("///") && !t.starts_with("////")) || t.starts_with("//!");
+        let body = if doc { &t[3..] } else { "" };
+        let content = body.strip_prefix(' ').unwrap_or(body);
+        let fenced = doc && content.trim_start().starts_with("```");
+        let indented =
+            doc && blank_before && content.starts_with("    ") && !content.trim().is_empty();
+        let attr = (t.starts_with("#[doc") || t.starts_with("#![doc")) && t.contains("```");
+        let block = t.starts_with("/**") || t.starts_with("/*!");
+        if fenced || indented || attr || block {
+            out.push(i + 1);
+        }
+        blank_before = doc && content.trim().is_empty();
+    }
+    out
+}
+
+#[test]
+fn no_doc_comment_holds_a_code_block() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    rust_files(&root.join("src"), &mut paths);
+    rust_files(&root.join("crates"), &mut paths);
+    let mut found = Vec::new();
+    for p in &paths {
+        let text = std::fs::read_to_string(p).unwrap();
+        for line in doc_code_blocks(&text) {
+            found.push(format!(
+                "  {}:{line}",
+                p.strip_prefix(root).unwrap_or(p).display()
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a code block in a doc comment would be a doc test, and doc tests are off \
+         (doctest = false in each Cargo.toml): write it as prose, or turn them back on \
+         (and the doc-test step of scripts/test.sh):\n{}",
+        found.join("\n")
+    );
+    // The rule sees each kind, and not a list's continuation or a
+    // comment that is not a doc comment.
+    let sample = [
+        "/// Text.",
+        "///",
+        "/// ```",
+        "/// let x = 1;",
+        "/// ```",
+        "fn f() {}",
+        "//! ```text",
+        "/// Text.",
+        "///",
+        "///     let y = 2;",
+        "/// - a list item",
+        "///   continued",
+        "#[doc = \"```\"]",
+        "/** x */",
+        "//// ```",
+        "// ```",
+    ]
+    .join("\n");
+    assert_eq!(doc_code_blocks(&sample), vec![3, 5, 7, 10, 13, 14]);
 }

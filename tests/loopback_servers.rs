@@ -269,6 +269,9 @@ fn run_into_owa(
         secs,
         "--interval",
         "0.5",
+        // Paced: the next engine's step then costs no core.
+        "--rate",
+        "1000",
         "--results",
         d.join("r.db").to_str().unwrap(),
         "--dir",
@@ -383,92 +386,101 @@ fn ctrl_c_twice_on_a_server() {
 /// the watch kills a server that no longer answers a new connection);
 /// the next engine still runs, and nothing is left. Without the timeouts
 /// the run waited forever and Ctrl-C could not end it.
+///
+/// The two servers are tested at once: each run mostly waits (its
+/// steps are paced, the timeout is waited out).
 #[test]
 fn a_stopped_server_fails_its_step_within_the_timeout() {
-    for engine in ["mariadb-innodb", "postgres"] {
-        let d = tempfile::tempdir().unwrap();
-        let (mut child, rx) = spawn_run(&[
-            "run",
-            // Each step's line as it ends: the test waits for the load's.
-            "-v",
-            "-e",
-            &format!("{engine},null"),
-            "--steps",
-            "load,owa.1",
-            "-p",
-            "docs=2000",
-            "--warmup",
-            "0",
-            "--duration",
-            "15",
-            "--interval",
-            "0.5",
-            "--server-timeout",
-            "2s",
-            // Paced: the next engine's 15 s step costs no core (the
-            // server's clients still wait on it when it stops).
-            "--rate",
-            "500",
-            "--results",
-            d.path().join("r.db").to_str().unwrap(),
-            "--dir",
-            d.path().to_str().unwrap(),
-        ]);
-        let pid = wait_for_pid(&rx, engine);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(60) {
-            if rx
-                .recv_timeout(Duration::from_secs(1))
-                .is_ok_and(|l| l.trim_start().starts_with("load"))
-            {
-                break;
-            }
+    std::thread::scope(|s| {
+        for engine in ["mariadb-innodb", "postgres"] {
+            s.spawn(move || a_stopped_server_fails_its_step(engine));
         }
-        std::thread::sleep(Duration::from_secs(1));
-        // Every process of the server stops (PostgreSQL's backends too).
-        let mut family = vec![pid];
-        family.extend(children(pid));
-        for p in &family {
-            // SAFETY: signals the server the child ampbench started.
-            unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
+    });
+}
+
+fn a_stopped_server_fails_its_step(engine: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let (mut child, rx) = spawn_run(&[
+        "run",
+        // Each step's line as it ends: the test waits for the load's.
+        "-v",
+        "-e",
+        &format!("{engine},null"),
+        "--steps",
+        "load,owa.1",
+        "-p",
+        "docs=2000",
+        "--warmup",
+        "0",
+        "--duration",
+        "15",
+        "--interval",
+        "0.5",
+        "--server-timeout",
+        "2s",
+        // Paced: the next engine's 15 s step costs no core (the
+        // server's clients still wait on it when it stops).
+        "--rate",
+        "500",
+        "--results",
+        d.path().join("r.db").to_str().unwrap(),
+        "--dir",
+        d.path().to_str().unwrap(),
+    ]);
+    let pid = wait_for_pid(&rx, engine);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if rx
+            .recv_timeout(Duration::from_secs(1))
+            .is_ok_and(|l| l.trim_start().starts_with("load"))
+        {
+            break;
         }
-        // The step's line says FAILED well before its 15 s end.
-        let t0 = Instant::now();
-        let mut failed = String::new();
-        while failed.is_empty() && t0.elapsed() < Duration::from_secs(60) {
-            if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
-                if l.contains("owa.1") && l.contains("FAILED") {
-                    failed = l;
-                }
-            }
-        }
-        let took = t0.elapsed();
-        assert!(
-            took < Duration::from_secs(10),
-            "{engine}: {took:?} {failed}"
-        );
-        let st = child.wait().unwrap();
-        assert!(!st.success(), "{engine}: a failed step fails the run");
-        let j = report(d.path());
-        let steps = j["steps"].as_array().unwrap();
-        let owa = steps
-            .iter()
-            .find(|s| s["engine"] == engine && s["step"] == "owa.1")
-            .unwrap();
-        assert_eq!(owa["status"], "failed", "{engine}: {j}");
-        let err = owa["error"].as_str().unwrap_or_default();
-        assert!(
-            err.contains("--server-timeout") || err.contains("did not answer"),
-            "{engine}: {err}"
-        );
-        assert!(
-            steps
-                .iter()
-                .any(|s| s["engine"] == "null" && s["status"] == "done"),
-            "{engine}: the next engine ran: {j}"
-        );
-        assert_nothing_left(d.path(), pid, engine);
     }
+    std::thread::sleep(Duration::from_secs(1));
+    // Every process of the server stops (PostgreSQL's backends too).
+    let mut family = vec![pid];
+    family.extend(children(pid));
+    for p in &family {
+        // SAFETY: signals the server the child ampbench started.
+        unsafe { libc::kill(*p as i32, libc::SIGSTOP) };
+    }
+    // The step's line says FAILED well before its 15 s end.
+    let t0 = Instant::now();
+    let mut failed = String::new();
+    while failed.is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            if l.contains("owa.1") && l.contains("FAILED") {
+                failed = l;
+            }
+        }
+    }
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "{engine}: {took:?} {failed}"
+    );
+    let st = child.wait().unwrap();
+    assert!(!st.success(), "{engine}: a failed step fails the run");
+    let j = report(d.path());
+    let steps = j["steps"].as_array().unwrap();
+    let owa = steps
+        .iter()
+        .find(|s| s["engine"] == engine && s["step"] == "owa.1")
+        .unwrap();
+    assert_eq!(owa["status"], "failed", "{engine}: {j}");
+    let err = owa["error"].as_str().unwrap_or_default();
+    assert!(
+        err.contains("--server-timeout") || err.contains("did not answer"),
+        "{engine}: {err}"
+    );
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["engine"] == "null" && s["status"] == "done"),
+        "{engine}: the next engine ran: {j}"
+    );
+    assert_nothing_left(d.path(), pid, engine);
 }
 
 /// The direct children of `pid`.
@@ -522,73 +534,85 @@ fn no_orphan_when_ampbench_is_killed() {
 
 /// The KV workloads run on the servers through the (k, v) mapping, and the
 /// figures charge the server's CPU and the client's apart.
+///
+/// The two workloads run at once, each in a directory of its own (their
+/// steps are paced: the runs mostly wait on their servers' starts).
 #[test]
 fn kv_workloads_on_servers() {
+    std::thread::scope(|s| {
+        for (w, p) in [("pattern", "docs=3000"), ("ycsb", "recordcount=2000")] {
+            s.spawn(move || kv_workload_on_servers(w, p));
+        }
+    });
+}
+
+fn kv_workload_on_servers(w: &str, p: &str) {
     let d = tempfile::tempdir().unwrap();
     let res = d.path().join("r.db");
-    for (w, p) in [("pattern", "docs=3000"), ("ycsb", "recordcount=2000")] {
-        let o = Command::new(BIN)
-            .args([
-                "run",
-                "-w",
-                w,
-                "-e",
-                "mariadb-innodb,mariadb-myrocks,postgres",
-                "-p",
-                p,
-                "--warmup",
-                "0",
-                "--duration",
-                "0.3",
-                "--threads",
-                "2",
-            ])
-            .args([
-                "--results",
-                res.to_str().unwrap(),
-                "--dir",
-                d.path().to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "run",
+            "-w",
+            w,
+            "-e",
+            "mariadb-innodb,mariadb-myrocks,postgres",
+            "-p",
+            p,
+            "--warmup",
+            "0",
+            "--duration",
+            "0.3",
+            "--threads",
+            "2",
+            // Paced: every step is checked for work done, not speed.
+            "--rate",
+            "2000",
+        ])
+        .args([
+            "--results",
+            res.to_str().unwrap(),
+            "--dir",
+            d.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{w}: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            "--results",
+            res.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for s in j["steps"].as_array().unwrap() {
+        assert_eq!(s["status"], "done", "{w} {} {}", s["engine"], s["step"]);
         assert!(
-            o.status.success(),
-            "{w}: {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
+            s["ops"].as_f64().unwrap() > 0.0,
+            "{w} {} {}",
+            s["engine"],
+            s["step"]
         );
-        let out = Command::new(BIN)
-            .args([
-                "report",
-                "--results",
-                res.to_str().unwrap(),
-                "--format",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        for s in j["steps"].as_array().unwrap() {
-            assert_eq!(s["status"], "done", "{w} {} {}", s["engine"], s["step"]);
-            assert!(
-                s["ops"].as_f64().unwrap() > 0.0,
-                "{w} {} {}",
-                s["engine"],
-                s["step"]
-            );
-            assert!(
-                s["cpu_us_per_op"].is_number() && s["client_cpu_us_per_op"].is_number(),
-                "{w} {} {}",
-                s["engine"],
-                s["step"]
-            );
-            let misses = s["extras"]["misses"].as_f64().unwrap_or(0.0);
-            assert_eq!(
-                misses, 0.0,
-                "{w} {} {}: reads missed loaded documents",
-                s["engine"], s["step"]
-            );
-        }
+        assert!(
+            s["cpu_us_per_op"].is_number() && s["client_cpu_us_per_op"].is_number(),
+            "{w} {} {}",
+            s["engine"],
+            s["step"]
+        );
+        let misses = s["extras"]["misses"].as_f64().unwrap_or(0.0);
+        assert_eq!(
+            misses, 0.0,
+            "{w} {} {}: reads missed loaded documents",
+            s["engine"], s["step"]
+        );
     }
     let left: Vec<_> = std::fs::read_dir(d.path())
         .unwrap()

@@ -26,6 +26,11 @@ fn a_timed_step_warms_up_until_steady_and_records_its_slices() {
         "1",
         "--duration",
         "1",
+        // One thread: a step at full speed on four would hold both cores
+        // for its 15 s at least (--warmup-steady is judged by
+        // throughput, so it cannot be paced by --rate).
+        "--threads",
+        "1",
         "--storage",
         "native",
         "--dir",
@@ -116,6 +121,8 @@ fn ctrl_c_during_a_warm_up_says_so() {
             "--interval",
             "1",
             "--duration",
+            "1",
+            "--threads",
             "1",
             "--storage",
             "native",

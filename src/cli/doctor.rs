@@ -167,8 +167,24 @@ pub fn report(dir: &Path) -> (String, bool) {
     let mut o = String::new();
     let mut any = false;
     let _ = writeln!(o, "engines");
-    for kind in EngineKind::all() {
-        match engine_usable(kind) {
+    // Checked at once, each on a thread of its own (a server's start
+    // mostly waits on its disk), shown in registry order.
+    let checked: Vec<(EngineKind, Result<String, String>)> = std::thread::scope(|s| {
+        let threads: Vec<_> = EngineKind::all()
+            .map(|kind| (kind, s.spawn(move || engine_usable(kind))))
+            .collect();
+        threads
+            .into_iter()
+            .map(|(kind, t)| {
+                let r = t
+                    .join()
+                    .unwrap_or_else(|_| Err("its check panicked".to_string()));
+                (kind, r)
+            })
+            .collect()
+    });
+    for (kind, result) in checked {
+        match result {
             Ok(v) => {
                 any |= kind.structure() != Structure::None;
                 let _ = writeln!(

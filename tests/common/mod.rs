@@ -7,6 +7,19 @@ use std::process::{Command, Output};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_ampbench");
 
+/// Every `.rs` file under `dir`, into `out` (the source checks of
+/// tests/layers.rs and tests/lengths.rs).
+pub fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
 /// Runs ampbench with `args`.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run ampbench")

@@ -24,10 +24,14 @@ fn fail(e: anyhow::Error) -> TestCaseError {
     TestCaseError::fail(format!("{e:#}"))
 }
 
-/// Two tables, with transactions.
-fn spec(dir: &std::path::Path) -> OpenSpec {
+/// Two tables, with transactions, and the settings the engine's registry
+/// entry gives the suite.
+fn spec(kind: EngineKind, dir: &std::path::Path) -> OpenSpec {
     let mut s = OpenSpec::new(dir, vec!["alpha".into(), "beta".into()], 8 << 20);
     s.transactions = true;
+    s.options.pairs = (kind.def().conformance.settings.iter())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     s
 }
 
@@ -42,7 +46,7 @@ fn suite(name: &str, cases: u32) {
     let kind = EngineKind::parse(name).unwrap();
     let txn = {
         let dir = tempfile::tempdir().unwrap();
-        let e = engine::open(kind, &spec(dir.path())).unwrap();
+        let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
         let t = kv(&*e).transactions();
         e.close().unwrap();
         t
@@ -68,7 +72,7 @@ fn suite(name: &str, cases: u32) {
 }
 
 /// Every engine whose registry entry asks for the suite
-/// (`conformance_cases`), each on a thread of its own; a new engine is in
+/// (`conformance`), each on a thread of its own; a new engine is in
 /// the suite by its registry entry alone. Fails naming every engine that
 /// did not conform.
 #[test]
@@ -85,7 +89,7 @@ fn every_registered_engine_conforms() {
                 let k = *k;
                 (
                     k,
-                    s.spawn(move || suite(k.name(), k.def().conformance_cases)),
+                    s.spawn(move || suite(k.name(), k.def().conformance.cases)),
                 )
             })
             .collect();

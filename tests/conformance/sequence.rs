@@ -172,7 +172,7 @@ fn race(
 /// Runs a sequence on a fresh engine, checking every result on the way.
 pub fn run(kind: EngineKind, ops: &[Op]) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let spec = spec(dir.path());
+    let spec = spec(kind, dir.path());
     // An engine that keeps nothing (null) must answer every read empty.
     let stores = kind.structure() != ampbench::engine::Structure::None;
     let mut e = engine::open(kind, &spec).map_err(fail)?;

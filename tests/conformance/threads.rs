@@ -6,17 +6,17 @@ use ampbench::engine::{
 
 use super::{kv, spec};
 
-/// The suite's engines (their registry entries' `conformance_cases`).
+/// The suite's engines (their registry entries' `conformance.cases`).
 pub fn members() -> Vec<EngineKind> {
     EngineKind::all()
-        .filter(|k| k.def().conformance_cases > 0)
+        .filter(|k| k.def().conformance.cases > 0)
         .collect()
 }
 
 /// What an engine of the suite declares of its transactions.
 fn declared(kind: EngineKind) -> Transactions {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine::open(kind, &spec(dir.path())).unwrap();
+    let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
     let t = kv(&*e).transactions();
     e.close().unwrap();
     t
@@ -37,7 +37,7 @@ fn transactions_are_declared() {
     for kind in members() {
         let name = kind.name();
         let dir = tempfile::tempdir().unwrap();
-        let e = engine::open(kind, &spec(dir.path())).unwrap();
+        let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
         let t = kv(&*e).transactions();
         if let Some((_, want)) = known.iter().find(|(n, _)| *n == name) {
             assert_eq!(t, *want, "{name}");
@@ -51,9 +51,10 @@ fn transactions_are_declared() {
     }
     // RocksDB opens a plain database unless asked for transactions.
     let dir = tempfile::tempdir().unwrap();
-    let mut plain = spec(dir.path());
+    let rocksdb = EngineKind::parse("rocksdb").unwrap();
+    let mut plain = spec(rocksdb, dir.path());
     plain.transactions = false;
-    let e = engine::open(EngineKind::parse("rocksdb").unwrap(), &plain).unwrap();
+    let e = engine::open(rocksdb, &plain).unwrap();
     assert_eq!(kv(&*e).transactions(), Transactions::None);
     e.close().unwrap();
 }
@@ -69,7 +70,7 @@ fn transactions_keep_a_shared_counter_exact() {
     {
         let name = kind.name();
         let dir = tempfile::tempdir().unwrap();
-        let e = engine::open(EngineKind::parse(name).unwrap(), &spec(dir.path())).unwrap();
+        let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
         let conflicts = std::sync::atomic::AtomicU64::new(0);
         std::thread::scope(|sc| {
             for _ in 0..4 {
@@ -130,7 +131,7 @@ fn concurrent_sessions() {
     {
         let name = kind.name();
         let dir = tempfile::tempdir().unwrap();
-        let e = engine::open(kind, &spec(dir.path())).unwrap();
+        let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
         std::thread::scope(|sc| {
             for th in 0..4u32 {
                 let e = kv(&*e);
@@ -171,7 +172,7 @@ fn versions_stats_and_settle() {
         let v = kind.library_version().unwrap();
         assert!(!v.contains("unknown"), "{kind}: {v}");
         let dir = tempfile::tempdir().unwrap();
-        let e = engine::open(kind, &spec(dir.path())).unwrap();
+        let e = engine::open(kind, &spec(kind, dir.path())).unwrap();
         let mut s = kv(&*e).session().unwrap();
         for i in 0..1000u32 {
             s.put(Table(0), &i.to_be_bytes(), &[7u8; 100], Durability::NoSync)

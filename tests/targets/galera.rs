@@ -77,7 +77,7 @@ fn a_galera_cluster_ampbench_starts() {
     let results = d.path().join("r.db");
     let r = results.to_str().unwrap();
     let dir = d.path().to_str().unwrap();
-    // LinkBench: four requesters for 20 s over the three nodes (what is
+    // LinkBench: four requesters for 6 s over the three nodes (what is
     // checked is counted, not timed: consistency, replication, retries).
     let t0 = std::time::Instant::now();
     let degrees = common::small_degrees(d.path());
@@ -96,7 +96,7 @@ fn a_galera_cluster_ampbench_starts() {
         "--warmup",
         "0",
         "--duration",
-        "20",
+        "6",
         "--results",
         r,
         "--dir",
@@ -171,7 +171,7 @@ fn two_clients_on_three_galera_nodes() {
     // LinkBench, four requesters per client, over the three endpoints.
     let args = |k: usize| -> Vec<String> {
         format!(
-            "run -w linkbench -p maxid1=2001 -p {degrees} --threads 4 --warmup 0 --duration 10 --interval 5 \
+            "run -w linkbench -p maxid1=2001 -p {degrees} --threads 4 --warmup 0 --duration 4 --interval 2 \
              --target {} --results {} --clients 2 --client {k} --run-name galera",
             w.target, w.results
         )

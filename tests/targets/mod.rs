@@ -141,7 +141,7 @@ fn mariadb_by_url() {
     let out = passes(
         &net,
         &format!(
-            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 3 --target {url} {at}",
+            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 3 --rate 2000 --target {url} {at}",
             common::small_degrees(d.path())
         ),
         &[],
@@ -179,7 +179,7 @@ fn mariadb_by_url() {
     passes(
         &net,
         &format!(
-            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 --target {url} --target-db scratch {at}"
+            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 --rate 2000 --target {url} --target-db scratch {at}"
         ),
         &env,
     );
@@ -190,7 +190,7 @@ fn mariadb_by_url() {
     let out = passes(
         &net,
         &format!(
-            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 --target {url} {at}"
+            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 --rate 2000 --target {url} {at}"
         ),
         &env,
     );
@@ -292,7 +292,7 @@ fn postgres_by_url() {
     let out = passes(
         &net,
         &format!(
-            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 {with_pw} {hm} {at}"
+            "-w insert -p load_rows=3000 -p i1_rows=600 -p i2_rows=200 --warmup 0 --duration 2 --rate 2000 {with_pw} {hm} {at}"
         ),
         &[],
     );
@@ -370,7 +370,7 @@ fn postgres_by_url() {
     passes(
         &net,
         &format!(
-            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 {with_pw} --target-db scratch {at}"
+            "-w ycsb -p recordcount=2000 --steps load,a --warmup 0 --duration 2 --rate 2000 {with_pw} --target-db scratch {at}"
         ),
         &[],
     );
@@ -387,7 +387,7 @@ fn postgres_by_url() {
     let out = passes(
         &net,
         &format!(
-            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 8 --threads 16 {with_pw} --target-db scratch {at}",
+            "-w linkbench -p maxid1=2001 -p {} --warmup 0 --duration 4 --threads 16 {with_pw} --target-db scratch {at}",
             common::small_degrees(d.path())
         ),
         &[],

@@ -62,17 +62,37 @@ fn wait_within(c: Child, t: Duration) -> (Output, Duration) {
     (o, t0.elapsed())
 }
 
+/// A world of two clients, a MariaDB target and a store; None (the
+/// test skipped, named) where this machine cannot make one.
+fn world(test: &str) -> Option<World> {
+    match World::serving(2, Serve::MariaDb) {
+        Ok(w) => Some(w),
+        Err(why) => {
+            ampbench::testing::skip(test, &format!("no namespaces or servers here: {why}"));
+            None
+        }
+    }
+}
+
+/// Notes and locks in the store: forged notes are refused, a held lock
+/// does not stall a run.
 #[test]
 fn clients_trust_only_what_they_can_check() {
-    let w = match World::serving(2, Serve::MariaDb) {
-        Ok(w) => w,
-        Err(why) => {
-            ampbench::testing::skip("targets", &format!("no namespaces or servers here: {why}"));
-            return;
-        }
+    let Some(w) = world("clients_trust_only_what_they_can_check") else {
+        return;
     };
     forged_notes(&w);
     busy_store(&w);
+}
+
+/// A client and the store stopped mid-run: each side gives up within
+/// its timeout. A world of its own, so that it runs beside the test
+/// above (both mostly wait).
+#[test]
+fn a_stopped_client_or_store_is_given_up() {
+    let Some(w) = world("a_stopped_client_or_store_is_given_up") else {
+        return;
+    };
     stopped_client(&w);
     silent_store(&w);
 }
@@ -167,7 +187,7 @@ fn stopped_client(w: &World) {
     let a = |k: usize| {
         args(format!(
             "run -w ycsb --steps load,c -p recordcount=2000 --target {} --results {} --clients 2 --client {k} \
-             --run-name stopped --duration 4 --warmup 0 --interval 1 --barrier-timeout 120 --client-timeout 5",
+             --run-name stopped --duration 4 --warmup 0 --interval 1 --rate 1000 --barrier-timeout 120 --client-timeout 5",
             w.target, w.results
         ))
     };
@@ -283,7 +303,7 @@ fn silent_store(w: &World) {
             0,
             &args(format!(
                 "run -w ycsb --steps load,c -p recordcount=2000 --target {} --results {} \
-                 --duration 30 --warmup 0 --interval 1 --store-timeout 3",
+                 --duration 30 --warmup 0 --interval 1 --rate 1000 --store-timeout 3",
                 w.target, w.results
             )),
             &[],

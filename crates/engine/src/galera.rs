@@ -36,7 +36,8 @@ use super::server::PrivateNet;
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::target::mysql::{Counters, global_status};
 use super::{
-    Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec, Structure,
+    Conformance, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, OpenSpec,
+    Structure,
 };
 
 /// The registry entry.
@@ -45,7 +46,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "MariaDB Galera cluster of three InnoDB nodes (servers ampbench starts in a private network; clients go to the nodes in turn)",
     structure: Structure::UpdateInPlaceBTree,
     model: super::mariadb::INNODB_MODEL,
-    conformance_cases: 0,
+    conformance: Conformance::NONE,
     server: Some(crate::address::Protocol::MySql),
     run_as: Some("mysql"),
     library: || None,

@@ -18,8 +18,9 @@ use anyhow::{Context, Result};
 use super::ffi::leveldb::{self as ffi, Config, Db, ReadOptions, WriteOptions};
 use super::scan::{Cursor, bounded_scan};
 use super::{
-    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef,
-    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, WriteBatch,
+    BatchOp, Conformance, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions,
+    EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table,
+    WriteBatch,
 };
 use crate::UsageError;
 use crate::structure::ModelKnobs;
@@ -35,7 +36,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         row_meta: 0.0,
         compresses_pages: false,
     },
-    conformance_cases: 40,
+    conformance: Conformance::cases(40),
     server: None,
     run_as: None,
     library: || ffi::library_file(),

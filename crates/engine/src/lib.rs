@@ -53,7 +53,7 @@ pub use kv::{
     Transactions, Txn, WriteBatch, is_conflict,
 };
 pub use options::EngineOptions;
-pub use registry::{EngineDef, EngineKind, Structure};
+pub use registry::{Conformance, EngineDef, EngineKind, Structure};
 pub use sql::{Dialect, SqlConn, SqlEngine};
 
 /// Declares each engine's module and lists its [`EngineDef`]s (its

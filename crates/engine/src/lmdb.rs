@@ -27,9 +27,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use super::ffi::lmdb::{self as ffi, Dbi, Env, EnvConfig, HeldTxn, RoTxn, RwTxn};
 use super::scan::bounded_scan;
 use super::{
-    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef,
-    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
-    WriteBatch, table_of,
+    BatchOp, Conformance, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions,
+    EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table,
+    Transactions, WriteBatch, table_of,
 };
 use crate::UsageError;
 use crate::structure::ModelKnobs;
@@ -40,7 +40,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "LMDB (Debian's liblmdb, a copy-on-write B-Tree)",
     structure: Structure::CopyOnWriteBTree,
     model: ModelKnobs::PLAIN,
-    conformance_cases: 40,
+    conformance: Conformance::cases(40),
     server: None,
     run_as: None,
     library: || ffi::library_file(),

@@ -4,8 +4,8 @@
 use anyhow::Result;
 
 use super::{
-    Durability, Engine, EngineDef, EngineInfo, EngineRef, KeyRange, KvEngine, KvSession, Order,
-    Structure, Table, WriteBatch,
+    Conformance, Durability, Engine, EngineDef, EngineInfo, EngineRef, KeyRange, KvEngine,
+    KvSession, Order, Structure, Table, WriteBatch,
 };
 use crate::structure::ModelKnobs;
 
@@ -18,7 +18,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
     about: "does nothing: measures the harness itself",
     structure: Structure::None,
     model: ModelKnobs::PLAIN,
-    conformance_cases: 20,
+    conformance: Conformance::cases(20),
     server: None,
     run_as: None,
     library: || None,

@@ -23,8 +23,8 @@ use postgres::{Client, NoTls};
 use super::pg_conn::{PgConn, pg_stats};
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::{
-    Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats, OpenSpec,
-    Structure,
+    Conformance, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions, EngineRef, EngineStats,
+    OpenSpec, Structure,
 };
 use crate::server::{Server, ServerProcess, free_port, join_cgroup, managed, tail, user_ids};
 use crate::structure::ModelKnobs;
@@ -83,7 +83,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         row_meta: 27.0,
         compresses_pages: false,
     },
-    conformance_cases: 0,
+    conformance: Conformance::NONE,
     server: Some(crate::address::Protocol::Postgres),
     run_as: Some("postgres"),
     library: || None,

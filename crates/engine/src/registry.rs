@@ -26,10 +26,9 @@ pub struct EngineDef {
     /// What the write-amp and space-amp model needs of it besides its
     /// structure (its page setting, row overhead, page compression).
     pub model: crate::structure::ModelKnobs,
-    /// Proptest cases of the conformance suite (tests/conformance) run
-    /// against it as a key-value engine; 0 leaves it out (servers are
-    /// checked through SQL by their own tests).
-    pub conformance_cases: u32,
+    /// How the conformance suite (tests/conformance) runs it as a
+    /// key-value engine.
+    pub conformance: Conformance,
     /// For a server ampbench starts and reaches through SQL, the wire
     /// protocol it speaks; None for an embedded engine.
     pub server: Option<crate::address::Protocol>,
@@ -65,6 +64,31 @@ pub struct EngineDef {
     pub guard: fn(&str, &str) -> Option<super::options::Refusal>,
     /// Opens (creating if needed) the engine in `spec.dir`, which exists.
     pub open: fn(EngineKind, &OpenSpec) -> Result<Box<dyn Engine>>,
+}
+
+/// What the conformance suite (tests/conformance) runs on an engine.
+#[derive(Clone, Copy, Debug)]
+pub struct Conformance {
+    /// Random operation sequences (proptest cases); 0 leaves the engine
+    /// out (servers are checked through SQL by their own tests).
+    pub cases: u32,
+    /// Settings it opens with besides the defaults: each case closes and
+    /// reopens the engine several times, so what an open costs counts
+    /// hundreds of times over (and changes nothing the suite checks).
+    pub settings: &'static [(&'static str, &'static str)],
+}
+
+impl Conformance {
+    /// Left out of the suite.
+    pub const NONE: Conformance = Conformance::cases(0);
+
+    /// `cases` sequences, opened with the default settings.
+    pub const fn cases(cases: u32) -> Conformance {
+        Conformance {
+            cases,
+            settings: &[],
+        }
+    }
 }
 
 /// An engine, by its registry entry. Compared, ordered and serialized by

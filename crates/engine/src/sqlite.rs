@@ -21,9 +21,9 @@ use anyhow::{Context, Result, anyhow};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    BatchOp, Conflict, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineOptions,
-    EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table,
-    Transactions, WriteBatch, table_of,
+    BatchOp, Conflict, Conformance, Durability, Engine, EngineDef, EngineInfo, EngineKind,
+    EngineOptions, EngineRef, EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order,
+    Structure, Table, Transactions, WriteBatch, table_of,
 };
 use crate::UsageError;
 use crate::structure::ModelKnobs;
@@ -39,7 +39,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         row_meta: 0.0,
         compresses_pages: false,
     },
-    conformance_cases: 40,
+    conformance: Conformance::cases(40),
     server: None,
     run_as: None,
     library: || None,

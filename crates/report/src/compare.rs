@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::repeat::RatioCell;
 use crate::UsageError;
 use crate::bound::Bound;
 use crate::metrics::Metric;
@@ -196,35 +197,18 @@ fn ratio_table(run: &RunView, pairs: &[(String, String)], heading: &str) -> Stri
             let _ = write!(o, "{:<w$} {:<18}", e, s.step);
             let mut row_ci = Vec::new();
             for (name, _) in RATIO_FIGURES {
-                let cell = match super::repeat::ratio(*name, s, b) {
-                    Ok((r, Some(ci))) => {
-                        row_ci.push(format!("{:.2}-{:.2}", ci.lo, ci.hi));
-                        if ci.significant() {
-                            format!("{r:.2}")
-                        } else {
-                            not_significant = true;
-                            format!("{r:.2}~")
-                        }
+                let cell = RatioCell::of(*name, s, b);
+                not_significant |= cell.not_significant();
+                row_ci.push(match cell {
+                    RatioCell::Value(_, Some(ci)) => format!("{:.2}-{:.2}", ci.lo, ci.hi),
+                    _ => "-".into(),
+                });
+                if let (RatioCell::Floored, Some((_, why))) = (cell, floor(*name)) {
+                    if !floored.contains(&why) {
+                        floored.push(why);
                     }
-                    Ok((r, None)) => {
-                        row_ci.push("-".into());
-                        format!("{r:.2}")
-                    }
-                    Err(true) => {
-                        if let Some((_, why)) = floor(*name) {
-                            if !floored.contains(&why) {
-                                floored.push(why);
-                            }
-                        }
-                        row_ci.push("-".into());
-                        "-*".into()
-                    }
-                    Err(false) => {
-                        row_ci.push("-".into());
-                        "-".into()
-                    }
-                };
-                let _ = write!(o, " {cell:>7}");
+                }
+                let _ = write!(o, " {:>7}", cell.short());
             }
             let _ = writeln!(o);
             if row_ci.iter().any(|c| c != "-") {

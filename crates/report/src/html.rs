@@ -10,6 +10,7 @@ use std::fmt::Write;
 use super::charts::css;
 use super::compare::{engines, failures, find, steps, title};
 use super::html_charts;
+use super::repeat::RatioCell;
 use crate::metrics::Metric;
 use crate::results::RunView;
 
@@ -307,23 +308,18 @@ fn ratios(o: &mut String, run: &RunView, es: &[String], ss: &[String], b: &str) 
             let Some(s) = find(run, e, st) else { continue };
             let _ = write!(o, "<tr><td>{}</td><td>{}</td>", esc(st), esc(e));
             for (name, _, _) in std::iter::once(&(Metric::OpsPerSec, "", 2)).chain(COLS) {
-                let cell = match super::repeat::ratio(*name, s, bs) {
-                    Ok((v, Some(ci))) if !ci.significant() => {
-                        not_significant = true;
-                        format!(
-                            "<span class=ns>{v:.2}~</span><br><small>{:.2}–{:.2}</small>",
-                            ci.lo, ci.hi
-                        )
-                    }
-                    Ok((v, Some(ci))) => {
+                let c = RatioCell::of(*name, s, bs);
+                not_significant |= c.not_significant();
+                floored |= c == RatioCell::Floored;
+                let cell = match c {
+                    RatioCell::Value(v, Some(ci)) if c.not_significant() => format!(
+                        "<span class=ns>{v:.2}~</span><br><small>{:.2}–{:.2}</small>",
+                        ci.lo, ci.hi
+                    ),
+                    RatioCell::Value(v, Some(ci)) => {
                         format!("{v:.2}<br><small>{:.2}–{:.2}</small>", ci.lo, ci.hi)
                     }
-                    Ok((v, None)) => format!("{v:.2}"),
-                    Err(true) => {
-                        floored = true;
-                        "-*".into()
-                    }
-                    Err(false) => "-".into(),
+                    _ => c.short(),
                 };
                 let _ = write!(o, "<td class=n>{cell}</td>");
             }

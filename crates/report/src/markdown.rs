@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::compare::{engines, failures, find, floor, steps, title};
-use super::repeat;
+use super::repeat::{self, RatioCell};
 use crate::metrics::Metric;
 use crate::results::RunView;
 
@@ -100,22 +100,14 @@ pub fn render(run: &RunView, base: Option<&str>) -> String {
             };
             let mut cells = vec![md(&s.engine), md(&s.step)];
             for (m, _, _) in FIGURES {
-                cells.push(match repeat::ratio(*m, s, bs) {
-                    Ok((r, Some(ci))) => {
-                        let mark = if ci.significant() {
-                            ""
-                        } else {
-                            ns = true;
-                            "~"
-                        };
-                        format!("{r:.2}{mark} ({:.2}–{:.2})", ci.lo, ci.hi)
+                let c = RatioCell::of(*m, s, bs);
+                ns |= c.not_significant();
+                floored |= c == RatioCell::Floored;
+                cells.push(match c {
+                    RatioCell::Value(_, Some(ci)) => {
+                        format!("{} ({:.2}–{:.2})", c.short(), ci.lo, ci.hi)
                     }
-                    Ok((r, None)) => format!("{r:.2}"),
-                    Err(true) => {
-                        floored = true;
-                        "-*".into()
-                    }
-                    Err(false) => "-".into(),
+                    _ => c.short(),
                 });
             }
             row(&mut o, &cells);

@@ -126,6 +126,46 @@ pub fn ratio(m: Metric, s: &StepView, base: &StepView) -> Result<(f64, Option<Ra
     Ok((ci.map_or(r, |c| c.ratio), ci))
 }
 
+/// One cell of a ratio table, decided once for every format: each
+/// exporter only renders it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RatioCell {
+    /// The ratio, and its 95% interval when both steps have repetitions.
+    Value(f64, Option<RatioCi>),
+    /// The base's figure is below its noise floor: no ratio (`-*`).
+    Floored,
+    /// Either figure is missing (`-`).
+    Missing,
+}
+
+impl RatioCell {
+    /// The cell of figure `m` for `s` over `base`.
+    pub fn of(m: Metric, s: &StepView, base: &StepView) -> RatioCell {
+        match ratio(m, s, base) {
+            Ok((r, ci)) => RatioCell::Value(r, ci),
+            Err(true) => RatioCell::Floored,
+            Err(false) => RatioCell::Missing,
+        }
+    }
+
+    /// True when its interval includes 1: the difference is not
+    /// significant (marked `~`).
+    pub fn not_significant(&self) -> bool {
+        matches!(self, RatioCell::Value(_, Some(ci)) if !ci.significant())
+    }
+
+    /// As plain text shows it: `1.23`, `1.23~` when not significant,
+    /// `-*` below the floor, `-` when missing.
+    pub fn short(&self) -> String {
+        match self {
+            RatioCell::Value(r, _) if self.not_significant() => format!("{r:.2}~"),
+            RatioCell::Value(r, _) => format!("{r:.2}"),
+            RatioCell::Floored => "-*".into(),
+            RatioCell::Missing => "-".into(),
+        }
+    }
+}
+
 /// The figures the table of means shows: (figure, title, decimals).
 const SHOWN: &[(Metric, &str, usize)] = &[
     (Metric::OpsPerSec, "ops/s", 0),

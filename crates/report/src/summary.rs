@@ -5,6 +5,7 @@
 //! `run -v`'s closing report).
 
 use super::compare::{base_pairs, by_corner, corner_pairs, engines, find, floor, shown, steps};
+use super::repeat::RatioCell;
 use super::table::Table;
 use crate::check::ModelFigure;
 use crate::metrics::Metric;
@@ -246,11 +247,9 @@ fn ops_ratio(s: &StepView, b: &StepView) -> Option<String> {
     if none_finished(s) || none_finished(b) {
         return None;
     }
-    match super::repeat::ratio(Metric::OpsPerSec, s, b) {
-        Ok((r, Some(ci))) if !ci.significant() => Some(format!("{r:.2}~")),
-        Ok((r, _)) => Some(format!("{r:.2}")),
-        Err(true) => Some("-*".into()),
-        Err(false) => None,
+    match RatioCell::of(Metric::OpsPerSec, s, b) {
+        RatioCell::Missing => None,
+        c => Some(c.short()),
     }
 }
 

@@ -40,7 +40,9 @@ use super::mariadb_options::validate;
 use super::mysql_conn::MySqlConn;
 use super::sql::{Dialect, SqlConn, SqlEngine};
 use super::target::mysql::{Counters, global_status};
-use super::{Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure};
+use super::{
+    Conformance, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats, Structure,
+};
 use crate::server::Server;
 use crate::structure::ModelKnobs;
 
@@ -51,7 +53,7 @@ pub const ENGINES: &[EngineDef] = &[
         about: "MariaDB with InnoDB (a server ampbench starts; an update-in-place B-Tree)",
         structure: Structure::UpdateInPlaceBTree,
         model: INNODB_MODEL,
-        conformance_cases: 0,
+        conformance: Conformance::NONE,
         server: Some(crate::address::Protocol::MySql),
         run_as: Some(SERVER_USER),
         library: || None,
@@ -77,7 +79,7 @@ pub const ENGINES: &[EngineDef] = &[
             page_key: "rocksdb_block_size",
             ..ModelKnobs::PLAIN
         },
-        conformance_cases: 0,
+        conformance: Conformance::NONE,
         server: Some(crate::address::Protocol::MySql),
         run_as: Some(SERVER_USER),
         library: || None,

@@ -44,8 +44,9 @@ use anyhow::{Context, Result, bail};
 use super::ffi::rocksdb::{self as ffi, Cf, Db, ReadOptions, Transaction, WriteOptions};
 use super::scan::bounded_scan;
 use super::{
-    BatchOp, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef, EngineStats,
-    KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions, WriteBatch,
+    BatchOp, Conformance, Durability, Engine, EngineDef, EngineInfo, EngineKind, EngineRef,
+    EngineStats, KeyRange, KvEngine, KvSession, OpenSpec, Order, Structure, Table, Transactions,
+    WriteBatch,
 };
 use crate::structure::ModelKnobs;
 use options::options_string;
@@ -62,7 +63,7 @@ pub const ENGINES: &[EngineDef] = &[EngineDef {
         row_meta: 0.0,
         compresses_pages: false,
     },
-    conformance_cases: 40,
+    conformance: Conformance::cases(40),
     server: None,
     run_as: None,
     library,
