@@ -33,7 +33,7 @@ pub const ERA_2015: &str = "era-2015";
 /// Every preset.
 pub const PRESETS: &[Preset] = &[Preset {
     name: ERA_2015,
-    about: "the seed posts' IO-bound settings: InnoDB's pool at 5/8 of the memory limit, MyRocks, RocksDB and WiredTiger reading through the page cache",
+    about: "the seed posts' IO-bound settings",
 }];
 
 /// The preset named `name`, or an error naming the known ones.
@@ -41,7 +41,7 @@ pub fn find(name: &str) -> Result<&'static Preset, crate::UsageError> {
     PRESETS.iter().find(|p| p.name == name).ok_or_else(|| {
         let known: Vec<String> = PRESETS
             .iter()
-            .map(|p| format!("{}: {}", p.name, p.about))
+            .map(|p| format!("{}: {}, for {}", p.name, p.about, p.engines().join(", ")))
             .collect();
         crate::UsageError(format!(
             "preset '{name}': not a preset (known: {})",
@@ -51,6 +51,14 @@ pub fn find(name: &str) -> Result<&'static Preset, crate::UsageError> {
 }
 
 impl Preset {
+    /// The engines it changes: those whose registry entry lists it.
+    pub fn engines(&self) -> Vec<&'static str> {
+        EngineKind::all()
+            .filter(|k| k.def().presets.iter().any(|(p, _)| *p == self.name))
+            .map(EngineKind::name)
+            .collect()
+    }
+
     /// Its settings for `kind` under a memory limit in bytes: what the
     /// engine's registry entry lists under the preset's name; empty
     /// where it leaves the engine as it is, and without a limit (None,
@@ -93,6 +101,10 @@ mod tests {
             vec![("innodb_buffer_pool_size".to_string(), "1280M".to_string())]
         );
         assert!(p.settings(innodb, None).is_empty());
+        // What it changes is read from the registry.
+        let engines = p.engines();
+        assert!(engines.contains(&"mariadb-innodb") && engines.contains(&"wiredtiger"));
+        assert!(!engines.contains(&"lmdb"), "{engines:?}");
         // Three nodes under one 512MB limit: 320MB / 3.
         let galera = EngineKind::parse("mariadb-galera").unwrap();
         assert_eq!(
