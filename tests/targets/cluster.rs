@@ -119,7 +119,7 @@ pub fn galera_on(net: &Bridged, on: std::ops::Range<usize>) -> Result<Vec<Proc>,
         std::fs::write(
             &cnf,
             format!(
-                "[mysqld]\nuser=mysql\ndatadir={d}/data\nsocket={d}/s.sock\nport=3306\nbind-address={at}\n\
+                "[mysqld]\nuser=mysql\ndatadir={d}/data\ntmpdir={d}/tmp\nsocket={d}/s.sock\nport=3306\nbind-address={at}\n\
                  skip-name-resolve\nskip-log-bin\nbinlog_format=ROW\ndefault_storage_engine=InnoDB\n\
                  innodb_autoinc_lock_mode=2\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\n\
                  pid-file={d}/m.pid\nwsrep_on=ON\nwsrep_provider={provider}\n\

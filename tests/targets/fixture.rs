@@ -290,7 +290,7 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
     std::fs::write(
         &cnf,
         format!(
-            "[mysqld]\nuser=mysql\ndatadir={d}/data\nsocket={s}\nport=3306\nbind-address={ip}\nskip-name-resolve\nskip-log-bin\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\npid-file={d}/m.pid\nssl-ca={d}/ca.pem\nssl-cert={d}/server.pem\nssl-key={d}/server.key\n",
+            "[mysqld]\nuser=mysql\ndatadir={d}/data\ntmpdir={d}/tmp\nsocket={s}\nport=3306\nbind-address={ip}\nskip-name-resolve\nskip-log-bin\ninnodb_buffer_pool_size=64M\nlog-error={d}/error.log\npid-file={d}/m.pid\nssl-ca={d}/ca.pem\nssl-cert={d}/server.pem\nssl-key={d}/server.key\n",
             d = d.display(),
             s = sock.display(),
             ip = net.server_ip
@@ -330,14 +330,25 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
     Ok(p)
 }
 
-/// A MariaDB data directory in `d/data` (root by socket only).
+/// A MariaDB data directory in `d/data` (root by socket only), with
+/// `d/tmp` (owned like `d`) as its temporary directory. The server's
+/// configuration must name `d/tmp` too: a MariaDB starting with the shared
+/// `/tmp` deletes every `#sql…` file there, so two servers starting at
+/// once lost each other's temporary tables (CI failed on it, 2026-11-29).
 pub fn install_db(d: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = d.join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let owner = std::fs::metadata(d).map_err(|e| e.to_string())?;
+    std::os::unix::fs::chown(&tmp, Some(owner.uid()), Some(owner.gid()))
+        .map_err(|e| e.to_string())?;
     sh(Command::new("mariadb-install-db").args([
         "--no-defaults",
         "--auth-root-authentication-method=socket",
         "--skip-test-db",
         "--user=mysql",
         &format!("--datadir={}/data", d.display()),
+        &format!("--tmpdir={}", tmp.display()),
     ]))
 }
 
