@@ -330,26 +330,35 @@ pub fn mariadb(net: &Net) -> Result<Proc, String> {
     Ok(p)
 }
 
-/// A MariaDB data directory in `d/data` (root by socket only), with
-/// `d/tmp` (owned like `d`) as its temporary directory. The server's
-/// configuration must name `d/tmp` too: a MariaDB starting with the shared
-/// `/tmp` deletes every `#sql…` file there, so two servers starting at
-/// once lost each other's temporary tables (CI failed on it, 2026-11-29).
-pub fn install_db(d: &std::path::Path) -> Result<String, String> {
+/// A MariaDB data directory in `d/data` (root by socket only), a copy of
+/// one install-db made, and `d/tmp` (owned like `d`) for the server's
+/// temporary files. The server's configuration must name `d/tmp`: a
+/// MariaDB starting with the shared `/tmp` deletes every `#sql…` file
+/// there, so two servers starting at once lost each other's temporary
+/// tables (CI failed on it, 2026-11-29).
+pub fn install_db(d: &std::path::Path) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let tmp = d.join("tmp");
     std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let owner = std::fs::metadata(d).map_err(|e| e.to_string())?;
     std::os::unix::fs::chown(&tmp, Some(owner.uid()), Some(owner.gid()))
         .map_err(|e| e.to_string())?;
-    sh(Command::new("mariadb-install-db").args([
-        "--no-defaults",
-        "--auth-root-authentication-method=socket",
-        "--skip-test-db",
-        "--user=mysql",
-        &format!("--datadir={}/data", d.display()),
-        &format!("--tmpdir={}", tmp.display()),
-    ]))
+    let server = std::path::Path::new("/usr/sbin/mariadbd");
+    super::template::copy("mariadb", server, "mysql", &d.join("data"), |w| {
+        let tmp = w.join("tmp");
+        std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let (uid, gid) = ids("mysql")?;
+        std::os::unix::fs::chown(&tmp, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+        sh(Command::new("mariadb-install-db").args([
+            "--no-defaults",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+            "--user=mysql",
+            &format!("--datadir={}/data", w.display()),
+            &format!("--tmpdir={}", tmp.display()),
+        ]))
+        .map(drop)
+    })
 }
 
 /// Runs `sql` as root on the fixture's MariaDB.
@@ -376,18 +385,21 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
         .ok_or("no PostgreSQL bin directory")?;
     let (dir, uid, gid) = server_dir("ampt-postgres", "postgres")?;
     let d = dir.path();
-    let pw = d.join("pw");
-    std::fs::write(&pw, format!("{PASSWORD}\n")).map_err(|e| e.to_string())?;
-    std::os::unix::fs::chown(&pw, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
     certs(d, &net.server_ip, uid, gid)?;
     let data = d.join("data");
-    sh(Command::new(bin.join("initdb"))
-        .arg("-D")
-        .arg(&data)
-        .args(["-U", "postgres", "--auth=scram-sha-256", "--no-sync"])
-        .arg(format!("--pwfile={}", pw.display()))
-        .uid(uid)
-        .gid(gid))?;
+    super::template::copy("postgres", &bin.join("postgres"), "postgres", &data, |w| {
+        let pw = w.join("pw");
+        std::fs::write(&pw, format!("{PASSWORD}\n")).map_err(|e| e.to_string())?;
+        std::os::unix::fs::chown(&pw, Some(uid), Some(gid)).map_err(|e| e.to_string())?;
+        sh(Command::new(bin.join("initdb"))
+            .arg("-D")
+            .arg(w.join("data"))
+            .args(["-U", "postgres", "--auth=scram-sha-256", "--no-sync"])
+            .arg(format!("--pwfile={}", pw.display()))
+            .uid(uid)
+            .gid(gid))
+        .map(drop)
+    })?;
     {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()

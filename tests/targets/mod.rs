@@ -11,6 +11,7 @@ use crate::common;
 mod fixture;
 mod galera;
 mod store;
+mod template;
 mod trust;
 
 use std::process::Output;
