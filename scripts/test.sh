@@ -4,7 +4,8 @@
 # runs only those modules of the integration tests (or unit-test binaries). cargo builds the
 # test binaries; this script runs them itself, LANES at a time (default
 # 4: most tests wait on devices, servers and timers, not on a core) and
-# the device tests on a lane of their own beside them, the
+# the device tests on a lane of their own beside them (which then takes
+# jobs as the others do: LANES+1 at a time), the
 # slowest first by the times of the last run, so it can ask each for its
 # tests' times: libtest's --report-time sits behind -Z unstable-options,
 # which RUSTC_BOOTSTRAP=1 lets a built test binary accept. The variable
@@ -17,11 +18,11 @@ LANES=${LANES:-4}
 SPLIT=targets
 # Modules whose tests take the device lock (tests/common's
 # device_lock): run one after another on a lane of their own beside the
-# LANES lanes. They wait on modelled devices (2026-11-29, two lanes:
-# 185 s of lane time for 54 CPU-s), and a lane of the LANES sat idle
-# while they did. That lane runs at nice -5 where it may (root): its
-# tests measure time, the others only use it; DEVICE_NICE=0 gives it
-# the others' priority.
+# LANES lanes, which then takes the queue's jobs as they do. They wait
+# on modelled devices (2026-11-29, two lanes: 185 s of lane time for 54
+# CPU-s), and a lane of the LANES sat idle while they did. That lane
+# runs them at nice -5 where it may (root): its tests measure time, the
+# others only use it; DEVICE_NICE=0 gives it the others' priority.
 DEVICE="storage devmodel sweep"
 DEVICE_NICE=${DEVICE_NICE:--5}
 # The runs the tests make do not probe their dedicated device (the
@@ -32,9 +33,10 @@ export AMPBENCH_STORAGE_PROBE=${AMPBENCH_STORAGE_PROBE:-0}
 case "$LANES" in
   ''|*[!0-9]*|0) echo "LANES=$LANES: give a number of test binaries to run at once, 1 or more" >&2; exit 2 ;;
 esac
-case "${DEVICE_NICE#-}" in
-  ''|*[!0-9]*) echo "DEVICE_NICE=$DEVICE_NICE: give the device lane's nice value, -20 to 19" >&2; exit 2 ;;
-esac
+if ! [[ "$DEVICE_NICE" =~ ^-?[0-9]{1,2}$ ]] || (( 10#${DEVICE_NICE#-} > 20 )) || [ "$DEVICE_NICE" = 20 ]; then
+  echo "DEVICE_NICE=$DEVICE_NICE: give the device lane's nice value, -20 to 19" >&2; exit 2
+fi
+DEVICE_NICE=$(( ${DEVICE_NICE%%[0-9]*}10#${DEVICE_NICE#-} ))
 out=target/test-output.txt
 dir=target/test-runs
 bins=$($CARGO test --release --no-run --message-format=json "$@" |
@@ -143,19 +145,46 @@ run_one() {
     cat "$dir/$k.out"
   fi
 }
-export -f run_one key show unhashed
-export dir
-device_lane=""
+# The lanes take jobs from one queue, in order, until it is empty.
+queue="$dir/queue"
+printf '%s\n' $order > "$queue"
+take() {
+  (
+    flock 9 || exit 1
+    j=$(head -n1 "$queue")
+    [ -z "$j" ] || sed -i 1d "$queue"
+    echo "$j"
+  ) 9>> "$queue.lock"
+}
+lane() { while j=$(take) && [ -n "$j" ]; do run_one "$j"; done; }
+export -f run_one key show unhashed take lane
+export dir queue
+lanes=()
+# Each lane a process group of its own (job control), so that its tests
+# do not start with SIGINT ignored, as a script's background jobs do;
+# an interrupted or ended script stops them all.
+set -m
+for _ in $(seq "$LANES"); do
+  bash -c lane &
+  lanes+=($!)
+done
+# The device lane, once its chain is done, takes from the queue too, at
+# the others' priority again (nice adds to its own; a lane niced up
+# without root stays so).
 if [ -n "$chain" ]; then
-  nice_it=()
-  if [ "$DEVICE_NICE" != 0 ] && { [ "$DEVICE_NICE" -gt 0 ] || [ "$(id -u)" = 0 ]; }; then
+  nice_it=() unnice=()
+  if [ "$(id -u)" = 0 ] && [ "$DEVICE_NICE" != 0 ]; then
+    nice_it=(nice -n "$DEVICE_NICE") unnice=(nice -n "$(( -DEVICE_NICE ))")
+  elif [ "$DEVICE_NICE" -gt 0 ]; then
     nice_it=(nice -n "$DEVICE_NICE")
   fi
-  "${nice_it[@]}" bash -c 'run_one "$1"' _ "$chain" &
-  device_lane=$!
+  "${nice_it[@]}" bash -c 'run_one "$1"; "${@:2}" bash -c lane' _ "$chain" "${unnice[@]}" &
+  lanes+=($!)
 fi
-[ -z "$order" ] || printf '%s\n' $order | xargs -P "$LANES" -I{} bash -c 'run_one "$1"' _ {}
-[ -z "$device_lane" ] || wait "$device_lane"
+set +m
+trap 'trap - INT TERM; kill -TERM -- $(printf -- "-%s " "${lanes[@]}") 2>/dev/null; exit 130' INT TERM
+wait "${lanes[@]}"
+trap - INT TERM
 failed=()
 : > "$out"
 for j in $jobs; do
@@ -166,7 +195,7 @@ for j in $jobs; do
 done
 # No doc tests: every crate has doctest = false (no doc comment holds a
 # code block; tests/lengths.rs checks).
-echo "== $(grep -c '^test .* ok <' "$out" || true) tests passed in $(( $(date +%s) - start )) s ($LANES at a time${chain:+, and the device lane}); the ten slowest:"
+echo "== $(grep -c '^test .* ok <' "$out" || true) tests passed in $(( $(date +%s) - start )) s ($LANES lanes${chain:+ and the device lane}); the ten slowest:"
 awk '
   /^ +Running / { bin = $2 }
   /^test .* <[0-9.]+s>$/ {

@@ -147,9 +147,6 @@ fn run(d: &tempfile::TempDir, args: &[&str]) -> std::process::Output {
     c.output().unwrap()
 }
 
-/// Runs every step at tiny scale on `engines` with 2 clients; asserts
-/// every step's check found 4000 rows (2 × 2000: the deleter keeps the
-/// count) and 0 mismatches, and the seed-style table printed.
 /// [`end_to_end`] of each engine in a run of its own, all at once, their
 /// outputs in order: one run of the three servers took 27 s of a test
 /// lane, mostly waiting on paced steps and debt reduction.
@@ -165,6 +162,9 @@ fn at_once(engines: &[&'static str]) -> String {
     })
 }
 
+/// Runs every step at tiny scale on `engines` with 2 clients; asserts
+/// every step's check found 4000 rows (2 × 2000: the deleter keeps the
+/// count) and 0 mismatches, and the seed-style table printed.
 fn end_to_end(engines: &str) -> String {
     let d = tempfile::tempdir().unwrap();
     let o = run(

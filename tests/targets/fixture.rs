@@ -186,7 +186,7 @@ pub fn wait_until(what: &str, t: Duration, mut ready: impl FnMut() -> bool) -> R
     Err(format!("{what} not ready within {t:?}"))
 }
 
-fn ids(user: &str) -> Result<(u32, u32), String> {
+pub fn ids(user: &str) -> Result<(u32, u32), String> {
     let id = |flag: &str| -> Result<u32, String> {
         sh(Command::new("id").args([flag, user]))?
             .trim()
@@ -343,8 +343,15 @@ pub fn install_db(d: &std::path::Path) -> Result<(), String> {
     let owner = std::fs::metadata(d).map_err(|e| e.to_string())?;
     std::os::unix::fs::chown(&tmp, Some(owner.uid()), Some(owner.gid()))
         .map_err(|e| e.to_string())?;
-    let server = std::path::Path::new("/usr/sbin/mariadbd");
-    super::template::copy("mariadb", server, "mysql", &d.join("data"), |w| {
+    // The server install-db runs: on PATH (root's has /usr/sbin).
+    let server = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([std::path::PathBuf::from("/usr/sbin")])
+        .map(|d| d.join("mariadbd"))
+        .find(|p| p.is_file())
+        .ok_or("no mariadbd on PATH")?;
+    super::template::copy("mariadb", &server, "mysql", &d.join("data"), |w| {
         let tmp = w.join("tmp");
         std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
         let (uid, gid) = ids("mysql")?;
@@ -396,6 +403,9 @@ pub fn postgres(net: &Net) -> Result<Proc, String> {
             .arg(w.join("data"))
             .args(["-U", "postgres", "--auth=scram-sha-256", "--no-sync"])
             .arg(format!("--pwfile={}", pw.display()))
+            // The encoding test.sh's runs gave it (SQL_ASCII), whatever
+            // the locale of the run that makes the template.
+            .env("LC_ALL", "C")
             .uid(uid)
             .gid(gid))
         .map(drop)

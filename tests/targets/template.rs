@@ -13,6 +13,10 @@ use std::process::Command;
 
 use super::fixture::{server_dir, sh};
 
+/// The version of the fixtures' recipes for their templates (install-db's
+/// and initdb's arguments, the password): one more when they change.
+const RECIPE: u32 = 1;
+
 /// `to` (which must not exist) as a copy of the template `name` of
 /// `binary`, with owners and modes. The first time, `make` is given an
 /// empty directory in /tmp owned by `owner` (the server's user may not
@@ -53,7 +57,14 @@ fn made(
     let m = std::fs::metadata(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixture-templates");
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let at = root.join(format!("{name}-{}-{}", m.len(), m.mtime()));
+    // Keyed by the binary, the server user's ids (a copy keeps numeric
+    // owners) and RECIPE: a change to how `make` makes it bumps that.
+    let (uid, gid) = super::fixture::ids(owner)?;
+    let at = root.join(format!(
+        "{name}-{RECIPE}-{}-{}-{uid}.{gid}",
+        m.len(),
+        m.mtime()
+    ));
     let lock_path = root.join(format!("{name}.lock"));
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -69,12 +80,23 @@ fn made(
     if at.is_dir() {
         return Ok(at);
     }
+    // What a process killed while copying left (the lock is ours).
+    for e in std::fs::read_dir(&root)
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        if e.file_name()
+            .to_string_lossy()
+            .starts_with(&format!("{name}.new-"))
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
     let (work, _, _) = server_dir(&format!("ampt-{name}-template"), owner)?;
     make(work.path())?;
     // Copied beside it and renamed: a process killed meanwhile leaves no
     // half template under the name.
     let new = root.join(format!("{name}.new-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&new);
     cp(&work.path().join("data"), &new)?;
     std::fs::rename(&new, &at).map_err(|e| format!("{}: {e}", at.display()))?;
     Ok(at)
