@@ -286,6 +286,14 @@ fn run_into_owa(
     let first = engines.split(',').next().unwrap();
     let pid = wait_for_pid(&rx, first);
     // Wait until owa.1 runs (load printed), then a little more.
+    wait_for_load(&rx);
+    std::thread::sleep(Duration::from_secs(2));
+    (child, rx, pid)
+}
+
+/// Waits until the run printed its load step's line (`-v`: each step's
+/// line as it ends), at most 60 s.
+fn wait_for_load(rx: &std::sync::mpsc::Receiver<String>) {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(60) {
         if rx
@@ -295,8 +303,6 @@ fn run_into_owa(
             break;
         }
     }
-    std::thread::sleep(Duration::from_secs(2));
-    (child, rx, pid)
 }
 
 /// The JSON report of the latest run in `d`'s results file.
@@ -434,15 +440,7 @@ fn a_stopped_server_fails_its_step(engine: &str) {
         d.path().to_str().unwrap(),
     ]);
     let pid = wait_for_pid(&rx, engine);
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if rx
-            .recv_timeout(Duration::from_secs(1))
-            .is_ok_and(|l| l.trim_start().starts_with("load"))
-        {
-            break;
-        }
-    }
+    wait_for_load(&rx);
     std::thread::sleep(Duration::from_secs(1));
     // Every process of the server stops (PostgreSQL's backends too).
     let mut family = vec![pid];
@@ -588,17 +586,7 @@ fn kv_workload_on_servers(w: &str, p: &str) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    let out = Command::new(BIN)
-        .args([
-            "report",
-            "--results",
-            res.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = report(d.path());
     for s in j["steps"].as_array().unwrap() {
         assert_eq!(s["status"], "done", "{w} {} {}", s["engine"], s["step"]);
         assert!(
