@@ -44,6 +44,7 @@ bench: build
 	./bench/linkbench-null.sh
 	./bench/insert-null.sh
 	./bench/loopback.sh
+	./bench/pg-client.sh
 	./bench/io-harness.sh
 	./bench/device-model.sh
 	./bench/seeds.sh

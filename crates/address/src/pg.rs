@@ -65,6 +65,39 @@ pub fn connect(
     }
 }
 
+/// A connection to endpoint `e` (resolved to `at`) of `t`, in `db`, for
+/// the measured path ([`ampbench_pgwire`]): under TLS when `tls` is
+/// given, the password only as `t` allows, a reply due for `t`'s timeout
+/// with nothing arriving ending it, as [`connect`]'s do.
+pub fn connect_wire(
+    t: &Target,
+    tls: Option<&Arc<ClientConfig>>,
+    (e, at): &(Endpoint, SocketAddr),
+    db: &str,
+    connect_timeout: Duration,
+) -> Result<ampbench_pgwire::Conn> {
+    let tls = match tls {
+        None => None,
+        Some(config) => Some(ampbench_pgwire::TlsTo {
+            config: config.clone(),
+            name: rustls::pki_types::ServerName::try_from(e.host.clone())
+                .map_err(|err| anyhow::anyhow!("{}: host '{}': {err}", t.shown(), e.host))?,
+        }),
+    };
+    ampbench_pgwire::Conn::connect(
+        ampbench_pgwire::Addr::Tcp(*at),
+        &ampbench_pgwire::Options {
+            user: &t.user,
+            password: t.password.as_deref(),
+            db,
+            connect_timeout,
+            timeout: t.timeout.unwrap_or(REPLY_TIMEOUT),
+            allowed: t.allowed_auth(),
+            tls,
+        },
+    )
+}
+
 /// The longest a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -106,6 +139,36 @@ pub fn connect_local(
             allowed: super::pgstream::Allowed::default_for(false),
         },
     ))
+}
+
+/// A connection to a server ampbench started, for the measured path
+/// ([`ampbench_pgwire`]): on 127.0.0.1 (`port`) or its Unix socket in
+/// `socket` (a directory only the server's user and root enter), SCRAM
+/// or nothing, never the password in clear text, and a reply due for
+/// `timeout` ends it.
+pub fn connect_local_wire(
+    (port, socket): (u16, Option<&std::path::Path>),
+    user: &str,
+    db: &str,
+    password: &str,
+    timeout: Duration,
+) -> Result<ampbench_pgwire::Conn> {
+    let addr = match socket {
+        Some(dir) => ampbench_pgwire::Addr::Socket(dir, port),
+        None => ampbench_pgwire::Addr::Tcp(SocketAddr::from(([127, 0, 0, 1], port))),
+    };
+    ampbench_pgwire::Conn::connect(
+        addr,
+        &ampbench_pgwire::Options {
+            user,
+            password: Some(password),
+            db,
+            connect_timeout: timeout.min(CONNECT_TIMEOUT),
+            timeout,
+            allowed: super::pgstream::Allowed::default_for(false),
+            tls: None,
+        },
+    )
 }
 
 /// A connection to the first endpoint of `t`, in `db`, within `timeout`;

@@ -32,95 +32,8 @@ use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect, TlsStream};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// Ways a server may ask for the password (libpq's `require_auth`
-/// names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Auth {
-    /// No authentication asked (`trust`).
-    None,
-    /// The password in clear text (`password`).
-    Password,
-    /// An MD5 hash of it (`md5`).
-    Md5,
-    /// SCRAM-SHA-256, where the password never travels
-    /// (`scram-sha-256`).
-    Scram,
-}
-
-impl Auth {
-    /// Every method, in libpq's order.
-    pub const ALL: [Auth; 4] = [Auth::Password, Auth::Md5, Auth::Scram, Auth::None];
-
-    /// libpq's name of the method.
-    pub fn name(self) -> &'static str {
-        match self {
-            Auth::None => "none",
-            Auth::Password => "password",
-            Auth::Md5 => "md5",
-            Auth::Scram => "scram-sha-256",
-        }
-    }
-
-    /// A bit of [`Allowed`].
-    fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
-
-/// The methods a connection accepts: a set of [`Auth`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Allowed(u8);
-
-impl Allowed {
-    /// What a URL without `require_auth` accepts: everything but the
-    /// password in clear text, which is allowed only under TLS whose
-    /// server certificate is verified (`verified`).
-    pub fn default_for(verified: bool) -> Allowed {
-        let mut a = Allowed(Auth::Md5.bit() | Auth::Scram.bit() | Auth::None.bit());
-        if verified {
-            a.0 |= Auth::Password.bit();
-        }
-        a
-    }
-
-    /// Parses libpq's `require_auth`: a comma-separated list of
-    /// methods, or of methods each prefixed by `!` (all but those).
-    pub fn parse(v: &str) -> Result<Allowed, String> {
-        let words: Vec<&str> = v.split(',').map(str::trim).collect();
-        let negated = words.iter().filter(|w| w.starts_with('!')).count();
-        if negated != 0 && negated != words.len() {
-            return Err(format!(
-                "require_auth={v}: either methods or methods each after '!', not both"
-            ));
-        }
-        let mut bits = 0u8;
-        for w in &words {
-            let name = w.trim_start_matches('!');
-            let a = Auth::ALL.iter().find(|a| a.name() == name).ok_or_else(|| {
-                format!(
-                    "require_auth={v}: '{name}' is not one of password, md5, scram-sha-256, none (gss and sspi are not spoken here)"
-                )
-            })?;
-            bits |= a.bit();
-        }
-        Ok(Allowed(if negated > 0 { !bits & 0x0f } else { bits }))
-    }
-
-    /// The accepted methods, comma-separated, as `require_auth` takes them.
-    pub fn names(self) -> String {
-        Auth::ALL
-            .iter()
-            .filter(|a| self.has(**a))
-            .map(|a| a.name())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// True when `a` is accepted.
-    pub fn has(self, a: Auth) -> bool {
-        self.0 & a.bit() != 0
-    }
-}
+pub use ampbench_pgwire::auth::{Allowed, Auth};
+use ampbench_pgwire::auth::{Request, let_in, refusal, unknown};
 
 /// What a watched connection enforces.
 #[derive(Clone, Copy, Debug)]
@@ -374,30 +287,22 @@ impl<S> Watched<S> {
         self.back.feed(b, b'R', |kind, body| match kind {
             b'Z' => paid += 1,
             b'R' if starting && body.len() == 4 && refused.is_none() && !ok => {
-                let a = match u32::from_be_bytes([body[0], body[1], body[2], body[3]]) {
-                    0 => {
+                let a = match Request::of(u32::from_be_bytes([body[0], body[1], body[2], body[3]]))
+                {
+                    Request::Ok => {
                         ok = true;
                         return;
                     }
-                    3 => Auth::Password,
-                    5 => Auth::Md5,
-                    10 => Auth::Scram,
+                    Request::Method(a) => a,
                     // SASL continue/final: part of the SCRAM exchange.
-                    11 | 12 => return,
-                    other => {
-                        refused = Some(format!(
-                            "the server asked for authentication method {other}, which this client does not speak; refused"
-                        ));
+                    Request::Sasl => return,
+                    Request::Unknown(code) => {
+                        refused = Some(unknown(code));
                         return;
                     }
                 };
                 asked = Some(a);
-                if !allowed.has(a) {
-                    refused = Some(match a {
-                        Auth::Password => "the server asked for the password in clear text; refused (it would travel readable: use TLS with a verified server, sslmode=verify-full, or allow it with require_auth=password)".to_string(),
-                        a => format!("the server asked for {} authentication, which require_auth does not allow; refused", a.name()),
-                    });
-                }
+                refused = refusal(allowed, a);
             }
             _ => {}
         });
@@ -407,10 +312,8 @@ impl<S> Watched<S> {
             self.refused = refused;
         }
         if ok && starting {
-            if self.asked.is_none() && !allowed.has(Auth::None) && self.refused.is_none() {
-                self.refused = Some(
-                    "the server let this client in without authentication, which require_auth does not allow; refused".into(),
-                );
+            if self.asked.is_none() && self.refused.is_none() {
+                self.refused = let_in(allowed);
             }
             self.starting = false;
         }
@@ -572,18 +475,6 @@ mod tests {
         let mut kinds = Vec::new();
         f.feed(&startup, 0xff, |k, _| kinds.push(k));
         assert_eq!(kinds, vec![0, b'Q']);
-    }
-
-    #[test]
-    fn require_auth_reads_as_libpq_does() {
-        let a = Allowed::parse("scram-sha-256").unwrap();
-        assert!(a.has(Auth::Scram) && !a.has(Auth::Password) && !a.has(Auth::None));
-        let a = Allowed::parse("!password,!md5").unwrap();
-        assert!(a.has(Auth::Scram) && a.has(Auth::None) && !a.has(Auth::Md5));
-        assert!(Allowed::parse("password,!md5").is_err());
-        assert!(Allowed::parse("gss").unwrap_err().contains("gss"));
-        assert!(!Allowed::default_for(false).has(Auth::Password));
-        assert!(Allowed::default_for(true).has(Auth::Password));
     }
 
     #[test]

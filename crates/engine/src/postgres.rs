@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use super::pg_conn::{PgConn, pg_stats};
 use super::sql::{Dialect, SqlConn, SqlEngine};
@@ -301,27 +301,28 @@ impl SqlEngine for Postgres {
         Some(&self.server)
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
-        let c = match self.transport {
-            super::Transport::Tcp => connect(self.at(), "bench", "ampbench", &self.password),
-            // The socket is in a directory only the server's user and
-            // root enter: no other server can answer there.
-            super::Transport::Socket => postgres::Config::new()
-                .host_path(&self.socket_dir)
-                .port(self.port)
-                .user("bench")
-                .dbname("ampbench")
-                .password(&self.password)
-                .connect_timeout(Duration::from_secs(5))
-                .connect(NoTls),
-        }
+        // The socket is in a directory only the server's user and root
+        // enter: no other server can answer there.
+        let socket = match self.transport {
+            super::Transport::Tcp => None,
+            super::Transport::Socket => Some(self.socket_dir.as_path()),
+        };
+        let c = crate::address::pg::connect_local_wire(
+            (self.port, socket),
+            "bench",
+            "ampbench",
+            &self.password,
+            self.timeout,
+        )
         .map_err(|e| {
             anyhow!(
-                "postgres: cannot connect to {} port {}: {e}",
-                match self.transport {
-                    super::Transport::Tcp => "127.0.0.1".to_string(),
-                    super::Transport::Socket => self.socket_dir.display().to_string(),
+                "postgres: cannot connect to {} port {}: {}",
+                match socket {
+                    None => "127.0.0.1".to_string(),
+                    Some(d) => d.display().to_string(),
                 },
-                self.port
+                self.port,
+                ampbench_pgwire::one_line(&e)
             )
         })?;
         Ok(Box::new(PgConn::new(c)))

@@ -68,10 +68,12 @@ pub trait SqlConn: Send {
     fn is_duplicate_key(&self, _e: &anyhow::Error) -> bool {
         false
     }
-    /// Turns autocommit off where the server has that mode (MariaDB): a
-    /// statement then opens a transaction that COMMIT or ROLLBACK ends, so
-    /// no BEGIN is sent. Returns false, changing nothing, where it has not
-    /// (PostgreSQL: the caller sends BEGIN).
+    /// Turns autocommit off: a statement then opens a transaction that
+    /// COMMIT or ROLLBACK ends, so no BEGIN costs a round trip (MariaDB's
+    /// `autocommit=0`; on PostgreSQL the connection sends BEGIN in the
+    /// write of the transaction's first statement). Returns false,
+    /// changing nothing, where a connection cannot (the caller then sends
+    /// BEGIN).
     fn autocommit_off(&mut self) -> Result<bool> {
         Ok(false)
     }

@@ -322,8 +322,19 @@ impl SqlEngine for External {
     }
     fn connect(&self) -> Result<Box<dyn SqlConn>> {
         let ep @ (e, _) = self.endpoints.next();
-        let c = connect_to(&self.spec, self.tls.as_ref(), ep, &self.place.db)
-            .map_err(|err| anyhow!("postgres: cannot connect to {e}: {}", one_line(&err)))?;
+        let c = crate::address::pg::connect_wire(
+            &self.spec.target,
+            self.tls.as_ref(),
+            ep,
+            &self.place.db,
+            CONNECT_TIMEOUT,
+        )
+        .map_err(|err| {
+            anyhow!(
+                "postgres: cannot connect to {e}: {}",
+                ampbench_pgwire::one_line(&err)
+            )
+        })?;
         Ok(Box::new(PgConn::new(c)))
     }
 }
