@@ -30,7 +30,7 @@
 #   the log ratios); the median, the mean per order and the range are
 #   printed beside it.
 # Targets: ampbench >= 0.97x db_bench on readrandom, >= 0.95x on fillrandom.
-# Usage: bench/vs-db_bench.sh   (NUM=1000000 READS=3000000 ROUNDS=16 by default, about 14 minutes,
+# Usage: bench/vs-db_bench.sh   (BIN=target/release/ampbench NUM=1000000 READS=3000000 ROUNDS=16 by default, about 14 minutes,
 #        then CG_NUM=20000 CG_READS=40000 under callgrind over 8 seeds, about 30 minutes; ROUNDS=0 skips the timed rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +38,7 @@ NUM=${NUM:-1000000}
 READS=${READS:-3000000}
 ROUNDS=${ROUNDS:-16}
 [ $((ROUNDS % 2)) -eq 0 ] || { echo "ROUNDS must be even (each order runs half the rounds)"; exit 1; }
-BIN=target/release/ampbench
+BIN=${BIN:-target/release/ampbench}
 DB_BENCH=$(command -v db_bench || true)
 [ -n "$DB_BENCH" ] || { echo "db_bench not found: run make deps (package rocksdb-tools)"; exit 1; }
 [ -x "$BIN" ] || cargo build --release
@@ -199,7 +199,7 @@ if ! command -v valgrind >/dev/null; then
   exit 0
 fi
 cg() { # cg write|get CMD...: runs CMD under callgrind, one file per thread; prints
-  # "worker_Ir worker_D1 worker_engine bg_Ir bg_D1 other_Ir"
+  # "worker_Ir worker_D1 worker_engine worker_engine_D1 bg_Ir bg_D1 other_Ir"
   local path=$1; shift
   fresh
   rm -f "$WORK"/cg.out*
@@ -221,32 +221,37 @@ cg() { # cg write|get CMD...: runs CMD under callgrind, one file per thread; pri
     callgrind_annotate --inclusive=yes --show=Ir,D1mr,D1mw "$f" 2>/dev/null | awk '
       function n(s) { gsub(",", "", s); return s + 0 }
       /rocksdb::DBImpl::WriteImpl\(/ && !w { w = n($1); wd = n($2) + n($3) }
-      /rocksdb::DBImpl::GetImpl\(/ && !g { g = n($1) }
+      /rocksdb::DBImpl::GetImpl\(/ && !g { g = n($1); gd = n($2) + n($3) }
       /rocksdb::ThreadPoolImpl::Impl::BGThread\(/ && !b { b = n($1) }
-      END { print w + 0, wd + 0, g + 0, b + 0 }'
+      END { print w + 0, wd + 0, g + 0, gd + 0, b + 0 }'
   done | awk -v path="$path" '
     # The worker: the thread that spent most in the path measured.
     # Measuring reads, its fill (db_bench runs every benchmark in one
     # thread, and a thread id can be reused) is taken out: the memtable
     # work of a fill varies from run to run (see above). Background:
     # threads that are mostly RocksDB background work; other: the rest.
-    { ir[NR] = $1; d1[NR] = $2; w[NR] = $3; wd[NR] = $4; g[NR] = $5; bg[NR] = $6 }
+    { ir[NR] = $1; d1[NR] = $2; w[NR] = $3; wd[NR] = $4; g[NR] = $5; gd[NR] = $6; bg[NR] = $7 }
     END {
       for (i = 1; i <= NR; i++) if (!k || (path == "write" ? w[i] > w[k] : g[i] > g[k])) k = i
       for (i = 1; i <= NR; i++) {
         if (i == k) continue
         if (bg[i] * 2 > ir[i]) { bi += ir[i]; bd += d1[i] } else o += ir[i]
       }
-      if (path == "write") print ir[k], d1[k], w[k], bi + 0, bd + 0, o + 0
-      else print ir[k] - w[k], d1[k] - wd[k], g[k], bi + 0, bd + 0, o + 0
+      if (path == "write") print ir[k], d1[k], w[k], wd[k], bi + 0, bd + 0, o + 0
+      else print ir[k] - w[k], d1[k] - wd[k], g[k], gd[k], bi + 0, bd + 0, o + 0
     }'
 }
 cg_db_bench() { # path benchmarks num reads seed
   cg "$1" "$DB_BENCH" --benchmarks="$2" --num="$3" --reads="$4" --db="$WORK/db_bench" --seed="$5" $COMMON
 }
+# --interval 3600: the worker hands its interval's histograms over once a
+# second, and callgrind stretches a second a hundredfold, so under it that
+# per-second work would come every few hundred ops and be charged to them
+# (db_bench's per-second reporting runs on a thread of its own, which is
+# not counted). With one interval per step it is done once, at the end.
 cg_ampbench() { # path steps num reads seed
   cg "$1" "$BIN" run -w micro -e rocksdb --steps "$2" -p num="$3" -p reads="$4" --threads 1 --settle \
-    --warmup 0 --seed "$5" --set rocksdb.statistics=false --results "$WORK/r.db" --dir "$WORK"
+    --warmup 0 --interval 3600 --seed "$5" --set rocksdb.statistics=false --results "$WORK/r.db" --dir "$WORK"
 }
 echo
 echo "== under callgrind: instructions (Ir) and D1 misses per op, one more op at a time, seeds $CG_SEEDS"

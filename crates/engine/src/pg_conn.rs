@@ -113,7 +113,10 @@ impl SqlConn for PgConn {
         self.c.batch("COMMIT")
     }
     fn rollback(&mut self) -> Result<()> {
-        self.open = false;
+        if std::mem::take(&mut self.open) {
+            // A SET made inside the transaction is undone with it.
+            self.durability = None;
+        }
         self.c.batch("ROLLBACK")
     }
     fn set_durability(&mut self, d: Durability) -> Result<()> {

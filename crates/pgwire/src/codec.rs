@@ -40,12 +40,14 @@ pub(super) fn result_format(t: u32) -> i16 {
 }
 
 /// The format a parameter of type `t` holding `v` is sent in: an integer
-/// in binary into an integer column, bytes in binary into bytea; every
-/// other value as text, which the server reads with its type's input
-/// function.
+/// in binary into an integer column, bytes or text in binary into bytea
+/// (its raw bytes: bytea's text input would read backslashes as
+/// escapes); every other value as text, which the server reads with its
+/// type's input function.
 fn param_format(t: u32, v: &Val<'_>) -> i16 {
     match (v, t) {
-        (Val::Int(_), oid::INT2 | oid::INT4 | oid::INT8) | (Val::Bytes(_), oid::BYTEA) => BINARY,
+        (Val::Int(_), oid::INT2 | oid::INT4 | oid::INT8)
+        | (Val::Bytes(_) | Val::Text(_), oid::BYTEA) => BINARY,
         _ => TEXT,
     }
 }

@@ -49,6 +49,16 @@ pub use startup::{Options, TlsTo};
 /// The most statements a connection keeps prepared; the oldest is closed
 /// to make room.
 const MAX_STMTS: usize = 256;
+/// The longest message other than a row (a notice, a parameter, an
+/// authentication request, a description): none is near this.
+const MAX_OTHER: usize = 1 << 20;
+/// The read buffer's size; after a reply that grew it past
+/// [`MAX_OTHER`], it goes back to this.
+const BUF: usize = 64 << 10;
+/// What a row costs in memory beyond its bytes on the wire, counted
+/// against [`Limits::result`]: a cell per column, and the row's vector.
+const CELL_COST: u64 = 32;
+const ROW_COST: u64 = 24;
 
 /// What a connection takes from a server before it refuses the rest as
 /// not believable.
@@ -90,6 +100,13 @@ impl std::fmt::Display for ServerError {
 }
 
 impl std::error::Error for ServerError {}
+
+/// What a DataRow costs against [`Limits::result`]: its bytes, and the
+/// memory of the cells it becomes.
+fn row_cost(b: &[u8]) -> u64 {
+    let columns = b.get(..2).map_or(0, |c| u16::from_be_bytes([c[0], c[1]]));
+    b.len() as u64 + ROW_COST + CELL_COST * u64::from(columns)
+}
 
 /// The SQLSTATE of `e`, if the server sent it.
 pub fn error_code(e: &anyhow::Error) -> Option<&str> {
@@ -211,8 +228,14 @@ pub struct Conn {
     /// could not be read) leaves the reply unread, so the connection is
     /// refused from then on rather than read out of step.
     in_flight: bool,
+    /// The server's reply broke off after an error it sent (a FATAL
+    /// error, then the connection closed): the error is returned, the
+    /// connection is not used again.
+    broken: bool,
     /// How long a reply may take with nothing arriving.
     timeout: Duration,
+    /// While the connection starts: when the start must be done by.
+    deadline: Option<std::time::Instant>,
     limits: Limits,
 }
 
@@ -222,7 +245,7 @@ impl Conn {
         Conn {
             stream,
             out: BytesMut::with_capacity(4096),
-            buf: vec![0; 64 << 10],
+            buf: vec![0; BUF],
             start: 0,
             end: 0,
             stmts: Vec::new(),
@@ -232,7 +255,9 @@ impl Conn {
             queued: false,
             queued_error: None,
             in_flight: false,
+            broken: false,
             timeout,
+            deadline: None,
             limits: Limits::default(),
         }
     }
@@ -245,12 +270,17 @@ impl Conn {
     /// Begins a request: refused when an earlier one broke off in the
     /// middle of its reply.
     fn request(&mut self) -> Result<()> {
-        if self.in_flight {
+        if self.in_flight || self.broken {
             bail!(
                 "postgres: this connection broke off in the middle of a reply and is not used again"
             );
         }
         self.in_flight = true;
+        if self.buf.len() > MAX_OTHER && self.start == self.end {
+            // A long reply is read: its room is given back.
+            self.buf = vec![0; BUF];
+            (self.start, self.end) = (0, 0);
+        }
         Ok(())
     }
 
@@ -359,6 +389,19 @@ impl Conn {
             self.buf.resize(n, 0);
         }
         while self.end < n {
+            if let Some(d) = self.deadline {
+                // The start as a whole is bounded, not only each read.
+                let left = d.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    bail!(
+                        "postgres: the connection did not start within {:.0} s",
+                        self.timeout.as_secs_f64()
+                    );
+                }
+                self.stream
+                    .set_timeout(left)
+                    .map_err(|e| self.io_error(e, "setting a timeout"))?;
+            }
             let k = match self.stream.read(&mut self.buf[self.end..]) {
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -384,11 +427,13 @@ impl Conn {
                 "postgres: a message of length {len} from the server: its replies are out of step"
             );
         }
-        if len > self.limits.message {
-            bail!(
-                "postgres: the server sent a message of more than {} bytes",
-                self.limits.message
-            );
+        let most = if tag == b'D' {
+            self.limits.message
+        } else {
+            MAX_OTHER.min(self.limits.message)
+        };
+        if len > most {
+            bail!("postgres: the server sent a message of more than {most} bytes");
         }
         self.fill(1 + len)?;
         let body = self.start + 5..self.start + 1 + len;
@@ -401,9 +446,15 @@ impl Conn {
     fn error_reply(&mut self, body: Range<usize>) -> Result<()> {
         let e = codec::server_error(&self.buf[body]);
         loop {
-            let (tag, _) = self.message()?;
-            if tag == b'Z' {
-                return Err(e.into());
+            match self.message() {
+                Ok((b'Z', _)) => return Err(e.into()),
+                Ok(_) => {}
+                Err(_) => {
+                    // A FATAL error, then the server closed the
+                    // connection: its error is the one to give.
+                    self.broken = true;
+                    return Err(e.into());
+                }
             }
         }
     }
@@ -414,9 +465,15 @@ impl Conn {
     /// (SET, DDL, BEGIN, COMMIT…).
     pub fn simple(&mut self, sql: &str, mut rows: Option<Rows<'_>>) -> Result<u64> {
         self.request()?;
+        let mark = self.out.len();
+        let begun = self.sync_queued();
+        if let Err(e) = frontend::query(sql, &mut self.out) {
+            // Nothing is sent (a NUL in the text): what was queued stays.
+            self.out.truncate(mark);
+            self.in_flight = false;
+            return Err(anyhow::Error::new(e).context(format!("postgres: {sql}")));
+        }
         let r = (|| {
-            let begun = self.sync_queued();
-            frontend::query(sql, &mut self.out)?;
             self.send()?;
             if begun {
                 self.absorb()?;
@@ -428,7 +485,7 @@ impl Conn {
                 match tag {
                     b'D' => {
                         n += 1;
-                        bytes += body.len() as u64;
+                        bytes += row_cost(&self.buf[body.clone()]);
                         self.check_result(bytes)?;
                         if let Some(f) = rows.as_deref_mut() {
                             codec::text_row(&self.buf[body], &mut self.row)?;
@@ -485,14 +542,21 @@ impl Conn {
             self.stmts[i].at = at;
             return Ok(i);
         }
+        let name = format!("a{}", self.next_name);
+        let mark = self.out.len();
+        if let Err(e) = frontend::parse(&name, sql, std::iter::empty(), &mut self.out)
+            .and_then(|_| frontend::describe(b'S', &name, &mut self.out))
+        {
+            // Nothing is sent (a NUL in the text): what was queued stays.
+            self.out.truncate(mark);
+            self.in_flight = false;
+            return Err(e.into());
+        }
+        self.next_name += 1;
         if self.stmts.len() >= MAX_STMTS {
             let old = self.stmts.remove(0);
             frontend::close(b'S', &old.name, &mut self.out)?;
         }
-        let name = format!("a{}", self.next_name);
-        self.next_name += 1;
-        frontend::parse(&name, sql, std::iter::empty(), &mut self.out)?;
-        frontend::describe(b'S', &name, &mut self.out)?;
         frontend::sync(&mut self.out);
         self.send()?;
         let (mut params, mut cols) = (Vec::new(), Vec::new());
@@ -574,7 +638,7 @@ impl Conn {
             let (tag, body) = self.message()?;
             match tag {
                 b'D' => {
-                    bytes += body.len() as u64;
+                    bytes += row_cost(&self.buf[body.clone()]);
                     self.check_result(bytes)?;
                     if let Some(f) = rows.as_deref_mut() {
                         let cols = &self.stmts[i].cols;

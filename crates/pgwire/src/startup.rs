@@ -37,7 +37,8 @@ pub struct Options<'a> {
     pub password: Option<&'a str>,
     /// The database.
     pub db: &'a str,
-    /// The longest the start may take.
+    /// The longest the start may take, as a whole (TCP, TLS,
+    /// authentication, up to the first ReadyForQuery).
     pub connect_timeout: Duration,
     /// The longest a due reply may take with nothing arriving, and the
     /// kernel's limit on unacknowledged data (TCP_USER_TIMEOUT).
@@ -87,6 +88,11 @@ struct Exchange {
     asked: Option<Auth>,
     /// The SCRAM exchange, once begun.
     scram: Option<sasl::ScramSha256>,
+    /// The SASL steps the server has sent (continue, then final).
+    steps: u8,
+    /// The server proved it knows the password (SASL final, its
+    /// signature checked).
+    proved: bool,
 }
 
 impl Conn {
@@ -109,12 +115,14 @@ impl Conn {
         };
         stream.set_timeout(o.connect_timeout)?;
         let mut c = Conn::over(stream, o.connect_timeout);
+        c.deadline = Some(std::time::Instant::now() + o.connect_timeout);
         c.in_flight = true;
         if let Some(tls) = &o.tls {
             c.tls(tls)?;
         }
         c.start(o)?;
         c.in_flight = false;
+        c.deadline = None;
         c.timeout = o.timeout;
         c.stream.set_timeout(o.timeout)?;
         Ok(c)
@@ -144,6 +152,11 @@ impl Conn {
         let conn = rustls::ClientConnection::new(tls.config.clone(), tls.name.clone())
             .context("postgres: TLS")?;
         let mut s = rustls::StreamOwned::new(conn, sock);
+        if let Some(d) = self.deadline {
+            let left = d.saturating_duration_since(std::time::Instant::now());
+            s.sock
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        }
         while s.conn.is_handshaking() {
             s.conn
                 .complete_io(&mut s.sock)
@@ -243,27 +256,25 @@ impl Conn {
                 {
                     bail!("postgres: {why}");
                 }
+                if ex.asked == Some(Auth::Scram) && !ex.proved {
+                    // tokio-postgres and libpq refuse it too: a server that
+                    // skips SCRAM's last step never proved it knows the
+                    // password, nor its channel binding.
+                    bail!(
+                        "postgres: the server let this client in before SCRAM was done (it never proved it knows the password); refused"
+                    );
+                }
                 return Ok(true);
             }
             Request::Unknown(code) => bail!("postgres: {}", unknown(code)),
-            Request::Sasl => {
-                let s = ex
-                    .scram
-                    .as_mut()
-                    .ok_or_else(|| anyhow!("postgres: a SASL step before SASL was begun"))?;
-                if code == 11 {
-                    s.update(&b[4..])?;
-                    frontend::sasl_response(s.message(), &mut self.out)?;
-                    self.send()?;
-                } else {
-                    s.finish(&b[4..])?;
-                }
-                return Ok(false);
-            }
+            Request::Sasl => return self.sasl_step(code, &b[4..], ex).map(|_| false),
             Request::Method(a) => a,
         };
         if let Some(why) = refusal(o.allowed, a) {
             bail!("postgres: {why}");
+        }
+        if ex.asked.is_some() {
+            bail!("postgres: a second authentication request: the server is out of step");
         }
         ex.asked = Some(a);
         match a {
@@ -285,6 +296,30 @@ impl Conn {
         }
         self.send()?;
         Ok(false)
+    }
+
+    /// A SASL step after SASL was begun: continue (11), answered, then
+    /// final (12), whose proof must verify; in that order only.
+    fn sasl_step(&mut self, code: u32, data: &[u8], ex: &mut Exchange) -> Result<()> {
+        let s = ex
+            .scram
+            .as_mut()
+            .ok_or_else(|| anyhow!("postgres: a SASL step before SASL was begun"))?;
+        ex.steps += 1;
+        match (code, ex.steps) {
+            (11, 1) => {
+                s.update(data)?;
+                frontend::sasl_response(s.message(), &mut self.out)?;
+                self.send()
+            }
+            (12, 2) => {
+                s.finish(data)
+                    .context("postgres: the server's SCRAM proof does not verify")?;
+                ex.proved = true;
+                Ok(())
+            }
+            _ => bail!("postgres: SASL step {code} out of order: the server is out of step"),
+        }
     }
 
     /// The SCRAM mechanism and its first message, from the server's list

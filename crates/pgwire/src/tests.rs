@@ -330,3 +330,92 @@ fn rows_reuse_the_previous_rows_byte_buffers() {
     // A row of another width is refused.
     assert!(codec::binary_row(&body(3, b"x"), &[20], &mut r).is_err());
 }
+
+#[test]
+fn scram_must_run_to_its_end_in_order() {
+    let plain = Allowed::default_for(false);
+    // Let in right after the client's first SCRAM message: the server
+    // never proved it knows the password.
+    let mut s = auth(10, b"SCRAM-SHA-256\0\0");
+    s.extend(welcome());
+    let e = started(s, plain).err().expect("refused");
+    assert!(e.to_string().contains("before SCRAM was done"), "{e}");
+    // SASL final before SASL continue.
+    let mut s = auth(10, b"SCRAM-SHA-256\0\0");
+    s.extend(auth(12, b"v=AAAA"));
+    let e = started(s, plain).err().expect("refused");
+    assert!(e.to_string().contains("out of order"), "{e}");
+    // A second method after the first.
+    let mut s = auth(5, &[1, 2, 3, 4]);
+    s.extend(auth(3, &[]));
+    let e = started(s, Allowed::parse("md5,password").unwrap())
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string().contains("second authentication request"),
+        "{e}"
+    );
+    // A SASL step with no SASL begun.
+    let e = started(auth(11, b"r=x"), plain).err().expect("refused");
+    assert!(e.to_string().contains("before SASL was begun"), "{e}");
+}
+
+#[test]
+fn a_fatal_error_then_a_close_gives_the_error_and_ends_the_connection() {
+    let mut s = welcome();
+    s.extend(error(
+        "57P01",
+        "terminating connection due to administrator command",
+    ));
+    let mut c = started(s, Allowed::default_for(false)).expect("start");
+    let e = c.batch("SELECT 1").unwrap_err();
+    assert_eq!(error_code(&e), Some("57P01"));
+    let again = c.batch("SELECT 1").unwrap_err();
+    assert!(again.to_string().contains("broke off"), "{again}");
+}
+
+#[test]
+fn a_nul_in_the_text_sends_nothing_and_keeps_the_connection() {
+    let mut s = welcome();
+    // The queued BEGIN's reply (closed by a Sync), then the query's.
+    s.extend(msg(b'1', b""));
+    s.extend(msg(b'2', b""));
+    s.extend(msg(b'C', b"BEGIN\x00"));
+    s.extend(msg(b'Z', b"T"));
+    s.extend(msg(b'C', b"SELECT 1\x00"));
+    s.extend(msg(b'Z', b"T"));
+    let mut c = started(s, Allowed::default_for(false)).expect("start");
+    c.queue_begin().expect("queue");
+    let queued = c.out.len();
+    assert!(c.batch("SELECT '\0'").is_err());
+    assert!(c.exec_each("SELECT '\0'", &[], None).is_err());
+    assert!(
+        !c.in_flight && c.out.len() == queued,
+        "the queued BEGIN stays"
+    );
+    assert_eq!(c.simple("SELECT 1", None).expect("usable"), 0);
+}
+
+#[test]
+fn only_rows_may_be_long() {
+    let mut s = welcome();
+    s.extend(msg(b'N', &vec![b'x'; MAX_OTHER + 1]));
+    let mut c = started(s, Allowed::default_for(false)).expect("start");
+    let e = c.batch("SELECT 1").unwrap_err();
+    assert!(e.to_string().contains("more than 1048576 bytes"), "{e}");
+    // Rows count their cells against the result limit.
+    let mut s = welcome();
+    for _ in 0..3 {
+        s.extend(row(&[None, None, None, None]));
+    }
+    s.extend(msg(b'C', b"SELECT 3\x00"));
+    s.extend(ready());
+    let mut c = started(s, Allowed::default_for(false)).expect("start");
+    c.set_limits(Limits {
+        message: 1 << 20,
+        // Two rows of four NULLs: 2 x (18 + 24 + 4 x 32) = 340 bytes.
+        result: 340,
+    });
+    let e = c.batch("SELECT a, b, c, d FROM t").unwrap_err();
+    assert!(e.to_string().contains("more than 340 bytes"), "{e}");
+}
