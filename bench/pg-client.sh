@@ -17,6 +17,9 @@ THREADS=${THREADS:-4}
 BIN=target/release/ampbench
 [ -x "$BIN" ] || cargo build --release
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ampbench-pgclient-XXXXXX")
+# The servers run as their own users, who must reach their directories
+# in it (search, not listing).
+chmod 711 "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 "$BIN" run -w linkbench -e mariadb-innodb,postgres --threads "$THREADS" --duration "$DURATION" \
   --repeat "$REPEAT" --results "$WORK/r.db" --dir "$WORK" > "$WORK/out.txt"
